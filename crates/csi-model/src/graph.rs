@@ -1,0 +1,344 @@
+//! The whole-program control-flow graph in the node model of DESIGN §3.
+//!
+//! Nodes are maximal straight-line pieces of one basic block that end at the block end or right
+//! after a call, so every call ends its own call-site node. Intraprocedural (flow) edges are
+//! stored per node; interprocedural structure is implied by each call-site's callee list
+//! (call-site → callee entry, callee exit → the call-site's flow successors). The analyses build
+//! whatever derived graph they need from this immutable description.
+
+use std::collections::HashMap;
+
+/// Index of a node in [`ProgramGraph::nodes`].
+pub type NodeId = u32;
+/// Index of a function in [`ProgramGraph::functions`].
+pub type FuncId = u32;
+/// Index of a file name in [`ProgramGraph::files`].
+pub type FileId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeKind {
+    Entry,
+    Exit,
+    Expression,
+    CallSite,
+}
+
+/// A source position. `column == 0` means "unknown column" (GraphML CFGs carry lines only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct SourcePos {
+    pub line: u32,
+    pub column: u32,
+}
+
+/// What a call-site node calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Call {
+    /// Functions in the graph the call may enter: one for a direct call, the candidate set for an
+    /// indirect one. Empty when the callee is outside the graph (library code).
+    pub callees: Vec<FuncId>,
+    /// The callee's name as written at the call (`call-name`), if known.
+    pub name: Option<String>,
+    /// True for calls through a pointer.
+    pub indirect: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The input's own id (GraphML `n:-9:123`, or `fn#k` for our CFG section). Results are
+    /// reported with these ids so other tools can join them back.
+    pub ext_id: String,
+    pub function: FuncId,
+    pub kind: NodeKind,
+    /// Source positions of the node's instructions, in instruction order, duplicates removed.
+    pub positions: Vec<SourcePos>,
+    /// Overrides the function's file (inlined code from headers).
+    pub file: Option<FileId>,
+    /// LLVM basic block (name or path-tracing block id) the node belongs to.
+    pub block: Option<String>,
+    pub call: Option<Call>,
+    /// csi-cc trace-point labels on this node (`CC3`, `BBC0`, or bare numbers in GraphML).
+    pub labels: Vec<String>,
+    /// Abstract locations used / must-defined / may-defined (for slicing).
+    pub uses: Vec<String>,
+    pub must_defs: Vec<String>,
+    pub may_defs: Vec<String>,
+}
+
+impl Node {
+    pub fn new(ext_id: impl Into<String>, function: FuncId, kind: NodeKind) -> Self {
+        Node {
+            ext_id: ext_id.into(),
+            function,
+            kind,
+            positions: Vec::new(),
+            file: None,
+            block: None,
+            call: None,
+            labels: Vec::new(),
+            uses: Vec::new(),
+            must_defs: Vec::new(),
+            may_defs: Vec::new(),
+        }
+    }
+
+    /// Line numbers of this node (positive only; `0`/negative mean "no line" in csi-grissom CFGs).
+    pub fn lines(&self) -> impl Iterator<Item = u32> + '_ {
+        self.positions.iter().map(|p| p.line).filter(|&l| l > 0)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Function {
+    pub name: String,
+    pub linkage_name: Option<String>,
+    pub file: Option<FileId>,
+    pub entry: NodeId,
+    pub exit: NodeId,
+    /// All nodes of the function, entry and exit included.
+    pub nodes: Vec<NodeId>,
+    pub path_traced: bool,
+    pub coverage_instrumented: bool,
+}
+
+/// The immutable program graph. Build it with [`ProgramGraphBuilder`].
+#[derive(Clone, Debug, Default)]
+pub struct ProgramGraph {
+    pub files: Vec<String>,
+    pub functions: Vec<Function>,
+    pub nodes: Vec<Node>,
+    /// Intraprocedural flow successors, indexed by node. A call-site's flow successor is its
+    /// return site.
+    pub succs: Vec<Vec<NodeId>>,
+    /// Intraprocedural flow predecessors (the reverse of `succs`).
+    pub preds: Vec<Vec<NodeId>>,
+    /// Where execution starts: `program-start`, else `main`'s entry, else the sole entry.
+    pub program_entry: Option<NodeId>,
+    by_ext_id: HashMap<String, NodeId>,
+    by_name: HashMap<String, FuncId>,
+}
+
+impl ProgramGraph {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    pub fn function(&self, id: FuncId) -> &Function {
+        &self.functions[id as usize]
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Looks a node up by the input's own id.
+    pub fn node_by_ext_id(&self, ext_id: &str) -> Option<NodeId> {
+        self.by_ext_id.get(ext_id).copied()
+    }
+
+    pub fn function_by_name(&self, name: &str) -> Option<FuncId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The file a node's lines belong to.
+    pub fn file_of(&self, id: NodeId) -> Option<FileId> {
+        let n = self.node(id);
+        n.file.or(self.function(n.function).file)
+    }
+
+    pub fn file_name(&self, file: FileId) -> &str {
+        &self.files[file as usize]
+    }
+
+    /// Callees of a call-site node that are in the graph.
+    pub fn callees(&self, id: NodeId) -> &[FuncId] {
+        self.node(id)
+            .call
+            .as_ref()
+            .map(|c| c.callees.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// Call-site nodes of every function, indexed by callee: who may call `f`.
+    pub fn callers(&self) -> Vec<Vec<NodeId>> {
+        let mut callers = vec![Vec::new(); self.functions.len()];
+        for (id, n) in self.nodes.iter().enumerate() {
+            if let Some(call) = &n.call {
+                for &f in &call.callees {
+                    callers[f as usize].push(id as NodeId);
+                }
+            }
+        }
+        callers
+    }
+}
+
+/// Errors found while assembling a graph (the readers add file/element context).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    #[error("duplicate node id `{0}`")]
+    DuplicateNode(String),
+    #[error("function `{0}` has no entry node")]
+    MissingEntry(String),
+    #[error("function `{0}` has no exit node")]
+    MissingExit(String),
+    #[error("function `{0}` has more than one {1} node")]
+    DuplicateEndpoint(String, &'static str),
+    #[error("edge between different functions: `{0}` -> `{1}` is not a call edge")]
+    CrossFunctionFlow(String, String),
+    #[error("call edge from `{0}` does not target a function entry (`{1}`)")]
+    CallNotToEntry(String, String),
+    #[error("the graph has no functions")]
+    Empty,
+}
+
+/// Incremental construction with validation; used by every reader and by tests.
+#[derive(Default)]
+pub struct ProgramGraphBuilder {
+    g: ProgramGraph,
+    file_ids: HashMap<String, FileId>,
+    edges: Vec<(NodeId, NodeId)>,
+    calls: Vec<(NodeId, NodeId)>,
+    entries: Vec<Vec<NodeId>>,
+    exits: Vec<Vec<NodeId>>,
+    explicit_start: Option<NodeId>,
+}
+
+impl ProgramGraphBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn intern_file(&mut self, name: &str) -> FileId {
+        if let Some(&id) = self.file_ids.get(name) {
+            return id;
+        }
+        let id = self.g.files.len() as FileId;
+        self.g.files.push(name.to_string());
+        self.file_ids.insert(name.to_string(), id);
+        id
+    }
+
+    /// Adds a function; its entry/exit are set by the nodes of kind Entry/Exit added to it.
+    pub fn add_function(&mut self, name: impl Into<String>, file: Option<FileId>) -> FuncId {
+        let id = self.g.functions.len() as FuncId;
+        self.g.functions.push(Function {
+            name: name.into(),
+            linkage_name: None,
+            file,
+            entry: NodeId::MAX,
+            exit: NodeId::MAX,
+            nodes: Vec::new(),
+            path_traced: false,
+            coverage_instrumented: false,
+        });
+        self.entries.push(Vec::new());
+        self.exits.push(Vec::new());
+        id
+    }
+
+    pub fn function_mut(&mut self, f: FuncId) -> &mut Function {
+        &mut self.g.functions[f as usize]
+    }
+
+    pub fn add_node(&mut self, node: Node) -> Result<NodeId, GraphError> {
+        let id = self.g.nodes.len() as NodeId;
+        if self.g.by_ext_id.insert(node.ext_id.clone(), id).is_some() {
+            return Err(GraphError::DuplicateNode(node.ext_id));
+        }
+        let f = node.function as usize;
+        match node.kind {
+            NodeKind::Entry => self.entries[f].push(id),
+            NodeKind::Exit => self.exits[f].push(id),
+            _ => {}
+        }
+        self.g.functions[f].nodes.push(id);
+        self.g.nodes.push(node);
+        Ok(id)
+    }
+
+    pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.g.nodes[id as usize]
+    }
+
+    pub fn node_by_ext_id(&self, ext_id: &str) -> Option<NodeId> {
+        self.g.by_ext_id.get(ext_id).copied()
+    }
+
+    /// Intraprocedural control flow.
+    pub fn add_flow_edge(&mut self, from: NodeId, to: NodeId) {
+        self.edges.push((from, to));
+    }
+
+    /// Interprocedural call edge: call-site node → callee entry node.
+    pub fn add_call_edge(&mut self, call_site: NodeId, callee_entry: NodeId) {
+        self.calls.push((call_site, callee_entry));
+    }
+
+    pub fn set_program_start(&mut self, node: NodeId) {
+        self.explicit_start = Some(node);
+    }
+
+    pub fn build(mut self) -> Result<ProgramGraph, GraphError> {
+        let g = &mut self.g;
+        if g.functions.is_empty() {
+            return Err(GraphError::Empty);
+        }
+        for (f, func) in g.functions.iter_mut().enumerate() {
+            match self.entries[f].as_slice() {
+                [e] => func.entry = *e,
+                [] => return Err(GraphError::MissingEntry(func.name.clone())),
+                _ => return Err(GraphError::DuplicateEndpoint(func.name.clone(), "entry")),
+            }
+            match self.exits[f].as_slice() {
+                [x] => func.exit = *x,
+                [] => return Err(GraphError::MissingExit(func.name.clone())),
+                _ => return Err(GraphError::DuplicateEndpoint(func.name.clone(), "exit")),
+            }
+        }
+        let n = g.nodes.len();
+        g.succs = vec![Vec::new(); n];
+        g.preds = vec![Vec::new(); n];
+        self.edges.sort_unstable();
+        self.edges.dedup();
+        for &(a, b) in &self.edges {
+            let (na, nb) = (&g.nodes[a as usize], &g.nodes[b as usize]);
+            if na.function != nb.function {
+                return Err(GraphError::CrossFunctionFlow(
+                    na.ext_id.clone(),
+                    nb.ext_id.clone(),
+                ));
+            }
+            g.succs[a as usize].push(b);
+            g.preds[b as usize].push(a);
+        }
+        for &(site, entry) in &self.calls {
+            let target = &g.nodes[entry as usize];
+            if target.kind != NodeKind::Entry {
+                return Err(GraphError::CallNotToEntry(
+                    g.nodes[site as usize].ext_id.clone(),
+                    target.ext_id.clone(),
+                ));
+            }
+            let callee = target.function;
+            let node = &mut g.nodes[site as usize];
+            node.kind = NodeKind::CallSite;
+            let call = node.call.get_or_insert_with(Call::default);
+            if !call.callees.contains(&callee) {
+                call.callees.push(callee);
+            }
+            call.indirect |= call.callees.len() > 1;
+        }
+        for (id, f) in g.functions.iter().enumerate() {
+            g.by_name.entry(f.name.clone()).or_insert(id as FuncId);
+        }
+        g.program_entry = self.explicit_start.or_else(|| {
+            if g.functions.len() == 1 {
+                Some(g.functions[0].entry)
+            } else {
+                g.by_name.get("main").map(|&f| g.functions[f as usize].entry)
+            }
+        });
+        Ok(self.g)
+    }
+}
