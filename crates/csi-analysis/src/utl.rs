@@ -210,12 +210,26 @@ impl UtlProblem<'_> {
     /// Is there an entry→crash walk satisfying every constraint? Exact for the
     /// context-insensitive semantics of Definition 6.7.
     pub fn possible(&self) -> bool {
-        build_chain(self.graph, self.entry, self.crash, &self.removed, &self.vectors).is_ok()
+        build_chain(
+            self.graph,
+            self.entry,
+            self.crash,
+            &self.removed,
+            &self.vectors,
+        )
+        .is_ok()
     }
 
     /// Checks consistency and explains failure.
     pub fn check(&self) -> Result<(), Inconsistent> {
-        build_chain(self.graph, self.entry, self.crash, &self.removed, &self.vectors).map(|_| ())
+        build_chain(
+            self.graph,
+            self.entry,
+            self.crash,
+            &self.removed,
+            &self.vectors,
+        )
+        .map(|_| ())
     }
 
     /// BECP (§6.7) for every node at once: exactly the answers of posing "may n run" and
@@ -399,9 +413,12 @@ impl LocalScc {
         let fwd = simple_fast(&self.g, root);
         let rev = simple_fast(Reversed(&self.g), root);
         for v in 1..n {
-            for d in [fwd.immediate_dominator(ni(v as u32)), rev.immediate_dominator(ni(v as u32))]
-                .into_iter()
-                .flatten()
+            for d in [
+                fwd.immediate_dominator(ni(v as u32)),
+                rev.immediate_dominator(ni(v as u32)),
+            ]
+            .into_iter()
+            .flatten()
             {
                 if d != root {
                     check[d.index()] = true;
@@ -647,7 +664,10 @@ mod tests {
         let g = graph(4, &[(0, 1), (0, 2), (1, 3), (2, 3)]);
         let mut p = problem(&g, 0, 3);
         p.vectors = vec![vec![1], vec![2]];
-        assert!(matches!(p.best_effort(), Err(Inconsistent::Unordered(_, _))));
+        assert!(matches!(
+            p.best_effort(),
+            Err(Inconsistent::Unordered(_, _))
+        ));
         assert!(!reference_possible(&p));
     }
 

@@ -336,7 +336,9 @@ impl ProgramGraphBuilder {
             if g.functions.len() == 1 {
                 Some(g.functions[0].entry)
             } else {
-                g.by_name.get("main").map(|&f| g.functions[f as usize].entry)
+                g.by_name
+                    .get("main")
+                    .map(|&f| g.functions[f as usize].entry)
             }
         });
         Ok(self.g)

@@ -70,7 +70,12 @@ impl<'a, 'input> Reader<'a, 'input> {
 
     fn pos(&self, n: XmlNode) -> String {
         let p = self.doc.text_pos_at(n.range().start);
-        format!("line {}, column {}: <{}>", p.row, p.col, n.tag_name().name())
+        format!(
+            "line {}, column {}: <{}>",
+            p.row,
+            p.col,
+            n.tag_name().name()
+        )
     }
 
     fn is(n: &XmlNode, name: &str) -> bool {
@@ -215,7 +220,9 @@ impl<'a, 'input> Reader<'a, 'input> {
         let mut func_of_key: HashMap<String, FuncId> = HashMap::new();
         let mut order: Vec<usize> = (0..raw_nodes.len()).filter(|&i| keep[i]).collect();
         // Entries first, so each function is created with its name and file.
-        order.sort_by_key(|&i| raw_nodes[i].1.attrs.get("kind").map(String::as_str) != Some("entry"));
+        order.sort_by_key(|&i| {
+            raw_nodes[i].1.attrs.get("kind").map(String::as_str) != Some("entry")
+        });
         let mut ids: HashMap<usize, NodeId> = HashMap::new();
         for i in order {
             let (ext_id, raw) = &raw_nodes[i];
@@ -266,9 +273,21 @@ impl<'a, 'input> Reader<'a, 'input> {
             if let Some(l) = raw.attrs.get("csi-label") {
                 node.labels = tokens(l);
             }
-            node.uses = raw.attrs.get("alocs-used").map(|s| tokens(s)).unwrap_or_default();
-            node.must_defs = raw.attrs.get("alocs-defd").map(|s| tokens(s)).unwrap_or_default();
-            node.may_defs = raw.attrs.get("alocs-mayd").map(|s| tokens(s)).unwrap_or_default();
+            node.uses = raw
+                .attrs
+                .get("alocs-used")
+                .map(|s| tokens(s))
+                .unwrap_or_default();
+            node.must_defs = raw
+                .attrs
+                .get("alocs-defd")
+                .map(|s| tokens(s))
+                .unwrap_or_default();
+            node.may_defs = raw
+                .attrs
+                .get("alocs-mayd")
+                .map(|s| tokens(s))
+                .unwrap_or_default();
             if kind == NodeKind::CallSite {
                 let name = raw
                     .attrs
@@ -286,7 +305,8 @@ impl<'a, 'input> Reader<'a, 'input> {
             ids.insert(i, id);
         }
         for e in &raw_edges {
-            let (Some(&si), Some(&ti)) = (index.get(e.source.as_str()), index.get(e.target.as_str()))
+            let (Some(&si), Some(&ti)) =
+                (index.get(e.source.as_str()), index.get(e.target.as_str()))
             else {
                 continue;
             };
@@ -424,13 +444,19 @@ mod tests {
         let e = parse_graphml("x.graphml", "<graphml><graph/></graphml>").unwrap_err();
         assert!(e.reason.contains("no functions"), "{e}");
 
-        let bad = SMALL.replace(r#"<node id="n:-2:2"><data key="kind">exit</data></node>"#, "");
+        let bad = SMALL.replace(
+            r#"<node id="n:-2:2"><data key="kind">exit</data></node>"#,
+            "",
+        );
         let bad = bad.replace(r#"<edge source="n:-2:1" target="n:-2:2"/>"#, "");
         let e = parse_graphml("x.graphml", &bad).unwrap_err();
         assert!(e.reason.contains("no exit"), "{e}");
 
         let bad = SMALL.replace(r#"(5 5 6)"#, "(5 x)");
         let e = parse_graphml("x.graphml", &bad).unwrap_err();
-        assert!(e.element.contains("<node>") && e.reason.contains("lines"), "{e}");
+        assert!(
+            e.element.contains("<node>") && e.reason.contains("lines"),
+            "{e}"
+        );
     }
 }

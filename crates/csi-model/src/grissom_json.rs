@@ -73,7 +73,10 @@ impl ReportReader<'_> {
                 .as_str()
                 .ok_or_else(|| self.err(format!("{at}[{i}]"), "expected a node id string"))?;
             let id = self.graph.node_by_ext_id(s).ok_or_else(|| {
-                self.err(format!("{at}[{i}]"), format!("node `{s}` is not in the graph"))
+                self.err(
+                    format!("{at}[{i}]"),
+                    format!("node `{s}` is not in the graph"),
+                )
             })?;
             if !out.contains(&id) {
                 out.push(id);
@@ -135,7 +138,10 @@ impl ReportReader<'_> {
         for (i, rf) in raw.iter().enumerate() {
             let function = self.single_function(&rf.point, &rf.at)?;
             if i > 0 {
-                let entry = raw[i - 1].next_entry.as_ref().expect("internal frame has entry");
+                let entry = raw[i - 1]
+                    .next_entry
+                    .as_ref()
+                    .expect("internal frame has entry");
                 let at = format!("{}.entry", raw[i - 1].at);
                 if entry.len() != 1 {
                     return Err(self.err(at, "ambiguous entry sets are not supported"));
@@ -205,7 +211,11 @@ impl ReportReader<'_> {
         Ok(f)
     }
 
-    fn read_obs_yes(&self, v: Option<&Value>, report: &mut FailureReport) -> Result<(), InputError> {
+    fn read_obs_yes(
+        &self,
+        v: Option<&Value>,
+        report: &mut FailureReport,
+    ) -> Result<(), InputError> {
         let Some(v) = v.filter(|v| !v.is_null()) else {
             return Ok(());
         };
@@ -278,9 +288,9 @@ impl ReportReader<'_> {
                     ));
                 }
             } else {
-                report
-                    .dropped
-                    .push(format!("{at}: ambiguous group ignored (cannot be encoded soundly)"));
+                report.dropped.push(format!(
+                    "{at}: ambiguous group ignored (cannot be encoded soundly)"
+                ));
             }
         }
         Ok(())

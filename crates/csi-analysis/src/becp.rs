@@ -1,0 +1,415 @@
+//! Best-effort coverage (§6.7) for a whole failure report: global Yes/No/Maybe for every node
+//! and a local answer per stack frame (§7.1.1).
+//!
+//! The pipeline, each step sound on its own:
+//! 1. Nodes whose global coverage bit is false never ran (removed everywhere).
+//! 2. Per frame, the activation from its function's entry to its path trace / current point,
+//!    with calls summarized by whether the callee can return: local Yes/No/Maybe.
+//! 3. Context-sensitive may-run set: what those activations may have run, plus complete
+//!    invocations of every call they completed (transitively). Nothing else can have run in a
+//!    single-threaded execution whose stack is the reported one.
+//! 4. Global UTL over csi-grissom's context-insensitive graph restricted to that set, with the
+//!    stack (and path traces) as one ordered vector and every surely-run node as a
+//!    constraint. Restricting first prunes context-insensitive paths that return to the wrong
+//!    caller, so answers are at least as precise as csi-grissom's.
+//! 5. Yes nodes that dominate a completed call's callee exit are Yes; frame and global
+//!    answers strengthen each other (never ran globally ⇒ not in this frame; ran in a frame ⇒
+//!    ran).
+
+use std::collections::{BTreeMap, HashMap};
+
+use csi_model::{Coverage, FailureReport, FuncId, NodeId, ProgramGraph};
+
+use crate::context::Context;
+use crate::icfg::Icfg;
+use crate::utl::{Inconsistent, UtlProblem};
+
+/// The report cannot come from any execution of the graph.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    #[error("the graph has no program entry (no `main` and no `program-start`)")]
+    NoEntry,
+    #[error("the report has no stack frames")]
+    NoFrames,
+    #[error("frame #{frame} of thread {thread}: {reason}")]
+    Frame {
+        thread: usize,
+        frame: usize,
+        reason: String,
+    },
+    #[error("no execution is consistent with the report: {0}")]
+    Inconsistent(String),
+}
+
+/// Local result for one stack frame.
+#[derive(Clone, Debug)]
+pub struct FrameCoverage {
+    pub thread: usize,
+    /// 0 = innermost.
+    pub frame: usize,
+    pub function: FuncId,
+    /// Status of every node of the frame's function in this activation.
+    pub status: BTreeMap<NodeId, Coverage>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Coverages {
+    /// Indexed by node.
+    pub global: Vec<Coverage>,
+    /// Crashing thread first, innermost frame first; frames whose function is unknown are
+    /// skipped.
+    pub frames: Vec<FrameCoverage>,
+    /// The plain csi-grissom-equivalent answer (context-insensitive UTL without our
+    /// refinements), kept for comparison and reporting.
+    pub context_insensitive: Vec<Coverage>,
+}
+
+impl Coverages {
+    pub fn count(&self, c: Coverage) -> usize {
+        self.global.iter().filter(|&&x| x == c).count()
+    }
+}
+
+fn names(g: &ProgramGraph, a: u32, b: u32) -> (String, String) {
+    let name = |x: u32| {
+        g.nodes
+            .get(x as usize)
+            .map(|n| n.ext_id.clone())
+            .unwrap_or_else(|| "<crash>".into())
+    };
+    (name(a), name(b))
+}
+
+fn explain(g: &ProgramGraph, e: &Inconsistent) -> String {
+    match e {
+        Inconsistent::RequiredDead(x) => {
+            format!(
+                "observed node {} cannot lie on any path to the crash",
+                names(g, *x, *x).0
+            )
+        }
+        Inconsistent::Unordered(a, b) => {
+            let (a, b) = names(g, *a, *b);
+            format!("observed nodes {a} and {b} cannot both lie on one path to the crash")
+        }
+        Inconsistent::OrderViolated(a, b) => {
+            let (a, b) = names(g, *a, *b);
+            format!("{a} cannot run before {b}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Per-frame inputs derived from the report.
+struct FrameWork {
+    thread: usize,
+    frame: usize,
+    function: FuncId,
+    /// Calls of this activation that returned, and whether each surely ran.
+    completed: Vec<(NodeId, bool)>,
+    status: HashMap<NodeId, Coverage>,
+}
+
+pub fn best_effort_coverage(
+    g: &ProgramGraph,
+    report: &FailureReport,
+) -> Result<Coverages, ReportError> {
+    let entry = g.program_entry.ok_or(ReportError::NoEntry)?;
+    let crashing = report.crashing_thread().ok_or(ReportError::NoFrames)?;
+    let innermost = crashing.frames.first().ok_or(ReportError::NoFrames)?;
+    if innermost.point.is_empty() {
+        return Err(ReportError::Frame {
+            thread: 0,
+            frame: 0,
+            reason: "no crash point".into(),
+        });
+    }
+    let n = g.node_count();
+    let mut never = vec![false; n];
+    for (&node, &ran) in &report.global_coverage {
+        never[node as usize] = !ran;
+    }
+    let ctx = Context::new(g, never);
+
+    // Step 2: every frame's activation.
+    let mut frames: Vec<FrameWork> = Vec::new();
+    for (t, thread) in report.threads.iter().enumerate() {
+        for (k, fr) in thread.frames.iter().enumerate() {
+            let Some(f) = fr.function else { continue };
+            let frame_err = |reason: String| ReportError::Frame {
+                thread: t,
+                frame: k,
+                reason,
+            };
+            if fr.point.is_empty() {
+                return Err(frame_err("no current point".into()));
+            }
+            let on_path: Vec<NodeId> = fr.path.iter().chain(&fr.point).copied().collect();
+            let targets = if fr.path.is_empty() {
+                fr.point.clone()
+            } else {
+                vec![fr.path[0]]
+            };
+            let local_false = |x: NodeId| fr.local_coverage.get(&x) == Some(&false);
+            for &x in &on_path {
+                if ctx.never[x as usize] || local_false(x) {
+                    return Err(frame_err(format!(
+                        "path node {} is recorded as never executed",
+                        g.node(x).ext_id
+                    )));
+                }
+            }
+            let vectors: Vec<Vec<NodeId>> = fr
+                .local_coverage
+                .iter()
+                .filter(|&(x, &ran)| ran && !on_path.contains(x))
+                .map(|(&x, _)| vec![x])
+                .collect();
+            let before = ctx
+                .activation_becp(f, &targets, &local_false, &vectors)
+                .map_err(|e| frame_err(explain(g, &e)))?;
+            let mut status = before.clone();
+            for &x in &fr.path {
+                status.insert(x, Coverage::Yes);
+            }
+            if let [p] = fr.point.as_slice() {
+                status.insert(*p, Coverage::Yes);
+            } else {
+                for &p in &fr.point {
+                    status.entry(p).and_modify(|c| {
+                        if *c == Coverage::No {
+                            *c = Coverage::Maybe
+                        }
+                    });
+                }
+            }
+            // Calls that ran before the targets were reached have returned; a target itself
+            // only if execution can go on from it to a target (a loop, or another candidate). Calls on the path trace continued, so they returned.
+            let mut completed: Vec<(NodeId, bool)> = Vec::new();
+            for (&x, &c) in &before {
+                if c != Coverage::No
+                    && !g.callees(x).is_empty()
+                    && (!targets.contains(&x) || reaches_any(&ctx, x, &targets))
+                {
+                    completed.push((x, c == Coverage::Yes && !targets.contains(&x)));
+                }
+            }
+            for &x in &fr.path {
+                if !g.callees(x).is_empty() {
+                    completed.push((x, true));
+                }
+            }
+            frames.push(FrameWork {
+                thread: t,
+                frame: k,
+                function: f,
+                completed,
+                status,
+            });
+        }
+    }
+
+    // Step 3: the context-sensitive may-run set and surely-run nodes.
+    let mut may = vec![false; n];
+    let mut sure = vec![false; n];
+    let mut invoked = vec![false; g.functions.len()];
+    let mut work: Vec<FuncId> = Vec::new();
+    let mut sure_calls: Vec<NodeId> = Vec::new();
+    for fw in &frames {
+        for (&x, &c) in &fw.status {
+            may[x as usize] |= c != Coverage::No;
+            sure[x as usize] |= c == Coverage::Yes;
+        }
+        for &(call, surely) in &fw.completed {
+            for &callee in g.callees(call) {
+                if ctx.completes[callee as usize] && !invoked[callee as usize] {
+                    invoked[callee as usize] = true;
+                    work.push(callee);
+                }
+            }
+            if surely {
+                sure_calls.push(call);
+            }
+        }
+    }
+    let mut invocations: HashMap<FuncId, HashMap<NodeId, Coverage>> = HashMap::new();
+    while let Some(f) = work.pop() {
+        let Some(body) = ctx.complete_invocation(f) else {
+            continue;
+        };
+        for (&x, &c) in &body {
+            if c == Coverage::No {
+                continue;
+            }
+            may[x as usize] = true;
+            for &callee in g.callees(x) {
+                if ctx.completes[callee as usize] && !invoked[callee as usize] {
+                    invoked[callee as usize] = true;
+                    work.push(callee);
+                }
+            }
+        }
+        invocations.insert(f, body);
+    }
+    // Step 5a: a surely-completed direct call surely ran its callee's unavoidable nodes.
+    while let Some(call) = sure_calls.pop() {
+        let [callee] = g.callees(call) else { continue };
+        let Some(body) = invocations.get(callee) else {
+            continue;
+        };
+        for (&x, &c) in body {
+            if c == Coverage::Yes && !sure[x as usize] {
+                sure[x as usize] = true;
+                if !g.callees(x).is_empty() {
+                    sure_calls.push(x);
+                }
+            }
+        }
+    }
+    for (&x, &ran) in &report.global_coverage {
+        if ran {
+            sure[x as usize] = true;
+            if !may[x as usize] {
+                return Err(ReportError::Inconsistent(format!(
+                    "node {} is covered but cannot have run with this stack",
+                    g.node(x).ext_id
+                )));
+            }
+        }
+    }
+
+    // Step 4: the global UTL problem on the csi-grissom graph.
+    let icfg = Icfg::build(g, &innermost.point);
+    let mut stack_vector: Vec<u32> = Vec::new();
+    for (k, fr) in crashing.frames.iter().enumerate().rev() {
+        let Some(f) = fr.function else { continue };
+        stack_vector.push(g.function(f).entry);
+        stack_vector.extend(&fr.path);
+        if k == 0 {
+            stack_vector.push(icfg.crash);
+        } else if let [p] = fr.point.as_slice() {
+            stack_vector.push(*p);
+        }
+    }
+    let mut vectors = vec![stack_vector];
+    vectors.extend(report.ordered_observations.iter().cloned());
+    vectors.extend((0..n as u32).filter(|&x| sure[x as usize]).map(|x| vec![x]));
+    let mut removed: Vec<bool> = (0..n).map(|x| ctx.never[x] || !may[x]).collect();
+    removed.push(false);
+    let refined = UtlProblem {
+        graph: &icfg.graph,
+        entry,
+        crash: icfg.crash,
+        removed,
+        vectors,
+    }
+    .best_effort()
+    .map_err(|e| ReportError::Inconsistent(explain(g, &e)))?;
+
+    // csi-grissom's own question, for comparison: same graph, no refinement.
+    let plain = {
+        let mut vectors = vec![grissom_stack_vector(g, report, icfg.crash)];
+        vectors.extend(report.ordered_observations.iter().cloned());
+        vectors.extend(
+            report
+                .global_coverage
+                .iter()
+                .filter(|(_, &r)| r)
+                .map(|(&x, _)| vec![x]),
+        );
+        let mut removed = ctx.never.clone();
+        removed.push(false);
+        UtlProblem {
+            graph: &icfg.graph,
+            entry,
+            crash: icfg.crash,
+            removed,
+            vectors,
+        }
+        .best_effort()
+        .map(|mut v| {
+            v.truncate(n);
+            v
+        })
+        .unwrap_or_else(|_| vec![Coverage::Maybe; n])
+    };
+
+    // Step 5b: combine.
+    let mut global: Vec<Coverage> = refined[..n].to_vec();
+    for x in 0..n {
+        if sure[x] {
+            if global[x] == Coverage::No {
+                return Err(ReportError::Inconsistent(format!(
+                    "node {} surely ran but cannot lie on a path to the crash",
+                    g.node(x as u32).ext_id
+                )));
+            }
+            global[x] = Coverage::Yes;
+        }
+    }
+    let mut out_frames = Vec::with_capacity(frames.len());
+    for fw in frames {
+        let mut status: BTreeMap<NodeId, Coverage> = fw.status.into_iter().collect();
+        for (&x, c) in status.iter_mut() {
+            if global[x as usize] == Coverage::No {
+                if *c == Coverage::Yes {
+                    return Err(ReportError::Inconsistent(format!(
+                        "node {} ran in frame #{} but nowhere globally",
+                        g.node(x).ext_id,
+                        fw.frame
+                    )));
+                }
+                *c = Coverage::No;
+            }
+        }
+        out_frames.push(FrameCoverage {
+            thread: fw.thread,
+            frame: fw.frame,
+            function: fw.function,
+            status,
+        });
+    }
+    Ok(Coverages {
+        global,
+        frames: out_frames,
+        context_insensitive: plain,
+    })
+}
+
+/// The stack as csi-grissom encodes it: `[call1, entry2, call2, …, crash]`.
+fn grissom_stack_vector(g: &ProgramGraph, report: &FailureReport, crash: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    let Some(t) = report.crashing_thread() else {
+        return v;
+    };
+    let last = t.frames.len().saturating_sub(1);
+    for (k, fr) in t.frames.iter().enumerate().rev() {
+        if k != last {
+            if let Some(f) = fr.function {
+                v.push(g.function(f).entry);
+            }
+        }
+        if k == 0 {
+            v.push(crash);
+        } else if let [p] = fr.point.as_slice() {
+            v.push(*p);
+        }
+    }
+    v
+}
+
+/// Is some target reachable from `x` by a non-empty path of its summary graph?
+fn reaches_any(ctx: &Context<'_>, x: NodeId, targets: &[NodeId]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<NodeId> = ctx.summary_succs(x).to_vec();
+    while let Some(v) = stack.pop() {
+        if ctx.never[v as usize] || !seen.insert(v) {
+            continue;
+        }
+        if targets.contains(&v) {
+            return true;
+        }
+        stack.extend_from_slice(ctx.summary_succs(v));
+    }
+    false
+}

@@ -1,0 +1,137 @@
+//! Our answers against csi-grissom's on the real PLDI 2017 failure reports in
+//! `../shared/reference/pldi2017-failure-reports/`: at least as precise, never contradicting.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use csi_analysis::best_effort_coverage;
+use csi_model::{read_graphml, read_grissom_report, Coverage, FailureReport};
+
+fn reference_dir() -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/pldi2017-failure-reports");
+    d.is_dir().then_some(d)
+}
+
+fn reports(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "data.json") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+struct Grissom {
+    yes: HashSet<String>,
+    no: HashSet<String>,
+    maybe: HashSet<String>,
+}
+
+fn grissom(path: &Path) -> Grissom {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let set = |k: &str| {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    Grissom {
+        yes: set("yes"),
+        no: set("no"),
+        maybe: set("maybe"),
+    }
+}
+
+fn stack_only(r: &FailureReport) -> FailureReport {
+    FailureReport {
+        threads: r.threads.clone(),
+        ..FailureReport::default()
+    }
+}
+
+#[test]
+fn at_least_as_precise_as_csi_grissom_and_never_contradicting() {
+    let Some(dir) = reference_dir() else {
+        eprintln!("SKIP: ../shared/reference/pldi2017-failure-reports not found");
+        return;
+    };
+    let all = reports(&dir);
+    assert!(
+        all.len() >= 20,
+        "expected the 22 PLDI reports, found {}",
+        all.len()
+    );
+    let mut total_extra = 0usize;
+    for data in &all {
+        let run_dir = data.parent().unwrap();
+        let fault_dir = run_dir.parent().unwrap();
+        let graphml = std::fs::read_dir(fault_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "graphml"))
+            .unwrap();
+        let g = read_graphml(&graphml).unwrap();
+        let report = read_grissom_report(data, &g).unwrap();
+        let run = run_dir.file_name().unwrap().to_str().unwrap();
+        for (mode, rep) in [("full", report.clone()), ("stackonly", stack_only(&report))] {
+            let answer = if mode == "full" {
+                fault_dir.join(format!("{run}.grissom.json"))
+            } else {
+                fault_dir.join(format!("{run}.stackonly.grissom.json"))
+            };
+            let theirs = grissom(&answer);
+            let ours = best_effort_coverage(&g, &rep)
+                .unwrap_or_else(|e| panic!("{}: {mode}: {e}", data.display()));
+            let mut extra_yes = 0;
+            let mut extra_no = 0;
+            for (i, node) in g.nodes.iter().enumerate() {
+                let id = &node.ext_id;
+                let c = ours.global[i];
+                if theirs.yes.contains(id) {
+                    assert_eq!(
+                        c,
+                        Coverage::Yes,
+                        "{}: {mode}: {id} grissom Yes",
+                        data.display()
+                    );
+                } else if theirs.no.contains(id) {
+                    assert_eq!(
+                        c,
+                        Coverage::No,
+                        "{}: {mode}: {id} grissom No",
+                        data.display()
+                    );
+                } else if theirs.maybe.contains(id) {
+                    match c {
+                        Coverage::Yes => extra_yes += 1,
+                        Coverage::No => extra_no += 1,
+                        Coverage::Maybe => {}
+                    }
+                }
+            }
+            total_extra += extra_yes + extra_no;
+            eprintln!(
+                "{:<60} {mode:<9} grissom yes/no/maybe {}/{}/{}  ours {}/{}/{}  (+{extra_yes} yes, +{extra_no} no)",
+                data.strip_prefix(&dir).unwrap().display(),
+                theirs.yes.len(),
+                theirs.no.len(),
+                theirs.maybe.len(),
+                ours.count(Coverage::Yes),
+                ours.count(Coverage::No),
+                ours.count(Coverage::Maybe),
+            );
+        }
+    }
+    eprintln!("nodes decided beyond csi-grissom, all reports: {total_extra}");
+}

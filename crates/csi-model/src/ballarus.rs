@@ -1,0 +1,545 @@
+//! Ball–Larus path numbering and path decoding (dissertation §2.2.1, Fig. 2.4, Theorem 2.1).
+//!
+//! This is the single home of the numbering: the instrumenter calls [`number`] to learn where to
+//! place increments and what to store on back edges and at exits, and the readers decode what a
+//! core dump holds with [`PathGraph::decode_complete`] and [`PathGraph::decode_partial`]. Both
+//! sides talk about the same [`PathGraph`], which is exactly what a `.debug_PT` record describes.
+//!
+//! Construction (Ball & Larus 1996): back edges `u → h` (retreating edges of a DFS from the entry)
+//! are removed and replaced by two *phony* edges, `u → EXIT` (the path ends on the back edge) and
+//! `ENTRY → h` (the next path starts at the loop head). Blocks without successors (returns,
+//! `unreachable`) get an edge to the virtual `EXIT`. On the resulting DAG, `NumPaths(EXIT) = 1`,
+//! `NumPaths(u) = Σ NumPaths(succ)`, and the out-edges of `u` get weights `0, NumPaths(s1),
+//! NumPaths(s1)+NumPaths(s2), …`. Every ENTRY→EXIT path then has a unique sum of weights in
+//! `0..NumPaths(ENTRY)`.
+//!
+//! Our numbering orders each block's phony exit first (weight 0) and uses increment = weight on
+//! every edge, so a back edge stores the running sum unchanged and re-initialises it to the phony
+//! root's weight. The decoder does not rely on that: it accepts csi-cc v1.4.0 metadata, whose
+//! increments come from a spanning-tree (chord) placement and whose phony-exit weights are not
+//! recorded. It uses the fact that when all ENTRY→EXIT sums of increments equal the sums of
+//! weights, `increment(e) − weight(e)` is a potential difference `ψ(head) − ψ(tail)`, so a partial
+//! sum of increments at `v` is the prefix's weight sum plus `ψ(v)`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+/// The largest number of paths a function may have: path ids must fit a non-negative `i64`
+/// (the ring buffer's `-1` sentinel and the running sum are signed 64-bit values).
+pub const MAX_PATHS: u64 = i64::MAX as u64;
+
+/// One edge of a path graph as `.debug_PT` records it. For a back edge (`back == true`, printed
+/// `a~>b`), `increment`/`weight` are those of the phony root edge `ENTRY → b`, i.e. the value the
+/// running sum is re-initialised to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct PathEdge {
+    pub from: u32,
+    pub to: u32,
+    pub back: bool,
+    pub increment: i64,
+    pub weight: i64,
+}
+
+/// A function's Ball–Larus graph: block ids, the entry block, the virtual exit, and the edges.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PathGraph {
+    pub entry: u32,
+    pub exit: u32,
+    pub edges: Vec<PathEdge>,
+}
+
+/// How a decoded path begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathStart {
+    /// At the function's entry block.
+    Entry,
+    /// At a loop head, right after a back edge (the phony root edge).
+    LoopHead,
+}
+
+/// How a decoded complete path ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathEnd {
+    /// By leaving the function (return, or a block without successors).
+    Exit,
+    /// By taking a back edge from the last block to one of these loop heads.
+    BackEdge(Vec<u32>),
+    /// Not ended: a partial path stops at the current block.
+    Partial,
+}
+
+/// A decoded (complete or partial) acyclic path: block ids in execution order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodedPath {
+    pub blocks: Vec<u32>,
+    pub start: PathStart,
+    pub end: PathEnd,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BallLarusError {
+    /// More acyclic paths than [`MAX_PATHS`]: the function cannot be traced.
+    TooManyPaths,
+    /// The graph is unusable (a cycle among forward edges, an edge to an unknown block, ...).
+    Malformed(String),
+    /// The `(sum, block)` pair or completed path id matches no path of the graph.
+    Infeasible(String),
+}
+
+impl fmt::Display for BallLarusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BallLarusError::TooManyPaths => {
+                write!(f, "more than {MAX_PATHS} acyclic paths")
+            }
+            BallLarusError::Malformed(m) => write!(f, "malformed path graph: {m}"),
+            BallLarusError::Infeasible(m) => write!(f, "infeasible path: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for BallLarusError {}
+
+/// The instrumenter's view of a numbered CFG. Blocks are `0..n`; the virtual exit is `n`.
+#[derive(Clone, Debug)]
+pub struct Numbering {
+    /// Number of real blocks (the virtual exit has id `n`).
+    pub n: u32,
+    pub entry: u32,
+    /// Blocks reachable from the entry (only those are numbered / instrumented).
+    pub reachable: Vec<bool>,
+    /// Increment to add when taking the CFG edge `u → v` (only non-zero ones are listed).
+    pub increments: BTreeMap<(u32, u32), i64>,
+    /// Back edges `u → h` with the value the running sum is re-initialised to.
+    pub back_edges: BTreeMap<(u32, u32), i64>,
+    /// Value added to the running sum before storing it when a back edge leaves `u`
+    /// (the phony exit's weight; always 0 in our numbering).
+    pub back_edge_store_increment: BTreeMap<u32, i64>,
+    /// Blocks that leave the function (no successors), with the increment of their exit edge.
+    pub exits: BTreeMap<u32, i64>,
+    /// Total number of acyclic paths.
+    pub num_paths: u64,
+    /// The metadata / decoder view.
+    pub graph: PathGraph,
+}
+
+/// Numbers the CFG given by `succs` (successor block indices per block; duplicates allowed and
+/// merged) from `entry`. Fails with [`BallLarusError::TooManyPaths`] when the function has more
+/// than [`MAX_PATHS`] acyclic paths.
+pub fn number(entry: u32, succs: &[Vec<u32>]) -> Result<Numbering, BallLarusError> {
+    let n = succs.len();
+    if entry as usize >= n {
+        return Err(BallLarusError::Malformed(format!(
+            "entry block {entry} out of range"
+        )));
+    }
+    let exit = n as u32;
+    let mut succ: Vec<Vec<u32>> = Vec::with_capacity(n);
+    for (u, s) in succs.iter().enumerate() {
+        let mut seen = BTreeSet::new();
+        let mut v = Vec::new();
+        for &t in s {
+            if t as usize >= n {
+                return Err(BallLarusError::Malformed(format!(
+                    "edge {u} -> {t}: no such block"
+                )));
+            }
+            if seen.insert(t) {
+                v.push(t);
+            }
+        }
+        succ.push(v);
+    }
+    // Iterative DFS from the entry: retreating edges (target on the stack) are back edges.
+    let mut state = vec![0u8; n]; // 0 white, 1 on stack, 2 done
+    let mut back: BTreeSet<(u32, u32)> = BTreeSet::new();
+    let mut postorder = Vec::with_capacity(n);
+    let mut stack: Vec<(u32, usize)> = vec![(entry, 0)];
+    state[entry as usize] = 1;
+    while let Some(&mut (u, ref mut i)) = stack.last_mut() {
+        if let Some(&t) = succ[u as usize].get(*i) {
+            *i += 1;
+            match state[t as usize] {
+                0 => {
+                    state[t as usize] = 1;
+                    stack.push((t, 0));
+                }
+                1 => {
+                    back.insert((u, t));
+                }
+                _ => {}
+            }
+        } else {
+            state[u as usize] = 2;
+            postorder.push(u);
+            stack.pop();
+        }
+    }
+    let reachable: Vec<bool> = state.iter().map(|&s| s == 2).collect();
+
+    // DAG out-edges in numbering order: phony exit first, then real successors / real exit;
+    // at the entry, phony roots (one per loop head) after the real successors.
+    #[derive(Clone, Copy)]
+    enum Out {
+        PhonyExit,
+        Real(u32),
+        RealExit,
+        PhonyRoot(u32),
+    }
+    let mut outs: Vec<Vec<Out>> = vec![Vec::new(); n];
+    let heads: BTreeSet<u32> = back.iter().map(|&(_, h)| h).collect();
+    for &u in &postorder {
+        let o = &mut outs[u as usize];
+        if back.iter().any(|&(a, _)| a == u) {
+            o.push(Out::PhonyExit);
+        }
+        for &t in &succ[u as usize] {
+            if !back.contains(&(u, t)) {
+                o.push(Out::Real(t));
+            }
+        }
+        if succ[u as usize].is_empty() {
+            o.push(Out::RealExit);
+        }
+        if u == entry {
+            o.extend(heads.iter().map(|&h| Out::PhonyRoot(h)));
+        }
+    }
+    // Postorder of the DFS is a reverse topological order of the DAG (back edges removed);
+    // phony roots go from the entry, which comes last in postorder, so the order still holds.
+    let mut np = vec![0u64; n];
+    let mut weight_of: HashMap<(u32, u8, u32), i64> = HashMap::new(); // (u, kind, target)
+    for &u in &postorder {
+        let mut total: u64 = 0;
+        for o in &outs[u as usize] {
+            let (key, paths) = match *o {
+                Out::PhonyExit => ((u, 0, exit), 1),
+                Out::Real(t) => ((u, 1, t), np[t as usize]),
+                Out::RealExit => ((u, 2, exit), 1),
+                Out::PhonyRoot(h) => ((u, 3, h), np[h as usize]),
+            };
+            weight_of.insert(key, total as i64);
+            total = total
+                .checked_add(paths)
+                .filter(|&t| t <= MAX_PATHS)
+                .ok_or(BallLarusError::TooManyPaths)?;
+        }
+        np[u as usize] = total;
+    }
+    let mut increments = BTreeMap::new();
+    let mut back_edges = BTreeMap::new();
+    let mut back_store = BTreeMap::new();
+    let mut exits = BTreeMap::new();
+    let mut edges = Vec::new();
+    let mut order: Vec<u32> = postorder.clone();
+    order.reverse();
+    for &u in &order {
+        for &t in &succ[u as usize] {
+            if back.contains(&(u, t)) {
+                let w = weight_of[&(entry, 3, t)];
+                back_edges.insert((u, t), w);
+                back_store.insert(u, weight_of[&(u, 0, exit)]);
+                edges.push(PathEdge {
+                    from: u,
+                    to: t,
+                    back: true,
+                    increment: w,
+                    weight: w,
+                });
+            } else {
+                let w = weight_of[&(u, 1, t)];
+                if w != 0 {
+                    increments.insert((u, t), w);
+                }
+                edges.push(PathEdge {
+                    from: u,
+                    to: t,
+                    back: false,
+                    increment: w,
+                    weight: w,
+                });
+            }
+        }
+        if succ[u as usize].is_empty() {
+            let w = weight_of[&(u, 2, exit)];
+            exits.insert(u, w);
+            edges.push(PathEdge {
+                from: u,
+                to: exit,
+                back: false,
+                increment: w,
+                weight: w,
+            });
+        }
+    }
+    Ok(Numbering {
+        n: n as u32,
+        entry,
+        reachable,
+        increments,
+        back_edges,
+        back_edge_store_increment: back_store,
+        exits,
+        num_paths: np[entry as usize],
+        graph: PathGraph {
+            entry,
+            exit,
+            edges,
+        },
+    })
+}
+
+/// Per-node decoding tables derived from a [`PathGraph`].
+struct Tables {
+    /// Known out-options per node: (weight, width, target, is_phony_root).
+    opts: HashMap<u32, Vec<(i64, u64, u32, bool)>>,
+    /// Loop heads a back edge from this node may go to.
+    back_targets: HashMap<u32, Vec<u32>>,
+    num_paths: HashMap<u32, u64>,
+    /// ψ(v): partial sum of increments minus partial sum of weights on any path to v.
+    psi: HashMap<u32, i64>,
+}
+
+impl PathGraph {
+    fn tables(&self) -> Result<Tables, BallLarusError> {
+        let mut opts: HashMap<u32, Vec<(i64, u64, u32, bool)>> = HashMap::new();
+        let mut back_targets: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut roots: BTreeMap<u32, (i64, i64)> = BTreeMap::new();
+        let mut nodes: BTreeSet<u32> = BTreeSet::new();
+        nodes.insert(self.entry);
+        nodes.insert(self.exit);
+        let mut fwd: HashMap<u32, Vec<u32>> = HashMap::new();
+        for e in &self.edges {
+            nodes.insert(e.from);
+            nodes.insert(e.to);
+            if e.back {
+                let b = back_targets.entry(e.from).or_default();
+                if !b.contains(&e.to) {
+                    b.push(e.to);
+                }
+                match roots.get(&e.to) {
+                    Some(&(w, i)) if (w, i) != (e.weight, e.increment) => {
+                        return Err(BallLarusError::Malformed(format!(
+                            "back edges into {} disagree on the re-initialisation value",
+                            e.to
+                        )))
+                    }
+                    _ => {
+                        roots.insert(e.to, (e.weight, e.increment));
+                    }
+                }
+            } else {
+                if e.from == self.exit {
+                    return Err(BallLarusError::Malformed("edge out of EXIT".into()));
+                }
+                fwd.entry(e.from).or_default().push(e.to);
+            }
+        }
+        // Topological order of forward edges plus phony roots (Kahn).
+        let mut indeg: HashMap<u32, usize> = nodes.iter().map(|&v| (v, 0)).collect();
+        for (_, ts) in fwd.iter() {
+            for t in ts {
+                *indeg.get_mut(t).unwrap() += 1;
+            }
+        }
+        for h in roots.keys() {
+            *indeg.get_mut(h).unwrap() += 1;
+        }
+        let succs_of = |u: u32| -> Vec<u32> {
+            let mut v = fwd.get(&u).cloned().unwrap_or_default();
+            if u == self.entry {
+                v.extend(roots.keys().copied());
+            }
+            v
+        };
+        let mut ready: Vec<u32> = indeg
+            .iter()
+            .filter(|&(_, &d)| d == 0)
+            .map(|(&v, _)| v)
+            .collect();
+        ready.sort_unstable();
+        let mut topo = Vec::with_capacity(nodes.len());
+        while let Some(u) = ready.pop() {
+            topo.push(u);
+            for t in succs_of(u) {
+                let d = indeg.get_mut(&t).unwrap();
+                *d -= 1;
+                if *d == 0 {
+                    ready.push(t);
+                }
+            }
+        }
+        if topo.len() != nodes.len() {
+            return Err(BallLarusError::Malformed(
+                "the forward edges contain a cycle".into(),
+            ));
+        }
+        // NumPaths in reverse topological order.
+        let mut num_paths: HashMap<u32, u64> = HashMap::new();
+        for &u in topo.iter().rev() {
+            if u == self.exit {
+                num_paths.insert(u, 1);
+                continue;
+            }
+            let mut total: u64 = 0;
+            let mut o = Vec::new();
+            for e in self.edges.iter().filter(|e| e.from == u && !e.back) {
+                let w = num_paths[&e.to];
+                o.push((e.weight, w, e.to, false));
+                total = total.saturating_add(w);
+            }
+            if back_targets.contains_key(&u) {
+                total = total.saturating_add(1);
+            }
+            if u == self.entry {
+                for (&h, &(w, _)) in &roots {
+                    let p = num_paths[&h];
+                    o.push((w, p, h, true));
+                    total = total.saturating_add(p);
+                }
+            }
+            o.sort_unstable();
+            num_paths.insert(u, total);
+            opts.insert(u, o);
+        }
+        // ψ along forward edges and phony roots, in topological order.
+        let mut psi: HashMap<u32, i64> = HashMap::new();
+        psi.insert(self.entry, 0);
+        for &u in &topo {
+            let Some(&pu) = psi.get(&u) else { continue };
+            for e in self.edges.iter().filter(|e| e.from == u && !e.back) {
+                psi.entry(e.to)
+                    .or_insert(pu.wrapping_add(e.increment).wrapping_sub(e.weight));
+            }
+            if u == self.entry {
+                for (&h, &(w, i)) in &roots {
+                    psi.entry(h).or_insert(i.wrapping_sub(w));
+                }
+            }
+        }
+        Ok(Tables {
+            opts,
+            back_targets,
+            num_paths,
+            psi,
+        })
+    }
+
+    /// Number of acyclic paths from the entry (including paths that start at loop heads).
+    pub fn num_paths(&self) -> Result<u64, BallLarusError> {
+        Ok(self.tables()?.num_paths[&self.entry])
+    }
+
+    /// Walks from the entry, following at each node the edge whose id range holds `r`.
+    /// Stops at `target` with `r == 0` (partial) or at the end of a complete path.
+    fn walk(
+        &self,
+        t: &Tables,
+        mut r: i64,
+        target: Option<u32>,
+    ) -> Result<DecodedPath, BallLarusError> {
+        if r < 0 {
+            return Err(BallLarusError::Infeasible(format!("negative path sum {r}")));
+        }
+        let mut u = self.entry;
+        let mut blocks = vec![u];
+        let mut start = PathStart::Entry;
+        loop {
+            if Some(u) == target && r == 0 {
+                return Ok(DecodedPath {
+                    blocks,
+                    start,
+                    end: PathEnd::Partial,
+                });
+            }
+            if u == self.exit {
+                if target.is_some() || r != 0 {
+                    return Err(BallLarusError::Infeasible(format!(
+                        "reached the exit with {r} left over"
+                    )));
+                }
+                blocks.pop();
+                return Ok(DecodedPath {
+                    blocks,
+                    start,
+                    end: PathEnd::Exit,
+                });
+            }
+            let opts = t.opts.get(&u).map(Vec::as_slice).unwrap_or(&[]);
+            let chosen = opts
+                .iter()
+                .find(|&&(w, width, _, _)| w <= r && ((r - w) as u64) < width);
+            match chosen {
+                Some(&(w, _, next, phony_root)) => {
+                    r -= w;
+                    if phony_root {
+                        blocks.clear();
+                        start = PathStart::LoopHead;
+                    }
+                    blocks.push(next);
+                    u = next;
+                }
+                None => {
+                    let np = t.num_paths.get(&u).copied().unwrap_or(0);
+                    match t.back_targets.get(&u) {
+                        Some(heads) if target.is_none() && (r as u64) < np => {
+                            return Ok(DecodedPath {
+                                blocks,
+                                start,
+                                end: PathEnd::BackEdge(heads.clone()),
+                            })
+                        }
+                        _ => {
+                            return Err(BallLarusError::Infeasible(format!(
+                                "no edge out of block {u} matches the remaining sum {r}"
+                            )))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decodes a completed path id (a value stored in the ring buffer).
+    pub fn decode_complete(&self, id: i64) -> Result<DecodedPath, BallLarusError> {
+        let t = self.tables()?;
+        self.walk(&t, id, None)
+    }
+
+    /// Decodes the in-progress path: the running sum `sum` observed while executing `current`
+    /// (Theorem 2.1: the pair determines a unique path from the entry or a loop head).
+    pub fn decode_partial(&self, sum: i64, current: u32) -> Result<DecodedPath, BallLarusError> {
+        let t = self.tables()?;
+        let Some(&psi) = t.psi.get(&current) else {
+            return Err(BallLarusError::Infeasible(format!(
+                "block {current} is not in the path graph"
+            )));
+        };
+        self.walk(&t, sum.wrapping_sub(psi), Some(current))
+    }
+
+    /// Decodes many completed ids sharing one table construction.
+    pub fn decode_all(&self, ids: &[i64]) -> Vec<Result<DecodedPath, BallLarusError>> {
+        match self.tables() {
+            Ok(t) => ids.iter().map(|&id| self.walk(&t, id, None)).collect(),
+            Err(e) => ids.iter().map(|_| Err(e.clone())).collect(),
+        }
+    }
+}
+
+/// Un-rotates a path-tracing ring buffer: `arr` as read from memory, `idx` the next slot to
+/// write. Returns the completed path ids oldest first. The last slot holds `-1` until the buffer
+/// has wrapped around once.
+pub fn unrotate_ring(arr: &[i64], idx: usize) -> Vec<i64> {
+    let n = arr.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let idx = idx % n;
+    let wrapped = arr[n - 1] != -1;
+    if wrapped {
+        arr[idx..].iter().chain(&arr[..idx]).copied().collect()
+    } else {
+        arr[..idx].to_vec()
+    }
+}
