@@ -1,6 +1,7 @@
 //! CSI's data model (DESIGN §3): the program graph, the failure report, the shapes of results,
 //! and readers for every input format. Plain data; no analysis lives here.
 
+pub mod ballarus;
 pub mod error;
 pub mod graph;
 pub mod graphml;

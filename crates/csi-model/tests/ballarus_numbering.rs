@@ -1,0 +1,290 @@
+//! Ball–Larus numbering and decoding: exhaustive checks on small CFGs, the Fig. 2.4 loop, and
+//! csi-cc v1.4.0's own `loop` example (chord increments ≠ weights).
+
+use csi_model::ballarus::{
+    number, unrotate_ring, BallLarusError, PathEdge, PathEnd, PathGraph, PathStart,
+};
+
+
+/// Enumerates every acyclic path the instrumentation can record, simulating the instrumented
+/// program: returns (stored id or running sum, block sequence, how it ends).
+fn simulate_paths(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64, bool)> {
+    let nb = number(entry, succs).unwrap();
+    let mut out = Vec::new();
+    let mut starts: Vec<(u32, i64)> = vec![(entry, 0)];
+    for (&(_, h), &w) in &nb.back_edges {
+        if !starts.contains(&(h, w)) {
+            starts.push((h, w));
+        }
+    }
+    for (s, init) in starts {
+        let mut stack = vec![(vec![s], init)];
+        while let Some((path, sum)) = stack.pop() {
+            let u = *path.last().unwrap();
+            if succs[u as usize].is_empty() {
+                out.push((path.clone(), sum + nb.exits[&u], true));
+            }
+            let mut seen = Vec::new();
+            for &t in &succs[u as usize] {
+                if seen.contains(&t) {
+                    continue;
+                }
+                seen.push(t);
+                if nb.back_edges.contains_key(&(u, t)) {
+                    out.push((path.clone(), sum + nb.back_edge_store_increment[&u], false));
+                } else {
+                    let inc = nb.increments.get(&(u, t)).copied().unwrap_or(0);
+                    let mut p = path.clone();
+                    p.push(t);
+                    stack.push((p, sum + inc));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every prefix (entry or loop head → v) with its running sum.
+fn simulate_prefixes(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64)> {
+    let nb = number(entry, succs).unwrap();
+    let mut out = Vec::new();
+    let mut starts: Vec<(u32, i64)> = vec![(entry, 0)];
+    for (&(_, h), &w) in &nb.back_edges {
+        if !starts.contains(&(h, w)) {
+            starts.push((h, w));
+        }
+    }
+    for (s, init) in starts {
+        let mut stack = vec![(vec![s], init)];
+        while let Some((path, sum)) = stack.pop() {
+            out.push((path.clone(), sum));
+            let u = *path.last().unwrap();
+            for &t in &succs[u as usize] {
+                if nb.back_edges.contains_key(&(u, t)) || path.contains(&t) {
+                    continue;
+                }
+                let inc = nb.increments.get(&(u, t)).copied().unwrap_or(0);
+                let mut p = path.clone();
+                p.push(t);
+                stack.push((p, sum + inc));
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+fn check_exhaustive(succs: &[Vec<u32>]) {
+    let nb = number(0, succs).unwrap();
+    let paths = simulate_paths(succs, 0);
+    assert_eq!(paths.len() as u64, nb.num_paths, "one id per acyclic path");
+    let mut ids: Vec<i64> = paths.iter().map(|p| p.1).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), paths.len(), "ids are unique");
+    assert_eq!(*ids.last().unwrap() as u64, nb.num_paths - 1, "ids are dense");
+    for (blocks, id, exits) in &paths {
+        let d = nb.graph.decode_complete(*id).unwrap();
+        assert_eq!(&d.blocks, blocks, "decode of id {id}");
+        assert_eq!(matches!(d.end, PathEnd::Exit), *exits);
+    }
+    // Theorem 2.1: every (running sum, block) pair decodes to its unique prefix.
+    for (prefix, sum) in simulate_prefixes(succs, 0) {
+        let v = *prefix.last().unwrap();
+        let d = nb.graph.decode_partial(sum, v).unwrap();
+        assert_eq!(d.blocks, prefix, "partial ({sum}, {v})");
+        assert_eq!(d.end, PathEnd::Partial);
+    }
+}
+
+#[test]
+fn diamond_chain() {
+    // 0 -> {1,2} -> 3 -> {4,5} -> 6 (return)
+    let succs = vec![
+        vec![1, 2],
+        vec![3],
+        vec![3],
+        vec![4, 5],
+        vec![6],
+        vec![6],
+        vec![],
+    ];
+    let nb = number(0, &succs).unwrap();
+    assert_eq!(nb.num_paths, 4);
+    check_exhaustive(&succs);
+}
+
+/// Fig. 2.4: `while (c) { if (d) A else B; call } ; after` — the loop head has a back edge from
+/// the latch; paths restart at the head with the re-initialised sum.
+#[test]
+fn figure_2_4_loop_with_back_edge() {
+    // 0 entry -> 1 head; 1 -> {2 body, 5 after}; 2 -> {3 then, 4 else}; 3,4 -> 6 latch; 6 -> 1;
+    // 5 -> return
+    let succs = vec![
+        vec![1],
+        vec![2, 5],
+        vec![3, 4],
+        vec![6],
+        vec![6],
+        vec![],
+        vec![1],
+    ];
+    let nb = number(0, &succs).unwrap();
+    assert_eq!(nb.back_edges.len(), 1);
+    assert!(nb.back_edges.contains_key(&(6, 1)));
+    // Paths: entry..head..after, entry..head..then/else..latch (2), head..after, head..(2).
+    assert_eq!(nb.num_paths, 6);
+    check_exhaustive(&succs);
+    // The back edge re-initialises to a value that starts the loop-head paths.
+    let reinit = nb.back_edges[&(6, 1)];
+    let d = nb.graph.decode_partial(reinit, 1).unwrap();
+    assert_eq!(d.blocks, vec![1]);
+    assert_eq!(d.start, PathStart::LoopHead);
+}
+
+#[test]
+fn nested_loops_switch_and_self_loop() {
+    // 0 -> 1 (outer head); 1 -> {2, 9}; 2 (inner head) -> {3, 7}; 3 -> {4,5,6} (switch);
+    // 4,5,6 -> 2 (three back edges to the inner head); 7 -> {7 (self loop), 8}; 8 -> 1; 9 ret
+    let succs = vec![
+        vec![1],
+        vec![2, 9],
+        vec![3, 7],
+        vec![4, 5, 6, 4],
+        vec![2],
+        vec![2],
+        vec![2],
+        vec![7, 8],
+        vec![1],
+        vec![],
+    ];
+    check_exhaustive(&succs);
+}
+
+#[test]
+fn unreachable_blocks_and_multiple_returns() {
+    let succs = vec![vec![1, 2], vec![], vec![3, 1], vec![], vec![3]];
+    let nb = number(0, &succs).unwrap();
+    assert!(!nb.reachable[4]);
+    check_exhaustive(&succs);
+}
+
+#[test]
+fn too_many_paths_is_an_error_not_a_crash() {
+    // 70 diamonds in a row: 2^70 paths.
+    let k = 70u32;
+    let mut succs = Vec::new();
+    for i in 0..k {
+        let b = 3 * i;
+        succs.push(vec![b + 1, b + 2]);
+        succs.push(vec![b + 3]);
+        succs.push(vec![b + 3]);
+    }
+    succs.push(vec![]);
+    assert_eq!(number(0, &succs).unwrap_err(), BallLarusError::TooManyPaths);
+    // 62 diamonds fit.
+    let succs: Vec<Vec<u32>> = succs[..(3 * 62) as usize]
+        .iter()
+        .cloned()
+        .chain(std::iter::once(vec![]))
+        .collect();
+    assert_eq!(number(0, &succs).unwrap().num_paths, 1u64 << 62);
+}
+
+#[test]
+fn infeasible_inputs_are_errors() {
+    let succs = vec![vec![1, 2], vec![3], vec![3], vec![]];
+    let nb = number(0, &succs).unwrap();
+    assert!(nb.graph.decode_complete(2).is_err());
+    assert!(nb.graph.decode_complete(-3).is_err());
+    // Sum 1 means "took the second branch": impossible while in block 1.
+    assert!(nb.graph.decode_partial(1, 1).is_err());
+    assert!(nb.graph.decode_partial(0, 99).is_err());
+}
+
+/// csi-cc v1.4.0's `loop` test, main (`.debug_PT` as the original wrote it): chord increments
+/// equal weights there; the `funcs` example below has increments ≠ weights.
+#[test]
+fn original_csi_cc_loop_example_decodes_as_documented() {
+    let e = |from, to, back, increment, weight| PathEdge {
+        from,
+        to,
+        back,
+        increment,
+        weight,
+    };
+    let g = PathGraph {
+        entry: 2,
+        exit: 3,
+        edges: vec![
+            e(2, 4, false, 0, 0),
+            e(4, 5, false, 0, 0),
+            e(4, 6, false, 2, 2),
+            e(5, 7, false, 0, 0),
+            e(5, 8, false, 1, 1),
+            e(6, 3, false, 0, 0),
+            e(7, 9, false, 0, 0),
+            e(8, 9, false, 0, 0),
+            e(9, 4, true, 3, 3),
+        ],
+    };
+    // csi-cc's docs: arr {1,3,6,3,2,4,8,9,2,-1}, idx 2, cur 4 at block 9: suffix
+    // <2,4,5,8,9, 4,5,7,9, 4,5,8,9>.
+    let ids = unrotate_ring(&[1, 3, 6, 3, 2, 4, 8, 9, 2, -1], 2);
+    assert_eq!(ids, vec![1, 3]);
+    let p1 = g.decode_complete(1).unwrap();
+    assert_eq!(p1.blocks, vec![2, 4, 5, 8, 9]);
+    assert_eq!(p1.end, PathEnd::BackEdge(vec![4]));
+    let p2 = g.decode_complete(3).unwrap();
+    assert_eq!(p2.blocks, vec![4, 5, 7, 9]);
+    assert_eq!(p2.start, PathStart::LoopHead);
+    let cur = g.decode_partial(4, 9).unwrap();
+    assert_eq!(cur.blocks, vec![4, 5, 8, 9]);
+    // Second documented example: wrapped buffer, idx 2, cur 0 at block 6.
+    let ids = unrotate_ring(&[4, 5, 4, 4, 4, 4, 3, 4, 4, 4], 2);
+    assert_eq!(ids, vec![4, 4, 4, 4, 3, 4, 4, 4, 4, 5]);
+    assert_eq!(g.decode_complete(5).unwrap().blocks, vec![4, 6]);
+    assert_eq!(g.decode_complete(5).unwrap().end, PathEnd::Exit);
+    assert_eq!(g.decode_complete(4).unwrap().blocks, vec![4, 5, 8, 9]);
+    assert_eq!(g.num_paths().unwrap(), 6);
+}
+
+/// `funcs` from csi-cc v1.4.0: `3->4|1$0` and `0->3|0$1` — increments moved by the spanning
+/// tree. Completed ids decode by weights, partial sums by increments.
+#[test]
+fn chord_increments_differ_from_weights() {
+    let e = |from, to, increment, weight| PathEdge {
+        from,
+        to,
+        back: false,
+        increment,
+        weight,
+    };
+    let g = PathGraph {
+        entry: 0,
+        exit: 1,
+        edges: vec![
+            e(0, 2, 0, 0),
+            e(0, 3, 0, 1),
+            e(2, 4, 0, 0),
+            e(3, 4, 1, 0),
+            e(4, 1, 0, 0),
+        ],
+    };
+    assert_eq!(g.decode_complete(0).unwrap().blocks, vec![0, 2, 4]);
+    assert_eq!(g.decode_complete(1).unwrap().blocks, vec![0, 3, 4]);
+    // In block 3 the increment of 3->4 has not run yet: sum 0.
+    assert_eq!(g.decode_partial(0, 3).unwrap().blocks, vec![0, 3]);
+    assert_eq!(g.decode_partial(0, 2).unwrap().blocks, vec![0, 2]);
+    assert_eq!(g.decode_partial(1, 4).unwrap().blocks, vec![0, 3, 4]);
+    assert_eq!(g.decode_partial(0, 4).unwrap().blocks, vec![0, 2, 4]);
+    assert!(g.decode_partial(1, 3).is_err());
+}
+
+#[test]
+fn ring_buffer_unrotation() {
+    assert_eq!(unrotate_ring(&[7, 8, -1, -1], 2), vec![7, 8]);
+    assert_eq!(unrotate_ring(&[-1, -1, -1, -1], 0), Vec::<i64>::new());
+    assert_eq!(unrotate_ring(&[5, 6, 7, 8], 1), vec![6, 7, 8, 5]);
+    assert_eq!(unrotate_ring(&[5, 6, 7, 8], 0), vec![5, 6, 7, 8]);
+}
