@@ -110,10 +110,104 @@ struct FrameWork {
     status: HashMap<NodeId, Coverage>,
 }
 
+/// Everything derived from the report before the global solve; shared by coverage and
+/// queries.
+pub struct Prepared {
+    pub icfg: Icfg,
+    pub entry: NodeId,
+    /// Per icfg node: excluded before solving (never ran, or impossible in context).
+    pub removed: Vec<bool>,
+    /// The stack vector, ordered observations, and every surely-run node.
+    pub vectors: Vec<Vec<u32>>,
+    /// Surely ran (per program node).
+    pub sure: Vec<bool>,
+    /// csi-grissom's own constraints (no refinement), for comparison.
+    plain_removed: Vec<bool>,
+    plain_vectors: Vec<Vec<u32>>,
+    frames: Vec<FrameWork>,
+}
+
+impl Prepared {
+    pub fn problem(&self) -> UtlProblem<'_> {
+        UtlProblem {
+            graph: &self.icfg.graph,
+            entry: self.entry,
+            crash: self.icfg.crash,
+            removed: self.removed.clone(),
+            vectors: self.vectors.clone(),
+        }
+    }
+}
+
 pub fn best_effort_coverage(
     g: &ProgramGraph,
     report: &FailureReport,
 ) -> Result<Coverages, ReportError> {
+    let p = prepare(g, report)?;
+    let n = g.node_count();
+    let refined = p
+        .problem()
+        .best_effort()
+        .map_err(|e| ReportError::Inconsistent(explain(g, &e)))?;
+    // csi-grissom's own question, for comparison: same graph, no refinement.
+    let plain = UtlProblem {
+        graph: &p.icfg.graph,
+        entry: p.entry,
+        crash: p.icfg.crash,
+        removed: p.plain_removed,
+        vectors: p.plain_vectors,
+    }
+    .best_effort()
+    .map(|mut v| {
+        v.truncate(n);
+        v
+    })
+    .unwrap_or_else(|_| vec![Coverage::Maybe; n]);
+    let sure = p.sure;
+    let frames = p.frames;
+    // Step 5b: combine.
+    let mut global: Vec<Coverage> = refined[..n].to_vec();
+    for x in 0..n {
+        if sure[x] {
+            if global[x] == Coverage::No {
+                return Err(ReportError::Inconsistent(format!(
+                    "node {} surely ran but cannot lie on a path to the crash",
+                    g.node(x as u32).ext_id
+                )));
+            }
+            global[x] = Coverage::Yes;
+        }
+    }
+    let mut out_frames = Vec::with_capacity(frames.len());
+    for fw in frames {
+        let mut status: BTreeMap<NodeId, Coverage> = fw.status.into_iter().collect();
+        for (&x, c) in status.iter_mut() {
+            if global[x as usize] == Coverage::No {
+                if *c == Coverage::Yes {
+                    return Err(ReportError::Inconsistent(format!(
+                        "node {} ran in frame #{} but nowhere globally",
+                        g.node(x).ext_id,
+                        fw.frame
+                    )));
+                }
+                *c = Coverage::No;
+            }
+        }
+        out_frames.push(FrameCoverage {
+            thread: fw.thread,
+            frame: fw.frame,
+            function: fw.function,
+            status,
+        });
+    }
+    Ok(Coverages {
+        global,
+        frames: out_frames,
+        context_insensitive: plain,
+    })
+}
+
+pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, ReportError> {
     let entry = g.program_entry.ok_or(ReportError::NoEntry)?;
     let crashing = report.crashing_thread().ok_or(ReportError::NoFrames)?;
     let innermost = crashing.frames.first().ok_or(ReportError::NoFrames)?;
@@ -296,83 +390,26 @@ pub fn best_effort_coverage(
     vectors.extend((0..n as u32).filter(|&x| sure[x as usize]).map(|x| vec![x]));
     let mut removed: Vec<bool> = (0..n).map(|x| ctx.never[x] || !may[x]).collect();
     removed.push(false);
-    let refined = UtlProblem {
-        graph: &icfg.graph,
+    let mut plain_vectors = vec![grissom_stack_vector(g, report, icfg.crash)];
+    plain_vectors.extend(report.ordered_observations.iter().cloned());
+    plain_vectors.extend(
+        report
+            .global_coverage
+            .iter()
+            .filter(|(_, &r)| r)
+            .map(|(&x, _)| vec![x]),
+    );
+    let mut plain_removed = ctx.never.clone();
+    plain_removed.push(false);
+    Ok(Prepared {
+        icfg,
         entry,
-        crash: icfg.crash,
         removed,
         vectors,
-    }
-    .best_effort()
-    .map_err(|e| ReportError::Inconsistent(explain(g, &e)))?;
-
-    // csi-grissom's own question, for comparison: same graph, no refinement.
-    let plain = {
-        let mut vectors = vec![grissom_stack_vector(g, report, icfg.crash)];
-        vectors.extend(report.ordered_observations.iter().cloned());
-        vectors.extend(
-            report
-                .global_coverage
-                .iter()
-                .filter(|(_, &r)| r)
-                .map(|(&x, _)| vec![x]),
-        );
-        let mut removed = ctx.never.clone();
-        removed.push(false);
-        UtlProblem {
-            graph: &icfg.graph,
-            entry,
-            crash: icfg.crash,
-            removed,
-            vectors,
-        }
-        .best_effort()
-        .map(|mut v| {
-            v.truncate(n);
-            v
-        })
-        .unwrap_or_else(|_| vec![Coverage::Maybe; n])
-    };
-
-    // Step 5b: combine.
-    let mut global: Vec<Coverage> = refined[..n].to_vec();
-    for x in 0..n {
-        if sure[x] {
-            if global[x] == Coverage::No {
-                return Err(ReportError::Inconsistent(format!(
-                    "node {} surely ran but cannot lie on a path to the crash",
-                    g.node(x as u32).ext_id
-                )));
-            }
-            global[x] = Coverage::Yes;
-        }
-    }
-    let mut out_frames = Vec::with_capacity(frames.len());
-    for fw in frames {
-        let mut status: BTreeMap<NodeId, Coverage> = fw.status.into_iter().collect();
-        for (&x, c) in status.iter_mut() {
-            if global[x as usize] == Coverage::No {
-                if *c == Coverage::Yes {
-                    return Err(ReportError::Inconsistent(format!(
-                        "node {} ran in frame #{} but nowhere globally",
-                        g.node(x).ext_id,
-                        fw.frame
-                    )));
-                }
-                *c = Coverage::No;
-            }
-        }
-        out_frames.push(FrameCoverage {
-            thread: fw.thread,
-            frame: fw.frame,
-            function: fw.function,
-            status,
-        });
-    }
-    Ok(Coverages {
-        global,
-        frames: out_frames,
-        context_insensitive: plain,
+        sure,
+        plain_removed,
+        plain_vectors,
+        frames,
     })
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use csi_analysis::best_effort_coverage;
+use csi_analysis::{active_nodes_edges, best_effort_coverage};
 use csi_model::{read_graphml, read_grissom_report, Coverage, FailureReport};
 
 fn reference_dir() -> Option<PathBuf> {
@@ -93,6 +93,27 @@ fn at_least_as_precise_as_csi_grissom_and_never_contradicting() {
             let theirs = grissom(&answer);
             let ours = best_effort_coverage(&g, &rep)
                 .unwrap_or_else(|e| panic!("{}: {mode}: {e}", data.display()));
+            // Consistency with the active-node analysis (Figs. 5.2-5.4).
+            let active = active_nodes_edges(&g, &rep);
+            for (i, node) in g.nodes.iter().enumerate() {
+                if !active.nodes[i] {
+                    assert_eq!(
+                        ours.global[i],
+                        Coverage::No,
+                        "{}: {mode}: {} inactive but not No",
+                        data.display(),
+                        node.ext_id
+                    );
+                }
+                if ours.global[i] == Coverage::Yes {
+                    assert!(
+                        active.nodes[i],
+                        "{}: {mode}: {} Yes but inactive",
+                        data.display(),
+                        node.ext_id
+                    );
+                }
+            }
             let mut extra_yes = 0;
             let mut extra_no = 0;
             for (i, node) in g.nodes.iter().enumerate() {
@@ -122,7 +143,7 @@ fn at_least_as_precise_as_csi_grissom_and_never_contradicting() {
             }
             total_extra += extra_yes + extra_no;
             eprintln!(
-                "{:<60} {mode:<9} grissom yes/no/maybe {}/{}/{}  ours {}/{}/{}  (+{extra_yes} yes, +{extra_no} no)",
+                "{:<60} {mode:<9} grissom yes/no/maybe {}/{}/{}  ours {}/{}/{}  (+{extra_yes} yes, +{extra_no} no)  active {}",
                 data.strip_prefix(&dir).unwrap().display(),
                 theirs.yes.len(),
                 theirs.no.len(),
@@ -130,6 +151,7 @@ fn at_least_as_precise_as_csi_grissom_and_never_contradicting() {
                 ours.count(Coverage::Yes),
                 ours.count(Coverage::No),
                 ours.count(Coverage::Maybe),
+                active.node_count(),
             );
         }
     }

@@ -1,0 +1,145 @@
+//! Projection of node answers onto source lines (DESIGN §3): a line is **must** if some node
+//! on it surely ran, **never** if every node on it surely did not, **may** otherwise; it is
+//! also **partial** when it has both surely-run and never-run nodes (so `partial ⊆ must`).
+//! Lines without code get nothing.
+
+use std::collections::BTreeMap;
+
+use csi_model::{Coverage, LineStatus, NodeId, ProgramGraph};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FileLines {
+    pub must: Vec<u32>,
+    pub may: Vec<u32>,
+    pub never: Vec<u32>,
+    pub partial: Vec<u32>,
+}
+
+impl FileLines {
+    pub fn status(&self, line: u32) -> Option<LineStatus> {
+        if self.must.binary_search(&line).is_ok() {
+            Some(LineStatus::Must)
+        } else if self.never.binary_search(&line).is_ok() {
+            Some(LineStatus::Never)
+        } else if self.may.binary_search(&line).is_ok() {
+            Some(LineStatus::May)
+        } else {
+            None
+        }
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Seen {
+    yes: bool,
+    no: bool,
+    maybe: bool,
+}
+
+/// Projects `(node, answer)` pairs onto lines, keyed by file name.
+pub fn project_lines(
+    g: &ProgramGraph,
+    answers: impl IntoIterator<Item = (NodeId, Coverage)>,
+) -> BTreeMap<String, FileLines> {
+    let mut per_file: BTreeMap<u32, BTreeMap<u32, Seen>> = BTreeMap::new();
+    for (node, c) in answers {
+        let Some(file) = g.file_of(node) else {
+            continue;
+        };
+        let lines = per_file.entry(file).or_default();
+        for line in g.node(node).lines() {
+            let s = lines.entry(line).or_default();
+            match c {
+                Coverage::Yes => s.yes = true,
+                Coverage::No => s.no = true,
+                Coverage::Maybe => s.maybe = true,
+            }
+        }
+    }
+    per_file
+        .into_iter()
+        .map(|(file, lines)| {
+            let mut out = FileLines::default();
+            for (line, s) in lines {
+                if s.yes {
+                    out.must.push(line);
+                    if s.no {
+                        out.partial.push(line);
+                    }
+                } else if s.no && !s.maybe {
+                    out.never.push(line);
+                } else {
+                    out.may.push(line);
+                }
+            }
+            (g.file_name(file).to_string(), out)
+        })
+        .collect()
+}
+
+/// Nodes whose lines include `line` in a file whose name ends with `file`.
+pub fn nodes_on_line(g: &ProgramGraph, file: &str, line: u32) -> Vec<NodeId> {
+    (0..g.node_count() as NodeId)
+        .filter(|&n| {
+            g.file_of(n)
+                .is_some_and(|f| path_matches(g.file_name(f), file))
+                && g.node(n).lines().any(|l| l == line)
+        })
+        .collect()
+}
+
+/// `full` names the same file as `suffix` when it equals it or ends with `/suffix`.
+pub fn path_matches(full: &str, suffix: &str) -> bool {
+    full == suffix || (full.ends_with(suffix) && full[..full.len() - suffix.len()].ends_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use csi_model::{Node, NodeKind, ProgramGraphBuilder, SourcePos};
+
+    #[test]
+    fn must_may_never_partial() {
+        let mut b = ProgramGraphBuilder::new();
+        let file = b.intern_file("/src/a.c");
+        let f = b.add_function("main", Some(file));
+        let mut ids = Vec::new();
+        for (i, (kind, lines)) in [
+            (NodeKind::Entry, vec![]),
+            (NodeKind::Expression, vec![1, 2]),
+            (NodeKind::Expression, vec![2, 3]),
+            (NodeKind::Expression, vec![4]),
+            (NodeKind::Exit, vec![5]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut n = Node::new(format!("n{i}"), f, kind);
+            n.positions = lines
+                .into_iter()
+                .map(|line| SourcePos { line, column: 0 })
+                .collect();
+            ids.push(b.add_node(n).unwrap());
+        }
+        let g = b.build().unwrap();
+        use Coverage::*;
+        let answers = vec![
+            (ids[0], Yes),
+            (ids[1], Yes),
+            (ids[2], No),
+            (ids[3], No),
+            (ids[4], Maybe),
+        ];
+        let lines = project_lines(&g, answers);
+        let a = &lines["/src/a.c"];
+        assert_eq!(a.must, vec![1, 2]);
+        assert_eq!(a.partial, vec![2]);
+        assert_eq!(a.never, vec![3, 4]);
+        assert_eq!(a.may, vec![5]);
+        assert_eq!(a.status(2), Some(LineStatus::Must));
+        assert_eq!(a.status(9), None);
+        assert_eq!(nodes_on_line(&g, "a.c", 2), vec![ids[1], ids[2]]);
+        assert!(nodes_on_line(&g, "b/a.c", 2).is_empty());
+        assert!(!path_matches("/src/xa.c", "a.c"));
+    }
+}
