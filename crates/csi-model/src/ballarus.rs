@@ -281,11 +281,7 @@ pub fn number(entry: u32, succs: &[Vec<u32>]) -> Result<Numbering, BallLarusErro
         back_edge_store_increment: back_store,
         exits,
         num_paths: np[entry as usize],
-        graph: PathGraph {
-            entry,
-            exit,
-            edges,
-        },
+        graph: PathGraph { entry, exit, edges },
     })
 }
 

@@ -8,6 +8,7 @@ pub mod graphml;
 pub mod grissom_json;
 pub mod report;
 pub mod results;
+pub mod sections;
 
 pub use error::InputError;
 pub use graph::{

@@ -5,7 +5,6 @@ use csi_model::ballarus::{
     number, unrotate_ring, BallLarusError, PathEdge, PathEnd, PathGraph, PathStart,
 };
 
-
 /// Enumerates every acyclic path the instrumentation can record, simulating the instrumented
 /// program: returns (stored id or running sum, block sequence, how it ends).
 fn simulate_paths(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64, bool)> {
@@ -82,7 +81,11 @@ fn check_exhaustive(succs: &[Vec<u32>]) {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), paths.len(), "ids are unique");
-    assert_eq!(*ids.last().unwrap() as u64, nb.num_paths - 1, "ids are dense");
+    assert_eq!(
+        *ids.last().unwrap() as u64,
+        nb.num_paths - 1,
+        "ids are dense"
+    );
     for (blocks, id, exits) in &paths {
         let d = nb.graph.decode_complete(*id).unwrap();
         assert_eq!(&d.blocks, blocks, "decode of id {id}");

@@ -1,0 +1,281 @@
+//! `.debug_CSI_CFG`: our extension — the complete CFG of every function in the node model of
+//! DESIGN §3, one JSON object per line (JSON Lines), each carrying its format version.
+//!
+//! A record (`"csi_cfg": 1`):
+//! ```json
+//! {"csi_cfg":1,"name":"main","linkage_name":"main","file":"/src/a.c","static":false,
+//!  "path_traced":true,"pt_skipped":null,"cc":"__CC_arr_…","bbc":null,"fc":null,
+//!  "nodes":[{"kind":"entry"},{"kind":"call-site","block":0,"pt_block":2,
+//!            "positions":[[9,3],[9,10]],"call":{"callee":"rand"},"labels":["CC0"],
+//!            "uses":["x"],"must_defs":["y"],"may_defs":["*"]},{"kind":"exit"}],
+//!  "edges":[[0,1],[1,2]],
+//!  "pt":{"entry":2,"exit":3,"edges":[{"from":2,"to":4,"back":false,"increment":0,"weight":0}],
+//!        "num_paths":6}}
+//! ```
+//! Node 0 is the function's synthetic entry node, node 1 its synthetic exit node; `block` is the
+//! LLVM basic block's index in the function, `pt_block` its id in `.debug_PT` / `pt`.
+
+use super::lines;
+use crate::ballarus::PathEdge;
+use crate::graph::{Node, NodeKind, ProgramGraph, ProgramGraphBuilder, SourcePos};
+use crate::InputError;
+use std::collections::HashMap;
+
+/// The version this crate writes and reads.
+pub const CFG_FORMAT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CfgCall {
+    /// Direct callee's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callee: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub indirect: bool,
+    /// For indirect calls: address-taken functions of a compatible type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CfgNode {
+    pub kind: NodeKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pt_block: Option<u32>,
+    /// `[line, column]` of the node's instructions, in order, duplicates removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub positions: Vec<[u32; 2]>,
+    /// Source file when it differs from the function's (inlined code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<CfgCall>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uses: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub must_defs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_defs: Vec<String>,
+}
+
+impl CfgNode {
+    pub fn new(kind: NodeKind) -> Self {
+        CfgNode {
+            kind,
+            block: None,
+            pt_block: None,
+            positions: Vec::new(),
+            file: None,
+            call: None,
+            labels: Vec::new(),
+            uses: Vec::new(),
+            must_defs: Vec::new(),
+            may_defs: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CfgPathTracing {
+    pub entry: u32,
+    pub exit: u32,
+    pub edges: Vec<PathEdge>,
+    pub num_paths: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CfgFunction {
+    pub csi_cfg: u32,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linkage_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Internal linkage (C `static`).
+    #[serde(default, rename = "static")]
+    pub is_static: bool,
+    pub path_traced: bool,
+    /// Why path tracing was requested but not done (e.g. too many paths).
+    #[serde(default)]
+    pub pt_skipped: Option<String>,
+    /// Global coverage arrays, when instrumented.
+    #[serde(default)]
+    pub cc: Option<String>,
+    #[serde(default)]
+    pub bbc: Option<String>,
+    #[serde(default)]
+    pub fc: Option<String>,
+    pub nodes: Vec<CfgNode>,
+    pub edges: Vec<[u32; 2]>,
+    #[serde(default)]
+    pub pt: Option<CfgPathTracing>,
+}
+
+impl CfgFunction {
+    /// One JSON line (with the trailing newline).
+    pub fn to_line(&self) -> String {
+        let mut s = serde_json::to_string(self).expect("plain data serializes");
+        s.push('\n');
+        s
+    }
+}
+
+/// Parses `.debug_CSI_CFG`. Records of a newer version are an error (not silently misread).
+pub fn parse_cfg(bytes: &[u8], file: &str) -> Result<Vec<CfgFunction>, InputError> {
+    let mut out = Vec::new();
+    for (ln, line) in lines(bytes, file)? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| InputError::new(file, format!("line {ln}"), format!("not JSON: {e}")))?;
+        match v.get("csi_cfg").and_then(|x| x.as_u64()) {
+            Some(n) if n == CFG_FORMAT_VERSION as u64 => {}
+            Some(n) => {
+                return Err(InputError::new(
+                    file,
+                    format!("line {ln}"),
+                    format!("CFG format version {n} is not supported (this reader knows {CFG_FORMAT_VERSION})"),
+                ))
+            }
+            None => {
+                return Err(InputError::new(
+                    file,
+                    format!("line {ln}"),
+                    "record without a `csi_cfg` version",
+                ))
+            }
+        }
+        let f: CfgFunction = serde_json::from_value(v)
+            .map_err(|e| InputError::new(file, format!("line {ln}"), e.to_string()))?;
+        let name = f.name.clone();
+        let at =
+            |reason: String| InputError::new(file, format!("line {ln}: function `{name}`"), reason);
+        let n = f.nodes.len() as u32;
+        for &[a, b] in &f.edges {
+            if a >= n || b >= n {
+                return Err(at(format!(
+                    "edge {a}->{b} mentions a node that does not exist"
+                )));
+            }
+        }
+        if f.nodes.iter().filter(|x| x.kind == NodeKind::Entry).count() != 1
+            || f.nodes.iter().filter(|x| x.kind == NodeKind::Exit).count() != 1
+        {
+            return Err(at("needs exactly one entry and one exit node".into()));
+        }
+        out.push(f);
+    }
+    Ok(out)
+}
+
+/// Builds the program graph from the CFG records of a whole executable. Node ids are
+/// `<fn>#<k>` (`<fn>@<file>#<k>` when several functions share a name, e.g. `static` ones).
+/// Direct calls resolve to the function of that name (preferring the caller's file for static
+/// functions); indirect calls to their candidates.
+pub fn cfg_to_program_graph(funcs: &[CfgFunction], file: &str) -> Result<ProgramGraph, InputError> {
+    let mut b = ProgramGraphBuilder::new();
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for f in funcs {
+        *count.entry(f.name.as_str()).or_default() += 1;
+    }
+    let mut by_name: HashMap<&str, Vec<(usize, u32)>> = HashMap::new(); // name -> (func idx, FuncId)
+    let mut first: Vec<u32> = Vec::new();
+    for (i, f) in funcs.iter().enumerate() {
+        let fid_file = f.file.as_deref().map(|p| b.intern_file(p));
+        let fid = b.add_function(f.name.clone(), fid_file);
+        {
+            let func = b.function_mut(fid);
+            func.linkage_name = f.linkage_name.clone();
+            func.path_traced = f.path_traced;
+            func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
+        }
+        by_name.entry(f.name.as_str()).or_default().push((i, fid));
+        let prefix = if count[f.name.as_str()] > 1 {
+            format!("{}@{}", f.name, f.file.as_deref().unwrap_or("?"))
+        } else {
+            f.name.clone()
+        };
+        let mut base = None;
+        for (k, n) in f.nodes.iter().enumerate() {
+            let mut node = Node::new(format!("{prefix}#{k}"), fid, n.kind);
+            node.positions = n
+                .positions
+                .iter()
+                .map(|&[line, column]| SourcePos { line, column })
+                .collect();
+            node.file = n.file.as_deref().map(|p| b.intern_file(p));
+            node.block = n
+                .pt_block
+                .map(|x| x.to_string())
+                .or_else(|| n.block.map(|x| format!("bb{x}")));
+            node.labels = n.labels.clone();
+            node.uses = n.uses.clone();
+            node.must_defs = n.must_defs.clone();
+            node.may_defs = n.may_defs.clone();
+            if let Some(c) = &n.call {
+                node.call = Some(crate::graph::Call {
+                    callees: Vec::new(),
+                    name: c.callee.clone(),
+                    indirect: c.indirect,
+                });
+                if node.kind != NodeKind::Entry && node.kind != NodeKind::Exit {
+                    node.kind = NodeKind::CallSite;
+                }
+            }
+            let id = b.add_node(node).map_err(|e| {
+                InputError::new(
+                    file,
+                    format!("function `{}` node {k}", f.name),
+                    e.to_string(),
+                )
+            })?;
+            base.get_or_insert(id);
+        }
+        first.push(base.unwrap_or(0));
+        for &[x, y] in &f.edges {
+            b.add_flow_edge(first[i] + x, first[i] + y);
+        }
+    }
+    // Interprocedural call edges.
+    let entry_of = |fi: usize| -> Option<u32> {
+        funcs[fi]
+            .nodes
+            .iter()
+            .position(|n| n.kind == NodeKind::Entry)
+            .map(|k| first[fi] + k as u32)
+    };
+    for (i, f) in funcs.iter().enumerate() {
+        for (k, n) in f.nodes.iter().enumerate() {
+            let Some(c) = &n.call else { continue };
+            let site = first[i] + k as u32;
+            let names: Vec<&str> = if c.indirect {
+                c.candidates.iter().map(String::as_str).collect()
+            } else {
+                c.callee.as_deref().into_iter().collect()
+            };
+            for name in names {
+                let Some(defs) = by_name.get(name) else {
+                    continue;
+                };
+                // Prefer a definition in the caller's file (static functions), else a
+                // non-static one.
+                let pick = defs
+                    .iter()
+                    .find(|&&(fi, _)| funcs[fi].is_static && funcs[fi].file == f.file)
+                    .or_else(|| defs.iter().find(|&&(fi, _)| !funcs[fi].is_static))
+                    .or_else(|| defs.first());
+                if let Some(&(fi, _)) = pick {
+                    if let Some(e) = entry_of(fi) {
+                        b.add_call_edge(site, e);
+                    }
+                }
+            }
+        }
+    }
+    b.build()
+        .map_err(|e| InputError::new(file, "program graph", e.to_string()))
+}
