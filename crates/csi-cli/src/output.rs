@@ -1,0 +1,286 @@
+//! The three output formats of `csi analyze`. The JSON schema is documented in
+//! `docs/analyze-json.md`; keep the two in step.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use csi_analysis::{project_lines, ActiveSet, Coverages, FileLines};
+use csi_model::{Coverage, FailureReport, FuncId, LineStatus, NodeId, ProgramGraph};
+
+pub struct Inputs<'a> {
+    pub graph_path: &'a Path,
+    pub report_path: &'a Path,
+    pub graph: &'a ProgramGraph,
+    pub report: &'a FailureReport,
+    pub coverage: &'a Coverages,
+    pub active: &'a ActiveSet,
+}
+
+fn ids(g: &ProgramGraph, nodes: impl Iterator<Item = NodeId>) -> Vec<String> {
+    nodes.map(|n| g.node(n).ext_id.clone()).collect()
+}
+
+fn partition(g: &ProgramGraph, answers: &[(NodeId, Coverage)]) -> Value {
+    let pick = |c: Coverage| ids(g, answers.iter().filter(|(_, x)| *x == c).map(|(n, _)| *n));
+    json!({"yes": pick(Coverage::Yes), "no": pick(Coverage::No), "maybe": pick(Coverage::Maybe)})
+}
+
+fn global_answers(c: &Coverages) -> Vec<(NodeId, Coverage)> {
+    c.global
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| (i as NodeId, x))
+        .collect()
+}
+
+fn count(answers: &[Coverage]) -> Value {
+    let k = |c| answers.iter().filter(|&&x| x == c).count();
+    json!({"yes": k(Coverage::Yes), "no": k(Coverage::No), "maybe": k(Coverage::Maybe)})
+}
+
+fn point_location(g: &ProgramGraph, nodes: &[NodeId]) -> Option<(String, u32)> {
+    let n = *nodes.first()?;
+    let file = g.file_name(g.file_of(n)?).to_string();
+    Some((file, g.node(n).lines().next()?))
+}
+
+pub fn json(i: &Inputs) -> String {
+    let g = i.graph;
+    let global = global_answers(i.coverage);
+    let frames: Vec<Value> = i
+        .coverage
+        .frames
+        .iter()
+        .map(|f| {
+            let answers: Vec<(NodeId, Coverage)> = f.status.iter().map(|(&n, &c)| (n, c)).collect();
+            let fr = &i.report.threads[f.thread].frames[f.frame];
+            let mut v = partition(g, &answers);
+            v["thread"] = json!(f.thread);
+            v["frame"] = json!(f.frame);
+            v["function"] = json!(g.function(f.function).name);
+            v["point"] = json!(ids(g, fr.point.iter().copied()));
+            v["path"] = json!(ids(g, fr.path.iter().copied()));
+            if let Some((file, line)) = point_location(g, &fr.point) {
+                v["file"] = json!(file);
+                v["line"] = json!(line);
+            }
+            v["lines"] = json!(project_lines(g, answers));
+            v
+        })
+        .collect();
+    let mut out = partition(g, &global);
+    let edges: Vec<Value> = i
+        .active
+        .edges
+        .iter()
+        .map(|(a, b, k)| json!([g.node(*a).ext_id, g.node(*b).ext_id, k]))
+        .collect();
+    let doc = json!({
+        "version": 1,
+        "graph": i.graph_path.display().to_string(),
+        "report": i.report_path.display().to_string(),
+        "summary": {
+            "nodes": g.node_count(),
+            "global": count(&i.coverage.global),
+            "context_insensitive": count(&i.coverage.context_insensitive),
+            "active_nodes": i.active.node_count(),
+            "active_edges": i.active.edges.len(),
+        },
+        "global": out.take(),
+        "frames": frames,
+        "lines": project_lines(g, global),
+        "active": {
+            "nodes": ids(g, (0..g.node_count() as NodeId).filter(|&n| i.active.nodes[n as usize])),
+            "edges": edges,
+        },
+        "dropped": i.report.dropped,
+    });
+    let mut s = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
+    s.push('\n');
+    s
+}
+
+fn join(lines: &[u32]) -> String {
+    lines
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// CSIclipse's 7-field rows: `func;file;local|global;yes;no;maybe;path`. Global rows name the
+/// function `unused` and end in `0`, as csi-grissom's front end writes them; local rows (one
+/// per stack frame) end in the frame's path-trace lines, oldest first.
+pub fn csiclipse(i: &Inputs) -> String {
+    let g = i.graph;
+    let mut out = String::new();
+    for f in &i.coverage.frames {
+        let answers: Vec<(NodeId, Coverage)> = f.status.iter().map(|(&n, &c)| (n, c)).collect();
+        let fr = &i.report.threads[f.thread].frames[f.frame];
+        let path: Vec<u32> = fr
+            .path
+            .iter()
+            .chain(&fr.point)
+            .filter_map(|&n| g.node(n).lines().next())
+            .collect();
+        for (file, l) in project_lines(g, answers) {
+            let _ = writeln!(
+                out,
+                "{};{};local;{};{};{};{}",
+                g.function(f.function).name,
+                file,
+                join(&l.must),
+                join(&l.never),
+                join(&l.may),
+                join(&path)
+            );
+        }
+    }
+    for (file, l) in project_lines(g, global_answers(i.coverage)) {
+        let _ = writeln!(
+            out,
+            "unused;{};global;{};{};{};0",
+            file,
+            join(&l.must),
+            join(&l.never),
+            join(&l.may)
+        );
+    }
+    out
+}
+
+/// Finds a source file: as written, relative to the graph's directory, or by base name there.
+fn source_text(graph_path: &Path, file: &str) -> Option<Vec<String>> {
+    let dir = graph_path.parent().unwrap_or(Path::new("."));
+    let p = Path::new(file);
+    let candidates: Vec<PathBuf> = vec![
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            dir.join(p)
+        },
+        dir.join(p.file_name()?),
+    ];
+    candidates
+        .iter()
+        .find_map(|c| std::fs::read_to_string(c).ok())
+        .map(|t| t.lines().map(str::to_string).collect())
+}
+
+struct Paint(bool);
+impl Paint {
+    fn status(&self, s: Option<LineStatus>) -> String {
+        let (label, code) = match s {
+            Some(LineStatus::Must) => ("must ", "32"),
+            Some(LineStatus::May) => ("may  ", "33"),
+            Some(LineStatus::Never) => ("never", "31"),
+            None => ("     ", ""),
+        };
+        if self.0 && !code.is_empty() {
+            format!("\x1b[{code}m{label}\x1b[0m")
+        } else {
+            label.to_string()
+        }
+    }
+}
+
+pub fn text(i: &Inputs, color: bool) -> String {
+    let g = i.graph;
+    let paint = Paint(color);
+    let mut out = String::new();
+    let cov = i.coverage;
+    let _ = writeln!(
+        out,
+        "CSI best-effort coverage: {} nodes — must {} · may {} · never {} (csi-grissom's question alone: must {} · never {})",
+        g.node_count(),
+        cov.count(Coverage::Yes),
+        cov.count(Coverage::Maybe),
+        cov.count(Coverage::No),
+        cov.context_insensitive.iter().filter(|&&c| c == Coverage::Yes).count(),
+        cov.context_insensitive.iter().filter(|&&c| c == Coverage::No).count(),
+    );
+    for d in &i.report.dropped {
+        let _ = writeln!(out, "note: {d}");
+    }
+    let _ = writeln!(out, "\nCrash stack (innermost first):");
+    let mut frame_of: BTreeMap<FuncId, Vec<usize>> = BTreeMap::new();
+    for (k, f) in cov.frames.iter().enumerate() {
+        let fr = &i.report.threads[f.thread].frames[f.frame];
+        let at = point_location(g, &fr.point)
+            .map(|(file, line)| format!("{file}:{line}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  #{:<2} {:<24} {at}",
+            f.frame,
+            g.function(f.function).name
+        );
+        frame_of.entry(f.function).or_default().push(k);
+    }
+    let global = project_lines(g, global_answers(cov));
+    // Group functions by file, ordered by their first line.
+    let mut by_file: BTreeMap<String, Vec<(u32, FuncId)>> = BTreeMap::new();
+    for (f, func) in g.functions.iter().enumerate() {
+        let first = func.nodes.iter().flat_map(|&n| g.node(n).lines()).min();
+        if let (Some(file), Some(first)) = (func.file, first) {
+            by_file
+                .entry(g.file_name(file).to_string())
+                .or_default()
+                .push((first, f as FuncId));
+        }
+    }
+    for (file, mut funcs) in by_file {
+        funcs.sort();
+        let source = source_text(i.graph_path, &file);
+        let empty = FileLines::default();
+        let gl = global.get(&file).unwrap_or(&empty);
+        let _ = writeln!(out, "\n== {file}");
+        for (_, f) in funcs {
+            let func = g.function(f);
+            let lines: Vec<u32> = func.nodes.iter().flat_map(|&n| g.node(n).lines()).collect();
+            let (lo, hi) = (*lines.iter().min().unwrap(), *lines.iter().max().unwrap());
+            let locals: Vec<(usize, FileLines)> = frame_of
+                .get(&f)
+                .map(|ks| {
+                    ks.iter()
+                        .map(|&k| {
+                            let fc = &cov.frames[k];
+                            let answers = fc.status.iter().map(|(&n, &c)| (n, c));
+                            let pl = project_lines(g, answers);
+                            (fc.frame, pl.get(&file).cloned().unwrap_or_default())
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let header = if locals.is_empty() {
+                String::new()
+            } else {
+                let ks: Vec<String> = locals.iter().map(|(k, _)| format!("#{k}")).collect();
+                format!(
+                    "   [frame {} local status after the global one]",
+                    ks.join(", ")
+                )
+            };
+            let _ = writeln!(out, "-- {}(){header}", func.name);
+            for line in lo..=hi {
+                let status = gl.status(line);
+                let has_code = lines.contains(&line);
+                if !has_code && source.is_none() {
+                    continue;
+                }
+                let mut row = format!("{line:>6}  {}", paint.status(status));
+                for (_, l) in &locals {
+                    let _ = write!(row, " {}", paint.status(l.status(line)));
+                }
+                if let Some(src) = source.as_ref().and_then(|s| s.get(line as usize - 1)) {
+                    let _ = write!(row, " │ {src}");
+                }
+                let _ = writeln!(out, "{}", row.trim_end());
+            }
+        }
+    }
+    out
+}
