@@ -1,0 +1,987 @@
+//! The instrumentation of one LLVM module (bitcode in, bitcode out), over the LLVM C API.
+//!
+//! Per function, by scheme: Ball–Larus path tracing (numbering from `csi_model::ballarus`, the
+//! same code the decoder uses), call-site / basic-block / function coverage. Runtime variables
+//! and their DWARF names follow csi-cc v1.4.0 (DESIGN §4); metadata sections are written as
+//! non-allocated ELF sections through module-level assembly.
+
+use csi_model::ballarus::{self, Numbering};
+use csi_model::graph::NodeKind;
+use csi_model::sections::{
+    mash, BbcBlock, BbcFunction, CcFunction, CcSite, CfgCall, CfgFunction, CfgNode, CfgPathTracing,
+    FcFunction, PtBlock, PtBlockKind, PtFunction, PtItem, CFG_FORMAT_VERSION,
+};
+use llvm_sys::core::*;
+use llvm_sys::debuginfo::*;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode};
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::{CStr, CString};
+use std::ptr;
+
+extern "C" {
+    fn csi_split_critical_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
+    fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mechanisms {
+    pub pt: bool,
+    pub cc: bool,
+    pub bbc: bool,
+    pub fc: bool,
+}
+
+impl Mechanisms {
+    pub fn from_scheme(s: &str) -> Option<Self> {
+        let (pt, cc, bbc, fc) = match s {
+            "realistic" => (true, true, false, false),
+            "pt" => (true, false, false, false),
+            "cc" => (false, true, false, false),
+            "bb" => (false, false, true, false),
+            "fc" => (false, false, false, true),
+            "all" => (true, true, true, true),
+            "none" => (false, false, false, false),
+            _ => return None,
+        };
+        Some(Mechanisms { pt, cc, bbc, fc })
+    }
+
+    /// `{CC,PT}` / `{BBC}` / `{}` of a schema file line.
+    pub fn from_set(s: &str) -> Option<Self> {
+        let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;
+        let mut m = Mechanisms::default();
+        for t in inner.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            match t {
+                "PT" => m.pt = true,
+                "CC" => m.cc = true,
+                "BBC" | "SC" | "BB" => m.bbc = true,
+                "FC" => m.fc = true,
+                _ => return None,
+            }
+        }
+        Some(m)
+    }
+}
+
+pub struct Options {
+    pub default: Mechanisms,
+    pub per_function: HashMap<String, Mechanisms>,
+    pub pt_size: u32,
+    /// The source path as given on the command line (for `<mash>`).
+    pub source: String,
+}
+
+/// Outcome of instrumenting one module.
+pub struct Report {
+    pub pt_skipped: Vec<(String, String)>,
+}
+
+fn cstr(s: &str) -> CString {
+    CString::new(s.replace('\0', "")).unwrap()
+}
+
+unsafe fn value_name(v: LLVMValueRef) -> String {
+    let mut len = 0usize;
+    let p = LLVMGetValueName2(v, &mut len);
+    if p.is_null() {
+        return String::new();
+    }
+    String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+}
+
+unsafe fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
+    let mut v = Vec::new();
+    let mut i = LLVMGetFirstInstruction(bb);
+    while !i.is_null() {
+        v.push(i);
+        i = LLVMGetNextInstruction(i);
+    }
+    v
+}
+
+unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+    let mut v = Vec::new();
+    let mut b = LLVMGetFirstBasicBlock(f);
+    while !b.is_null() {
+        v.push(b);
+        b = LLVMGetNextBasicBlock(b);
+    }
+    v
+}
+
+/// A call that counts as a call site: not an intrinsic, not inline assembly.
+unsafe fn call_site(i: LLVMValueRef) -> Option<LLVMValueRef> {
+    if LLVMIsACallInst(i).is_null() {
+        return None;
+    }
+    let callee = LLVMGetCalledValue(i);
+    if !LLVMIsAInlineAsm(callee).is_null() {
+        return None;
+    }
+    if !LLVMIsAFunction(callee).is_null() && LLVMGetIntrinsicID(callee) != 0 {
+        return None;
+    }
+    Some(callee)
+}
+
+unsafe fn loc(i: LLVMValueRef) -> Option<(u32, u32, String)> {
+    let md = LLVMInstructionGetDebugLoc(i);
+    if md.is_null() {
+        return None;
+    }
+    let line = LLVMDILocationGetLine(md);
+    if line == 0 {
+        return None;
+    }
+    let col = LLVMDILocationGetColumn(md);
+    let scope = LLVMDILocationGetScope(md);
+    let file = if scope.is_null() {
+        String::new()
+    } else {
+        di_file_path(LLVMDIScopeGetFile(scope))
+    };
+    Some((line, col, file))
+}
+
+unsafe fn di_file_path(file: LLVMMetadataRef) -> String {
+    if file.is_null() {
+        return String::new();
+    }
+    let mut n = 0u32;
+    let p = LLVMDIFileGetFilename(file, &mut n);
+    let name = if p.is_null() {
+        String::new()
+    } else {
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, n as usize)).into_owned()
+    };
+    let mut d = 0u32;
+    let q = LLVMDIFileGetDirectory(file, &mut d);
+    let dir = if q.is_null() {
+        String::new()
+    } else {
+        String::from_utf8_lossy(std::slice::from_raw_parts(q as *const u8, d as usize)).into_owned()
+    };
+    if name.starts_with('/') || dir.is_empty() {
+        name
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// Name of the memory a pointer designates directly (alloca or global), for def/use sets.
+unsafe fn location_name(p: LLVMValueRef) -> (Option<String>, bool) {
+    let mut v = p;
+    let mut exact = true;
+    for _ in 0..8 {
+        if !LLVMIsAAllocaInst(v).is_null() || !LLVMIsAGlobalVariable(v).is_null() {
+            let n = value_name(v);
+            return (if n.is_empty() { None } else { Some(n) }, exact);
+        }
+        if !LLVMIsAGetElementPtrInst(v).is_null() {
+            v = LLVMGetOperand(v, 0);
+            exact = false;
+            continue;
+        }
+        break;
+    }
+    (None, false)
+}
+
+/// Per-block facts gathered before any change to the function.
+struct BlockInfo {
+    succs: Vec<u32>,
+    /// Lines for the PT/BBC metadata (unconditional branches skipped).
+    lines: Vec<u32>,
+    is_ret: bool,
+}
+
+struct Ctx {
+    ctx: LLVMContextRef,
+    module: LLVMModuleRef,
+    builder: LLVMBuilderRef,
+    dib: LLVMDIBuilderRef,
+    i8t: LLVMTypeRef,
+    i64t: LLVMTypeRef,
+}
+
+impl Ctx {
+    unsafe fn gep(&self, ty: LLVMTypeRef, base: LLVMValueRef, idx: LLVMValueRef) -> LLVMValueRef {
+        let mut idxs = [LLVMConstInt(self.i64t, 0, 0), idx];
+        LLVMBuildInBoundsGEP2(self.builder, ty, base, idxs.as_mut_ptr(), 2, c"".as_ptr())
+    }
+
+    unsafe fn vstore(&self, val: LLVMValueRef, p: LLVMValueRef) {
+        let s = LLVMBuildStore(self.builder, val, p);
+        LLVMSetVolatile(s, 1);
+    }
+
+    unsafe fn vload(&self, ty: LLVMTypeRef, p: LLVMValueRef) -> LLVMValueRef {
+        let l = LLVMBuildLoad2(self.builder, ty, p, c"".as_ptr());
+        LLVMSetVolatile(l, 1);
+        l
+    }
+
+    unsafe fn position_before(&self, i: LLVMValueRef) {
+        LLVMPositionBuilderBefore(self.builder, i);
+    }
+
+    /// First instruction that is not a PHI.
+    unsafe fn first_insertion(&self, bb: LLVMBasicBlockRef) -> LLVMValueRef {
+        let mut i = LLVMGetFirstInstruction(bb);
+        while !i.is_null() && !LLVMIsAPHINode(i).is_null() {
+            i = LLVMGetNextInstruction(i);
+        }
+        i
+    }
+
+    unsafe fn basic_type(&self, name: &str, bits: u64, enc: u32) -> LLVMMetadataRef {
+        LLVMDIBuilderCreateBasicType(self.dib, name.as_ptr() as _, name.len(), bits, enc, 0)
+    }
+
+    unsafe fn volatile_array(&self, elem: LLVMMetadataRef, bits: u64, n: u64) -> LLVMMetadataRef {
+        let mut sub = [LLVMDIBuilderGetOrCreateSubrange(self.dib, 0, n as i64)];
+        let arr = LLVMDIBuilderCreateArrayType(self.dib, bits * n, 8, elem, sub.as_mut_ptr(), 1);
+        LLVMDIBuilderCreateQualifiedType(self.dib, 0x35, arr)
+    }
+
+    /// Declares a local with DWARF info (`name`) at the start of the function.
+    unsafe fn local(
+        &self,
+        f: LLVMValueRef,
+        sp: LLVMMetadataRef,
+        ty: LLVMTypeRef,
+        align: u32,
+        name: &str,
+        di_ty: LLVMMetadataRef,
+    ) -> LLVMValueRef {
+        let entry = LLVMGetEntryBasicBlock(f);
+        let first = LLVMGetFirstInstruction(entry);
+        self.position_before(first);
+        let a = LLVMBuildAlloca(self.builder, ty, cstr(name).as_ptr());
+        LLVMSetAlignment(a, align);
+        if !sp.is_null() {
+            let file = LLVMDIScopeGetFile(sp);
+            let line = LLVMDISubprogramGetLine(sp);
+            let var = LLVMDIBuilderCreateAutoVariable(
+                self.dib,
+                sp,
+                name.as_ptr() as _,
+                name.len(),
+                file,
+                line,
+                di_ty,
+                1,
+                0,
+                0,
+            );
+            let expr = LLVMDIBuilderCreateExpression(self.dib, ptr::null_mut(), 0);
+            let dl = LLVMDIBuilderCreateDebugLocation(self.ctx, line, 0, sp, ptr::null_mut());
+            let next = LLVMGetNextInstruction(a);
+            LLVMDIBuilderInsertDeclareRecordBefore(self.dib, a, var, expr, dl, next);
+        }
+        a
+    }
+
+    /// A zero-initialised internal global `[n x i8]` with DWARF info.
+    unsafe fn global(
+        &self,
+        name: &str,
+        n: u64,
+        sp: LLVMMetadataRef,
+    ) -> (LLVMValueRef, LLVMTypeRef) {
+        let ty = LLVMArrayType2(self.i8t, n);
+        let g = LLVMAddGlobal(self.module, ty, cstr(name).as_ptr());
+        LLVMSetInitializer(g, LLVMConstNull(ty));
+        LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+        LLVMSetAlignment(g, 1);
+        if !sp.is_null() {
+            let file = LLVMDIScopeGetFile(sp);
+            let b = self.basic_type("__csi_bool", 8, 0x02);
+            let dty = self.volatile_array(b, 8, n);
+            let expr = LLVMDIBuilderCreateExpression(self.dib, ptr::null_mut(), 0);
+            let cu_scope = file;
+            let gve = LLVMDIBuilderCreateGlobalVariableExpression(
+                self.dib,
+                cu_scope,
+                name.as_ptr() as _,
+                name.len(),
+                name.as_ptr() as _,
+                name.len(),
+                file,
+                0,
+                dty,
+                1,
+                expr,
+                ptr::null_mut(),
+                8,
+            );
+            let kind = LLVMGetMDKindIDInContext(self.ctx, c"dbg".as_ptr(), 3);
+            LLVMGlobalSetMetadata(g, kind, gve);
+            csi_add_global_to_cu(self.module, gve);
+        }
+        (g, ty)
+    }
+}
+
+/// Where instrumentation for a CFG edge goes.
+enum Place {
+    EndOf(u32),
+    StartOf(u32),
+    Split(u32, u32),
+}
+
+/// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
+pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Report, String> {
+    unsafe {
+        let ctx = LLVMContextCreate();
+        let mut buf = ptr::null_mut();
+        let mut msg = ptr::null_mut();
+        if LLVMCreateMemoryBufferWithContentsOfFile(cstr(bc_in).as_ptr(), &mut buf, &mut msg) != 0 {
+            let m = CStr::from_ptr(msg).to_string_lossy().into_owned();
+            LLVMDisposeMessage(msg);
+            return Err(format!("cannot read {bc_in}: {m}"));
+        }
+        let mut module = ptr::null_mut();
+        if llvm_sys::bit_reader::LLVMParseBitcodeInContext2(ctx, buf, &mut module) != 0 {
+            LLVMDisposeMemoryBuffer(buf);
+            return Err(format!("cannot parse bitcode {bc_in}"));
+        }
+        LLVMDisposeMemoryBuffer(buf);
+        LLVMSetIsNewDbgInfoFormat(module, 1);
+        let c = Ctx {
+            ctx,
+            module,
+            builder: LLVMCreateBuilderInContext(ctx),
+            dib: LLVMCreateDIBuilder(module),
+            i8t: LLVMInt8TypeInContext(ctx),
+            i64t: LLVMInt64TypeInContext(ctx),
+        };
+        let report = instrument_module(&c, opts);
+        LLVMDIBuilderFinalize(c.dib);
+        LLVMDisposeDIBuilder(c.dib);
+        LLVMDisposeBuilder(c.builder);
+        let mut err = ptr::null_mut();
+        if llvm_sys::analysis::LLVMVerifyModule(
+            module,
+            llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
+            &mut err,
+        ) != 0
+        {
+            let m = CStr::from_ptr(err).to_string_lossy().into_owned();
+            LLVMDisposeMessage(err);
+            return Err(format!("instrumented module does not verify: {m}"));
+        }
+        if !err.is_null() {
+            LLVMDisposeMessage(err);
+        }
+        if llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr()) != 0 {
+            return Err(format!("cannot write {bc_out}"));
+        }
+        LLVMDisposeModule(module);
+        LLVMContextDispose(ctx);
+        Ok(report)
+    }
+}
+
+unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
+    let mut report = Report {
+        pt_skipped: Vec::new(),
+    };
+    let mut funcs = Vec::new();
+    let mut f = LLVMGetFirstFunction(c.module);
+    while !f.is_null() {
+        if LLVMIsDeclaration(f) == 0
+            && LLVMGetLinkage(f) != LLVMLinkage::LLVMAvailableExternallyLinkage
+        {
+            funcs.push(f);
+        }
+        f = LLVMGetNextFunction(f);
+    }
+    // Address-taken functions (any use other than being called) for indirect-call candidates.
+    let mut address_taken: Vec<(LLVMValueRef, String)> = Vec::new();
+    let mut g = LLVMGetFirstFunction(c.module);
+    while !g.is_null() {
+        let mut u = LLVMGetFirstUse(g);
+        let mut taken = false;
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            let is_callee = !LLVMIsACallInst(user).is_null() && LLVMGetCalledValue(user) == g;
+            if !is_callee {
+                taken = true;
+                break;
+            }
+            u = LLVMGetNextUse(u);
+        }
+        if taken && LLVMGetIntrinsicID(g) == 0 {
+            address_taken.push((g, value_name(g)));
+        }
+        g = LLVMGetNextFunction(g);
+    }
+    let fmash = mash(&opts.source);
+    let (mut pt_text, mut cc_text, mut bbc_text, mut fc_text, mut cfg_text) = (
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+    );
+    let mut pt_base: u32 = 0;
+    for f in funcs {
+        let name = value_name(f);
+        if name.starts_with("__csi") {
+            continue;
+        }
+        let mech = opts
+            .per_function
+            .get(&name)
+            .copied()
+            .unwrap_or(opts.default);
+        let sp = LLVMGetSubprogram(f);
+        let fn_file = if sp.is_null() {
+            String::new()
+        } else {
+            di_file_path(LLVMDIScopeGetFile(sp))
+        };
+        let bbs = blocks(f);
+        let index: HashMap<LLVMBasicBlockRef, u32> = bbs
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| (b, i as u32))
+            .collect();
+        // ---- Facts about the unmodified function -------------------------------------------
+        let mut info = Vec::with_capacity(bbs.len());
+        let mut has_indirectbr = false;
+        let mut calls: Vec<(LLVMValueRef, u32, String, Option<String>)> = Vec::new(); // inst, line, name, callee
+        let mut cfg = CfgFunction {
+            csi_cfg: CFG_FORMAT_VERSION,
+            name: name.clone(),
+            linkage_name: Some(name.clone()),
+            file: if fn_file.is_empty() {
+                None
+            } else {
+                Some(fn_file.clone())
+            },
+            is_static: matches!(
+                LLVMGetLinkage(f),
+                LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+            ),
+            path_traced: false,
+            pt_skipped: None,
+            cc: None,
+            bbc: None,
+            fc: None,
+            nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],
+            edges: Vec::new(),
+            pt: None,
+        };
+        let mut block_first_node = Vec::with_capacity(bbs.len());
+        let mut block_last_node = Vec::with_capacity(bbs.len());
+        for (bi, &bb) in bbs.iter().enumerate() {
+            let term = LLVMGetBasicBlockTerminator(bb);
+            let mut succs = Vec::new();
+            if !term.is_null() {
+                if LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMIndirectBr
+                    || LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMCallBr
+                {
+                    has_indirectbr = true;
+                }
+                for s in 0..LLVMGetNumSuccessors(term) {
+                    succs.push(index[&LLVMGetSuccessor(term, s)]);
+                }
+            }
+            let is_ret = !term.is_null() && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMRet;
+            let mut lines = Vec::new();
+            let mut node = CfgNode::new(NodeKind::Expression);
+            node.block = Some(bi as u32);
+            let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
+            block_first_node.push(cfg.nodes.len() as u32);
+            let insts = instructions(bb);
+            for (k, &i) in insts.iter().enumerate() {
+                let op = LLVMGetInstructionOpcode(i);
+                let uncond = op == LLVMOpcode::LLVMBr && LLVMIsConditional(i) == 0;
+                if let Some((l, col, file)) = loc(i) {
+                    if !uncond {
+                        lines.push(l);
+                    }
+                    if seen.insert([l, col]) {
+                        node.positions.push([l, col]);
+                    }
+                    if node.file.is_none() && !file.is_empty() && file != fn_file {
+                        node.file = Some(file);
+                    }
+                }
+                // def/use of named memory
+                if op == LLVMOpcode::LLVMLoad {
+                    match location_name(LLVMGetOperand(i, 0)) {
+                        (Some(n), _) => push_unique(&mut node.uses, n),
+                        (None, _) => push_unique(&mut node.uses, "*".into()),
+                    }
+                } else if op == LLVMOpcode::LLVMStore {
+                    match location_name(LLVMGetOperand(i, 1)) {
+                        (Some(n), true) => push_unique(&mut node.must_defs, n),
+                        (Some(n), false) => push_unique(&mut node.may_defs, n),
+                        (None, _) => push_unique(&mut node.may_defs, "*".into()),
+                    }
+                }
+                if let Some(callee) = call_site(i) {
+                    let line = loc(i).map(|x| x.0).unwrap_or(0);
+                    let direct = if LLVMIsAFunction(callee).is_null() {
+                        None
+                    } else {
+                        Some(value_name(callee))
+                    };
+                    let call = match &direct {
+                        Some(n) => CfgCall {
+                            callee: Some(n.clone()),
+                            ..Default::default()
+                        },
+                        None => {
+                            let fty = LLVMGetCalledFunctionType(i);
+                            CfgCall {
+                                callee: None,
+                                indirect: true,
+                                candidates: address_taken
+                                    .iter()
+                                    .filter(|(g, _)| LLVMGlobalGetValueType(*g) == fty)
+                                    .map(|(_, n)| n.clone())
+                                    .collect(),
+                            }
+                        }
+                    };
+                    node.call = Some(call);
+                    node.kind = NodeKind::CallSite;
+                    node.may_defs.push("*".into());
+                    calls.push((i, line, String::new(), direct));
+                    let idx = cfg.nodes.len() as u32;
+                    cfg.nodes.push(std::mem::replace(
+                        &mut node,
+                        CfgNode::new(NodeKind::Expression),
+                    ));
+                    node.block = Some(bi as u32);
+                    seen.clear();
+                    if k + 1 < insts.len() {
+                        cfg.edges.push([idx, idx + 1]);
+                    }
+                    continue;
+                }
+            }
+            if node.positions.is_empty()
+                && node.call.is_none()
+                && cfg.nodes.len() as u32 > block_first_node[bi]
+            {
+                // The block ended right after a call: the call-site node is the last node.
+            } else {
+                cfg.nodes.push(node);
+            }
+            block_last_node.push(cfg.nodes.len() as u32 - 1);
+            if succs.is_empty() && is_ret {
+                cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
+            }
+            info.push(BlockInfo {
+                succs,
+                lines,
+                is_ret,
+            });
+        }
+        // A node added for a block that ended with a call may have a pending edge to a node
+        // that was never created; drop such edges.
+        let total = cfg.nodes.len() as u32;
+        cfg.edges.retain(|e| {
+            e[1] < total
+                && (e[0] + 1 != e[1]
+                    || cfg.nodes[e[1] as usize].block == cfg.nodes[e[0] as usize].block)
+        });
+        cfg.edges.push([0, block_first_node[0]]);
+        for (bi, b) in info.iter().enumerate() {
+            for &s in &b.succs {
+                let e = [block_last_node[bi], block_first_node[s as usize]];
+                if !cfg.edges.contains(&e) {
+                    cfg.edges.push(e);
+                }
+            }
+        }
+        // ---- Path tracing -------------------------------------------------------------------
+        let succs: Vec<Vec<u32>> = info.iter().map(|b| b.succs.clone()).collect();
+        let mut numbering: Option<Numbering> = None;
+        if mech.pt {
+            if has_indirectbr {
+                cfg.pt_skipped = Some("indirect branch (computed goto)".into());
+            } else {
+                match ballarus::number(0, &succs) {
+                    Ok(nb) => numbering = Some(nb),
+                    Err(e) => cfg.pt_skipped = Some(e.to_string()),
+                }
+            }
+            if let Some(r) = &cfg.pt_skipped {
+                report.pt_skipped.push((name.clone(), r.clone()));
+            }
+        }
+        // Labels for CC / BBC on the nodes.
+        let call_nodes: Vec<u32> = cfg
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeKind::CallSite)
+            .map(|(i, _)| i as u32)
+            .collect();
+        if mech.cc && !calls.is_empty() {
+            for (k, &n) in call_nodes.iter().enumerate() {
+                cfg.nodes[n as usize].labels.push(format!("CC{k}"));
+            }
+        }
+        if mech.bbc {
+            for (bi, &n) in block_first_node.iter().enumerate() {
+                cfg.nodes[n as usize].labels.push(format!("BBC{bi}"));
+            }
+        }
+        let pt_id = |b: u32| pt_base + b;
+        if let Some(nb) = &numbering {
+            for (bi, &first) in block_first_node.iter().enumerate() {
+                for n in first..=block_last_node[bi] {
+                    cfg.nodes[n as usize].pt_block = Some(pt_id(bi as u32));
+                }
+            }
+            cfg.path_traced = true;
+            cfg.pt = Some(CfgPathTracing {
+                entry: pt_id(nb.graph.entry),
+                exit: pt_id(nb.graph.exit),
+                edges: nb
+                    .graph
+                    .edges
+                    .iter()
+                    .map(|e| ballarus::PathEdge {
+                        from: pt_id(e.from),
+                        to: pt_id(e.to),
+                        ..*e
+                    })
+                    .collect(),
+                num_paths: nb.num_paths,
+            });
+            // .debug_PT record.
+            let mut blocks_out = vec![PtBlock {
+                id: pt_id(nb.n),
+                kind: PtBlockKind::Exit,
+                items: Vec::new(),
+                null: false,
+            }];
+            for (bi, b) in info.iter().enumerate() {
+                if !nb.reachable[bi] {
+                    continue;
+                }
+                let mut items: Vec<PtItem> = b.lines.iter().map(|&l| PtItem::Line(l)).collect();
+                let stores = b.is_ret || nb.back_edge_store_increment.contains_key(&(bi as u32));
+                if stores {
+                    if b.is_ret && !items.is_empty() {
+                        let last = items.pop().unwrap();
+                        items.push(PtItem::PathEnd);
+                        items.push(last);
+                    } else {
+                        items.push(PtItem::PathEnd);
+                    }
+                }
+                blocks_out.push(PtBlock {
+                    id: pt_id(bi as u32),
+                    kind: if bi == 0 {
+                        PtBlockKind::Entry
+                    } else {
+                        PtBlockKind::Normal
+                    },
+                    null: items.is_empty(),
+                    items,
+                });
+            }
+            PtFunction {
+                name: name.clone(),
+                blocks: blocks_out,
+                edges: cfg.pt.as_ref().unwrap().edges.clone(),
+            }
+            .write(&mut pt_text);
+            pt_base += nb.n + 1;
+        }
+        // ---- Coverage globals / metadata ----------------------------------------------------
+        let n_calls = calls.len() as u64;
+        let cc_on = mech.cc && n_calls > 0;
+        let mut cc_vars = None;
+        if cc_on {
+            let gname = format!("__CC_arr_{fmash}_{name}");
+            let (g, gty) = c.global(&gname, n_calls, sp);
+            let lty = LLVMArrayType2(c.i8t, n_calls.div_ceil(8) * 8);
+            let b = c.basic_type("__csi_bool", 8, 0x02);
+            let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_calls));
+            cc_vars = Some((g, gty, a, lty));
+            cfg.cc = Some(gname.clone());
+            CcFunction {
+                name: name.clone(),
+                global: gname,
+                sites: calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (_, line, _, callee))| CcSite {
+                        index: k as i64,
+                        label: Some(format!("CC{k}")),
+                        line: *line,
+                        callee: callee.clone(),
+                    })
+                    .collect(),
+            }
+            .write(&mut cc_text);
+        }
+        let mut bbc_vars = None;
+        if mech.bbc {
+            let n = bbs.len() as u64;
+            let gname = format!("__BBC_arr_{fmash}_{name}");
+            let (g, gty) = c.global(&gname, n, sp);
+            let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
+            let b = c.basic_type("__csi_bool", 8, 0x02);
+            let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
+            bbc_vars = Some((g, gty, a, lty));
+            cfg.bbc = Some(gname.clone());
+            BbcFunction {
+                name: name.clone(),
+                global: gname,
+                blocks: info
+                    .iter()
+                    .enumerate()
+                    .map(|(k, b)| BbcBlock {
+                        index: k as u32,
+                        label: format!("BBC{k}"),
+                        lines: b.lines.clone(),
+                    })
+                    .collect(),
+            }
+            .write(&mut bbc_text);
+        }
+        let mut fc_var = None;
+        if mech.fc {
+            let gname = format!("__FC_arr_{fmash}_{name}");
+            fc_var = Some(c.global(&gname, 1, sp));
+            cfg.fc = Some(gname.clone());
+            FcFunction {
+                name: name.clone(),
+                global: gname,
+            }
+            .write(&mut fc_text);
+        }
+        // ---- Code -----------------------------------------------------------------------------
+        // Coverage stores first (they only insert before existing instructions).
+        let one = LLVMConstInt(c.i8t, 1, 0);
+        if let Some((g, gty, a, lty)) = cc_vars {
+            for (k, (inst, ..)) in calls.iter().enumerate() {
+                c.position_before(*inst);
+                let idx = LLVMConstInt(c.i64t, k as u64, 0);
+                let lp = c.gep(lty, a, idx);
+                c.vstore(one, lp);
+                let gp = c.gep(gty, g, idx);
+                c.vstore(one, gp);
+            }
+        }
+        if let Some((g, gty, a, lty)) = bbc_vars {
+            for (k, &bb) in bbs.iter().enumerate() {
+                c.position_before(if k == 0 {
+                    after_allocas(bb)
+                } else {
+                    c.first_insertion(bb)
+                });
+                let idx = LLVMConstInt(c.i64t, k as u64, 0);
+                let lp = c.gep(lty, a, idx);
+                c.vstore(one, lp);
+                let gp = c.gep(gty, g, idx);
+                c.vstore(one, gp);
+            }
+        }
+        if let Some((g, gty)) = fc_var {
+            c.position_before(after_allocas(bbs[0]));
+            let gp = c.gep(gty, g, LLVMConstInt(c.i64t, 0, 0));
+            c.vstore(one, gp);
+        }
+        if let Some(nb) = &numbering {
+            instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size);
+        }
+        // Zero the local coverage arrays at entry (after the allocas, before anything else).
+        for (a, lty) in [cc_vars.map(|v| (v.2, v.3)), bbc_vars.map(|v| (v.2, v.3))]
+            .into_iter()
+            .flatten()
+        {
+            let len = LLVMGetArrayLength2(lty);
+            c.position_before(after_allocas(bbs[0]));
+            for k in 0..len / 8 {
+                let p = c.gep(lty, a, LLVMConstInt(c.i64t, k * 8, 0));
+                c.vstore(LLVMConstInt(c.i64t, 0, 0), p);
+            }
+        }
+        cfg_text.push_str(&cfg.to_line());
+    }
+    let mut asm = String::new();
+    for (sec, text) in [
+        (".debug_PT", &pt_text),
+        (".debug_CC", &cc_text),
+        (".debug_BBC", &bbc_text),
+        (".debug_FC", &fc_text),
+        (".debug_CSI_CFG", &cfg_text),
+    ] {
+        if text.is_empty() {
+            continue;
+        }
+        asm.push_str(&format!(".pushsection {sec},\"\",@progbits\n"));
+        for chunk in text.as_bytes().chunks(200) {
+            asm.push_str("\t.ascii \"");
+            for &b in chunk {
+                match b {
+                    b'"' => asm.push_str("\\\""),
+                    b'\\' => asm.push_str("\\\\"),
+                    0x20..=0x7e => asm.push(b as char),
+                    _ => asm.push_str(&format!("\\{b:03o}")),
+                }
+            }
+            asm.push_str("\"\n");
+        }
+        asm.push_str(".popsection\n");
+    }
+    if !asm.is_empty() {
+        LLVMAppendModuleInlineAsm(c.module, asm.as_ptr() as _, asm.len());
+    }
+    report
+}
+
+fn push_unique(v: &mut Vec<String>, s: String) {
+    if !v.contains(&s) {
+        v.push(s);
+    }
+}
+
+/// First instruction after the leading allocas of the entry block.
+unsafe fn after_allocas(entry: LLVMBasicBlockRef) -> LLVMValueRef {
+    let mut i = LLVMGetFirstInstruction(entry);
+    while !i.is_null() && !LLVMIsAAllocaInst(i).is_null() {
+        i = LLVMGetNextInstruction(i);
+    }
+    i
+}
+
+unsafe fn instrument_paths(
+    c: &Ctx,
+    f: LLVMValueRef,
+    sp: LLVMMetadataRef,
+    bbs: &[LLVMBasicBlockRef],
+    info: &[BlockInfo],
+    nb: &Numbering,
+    n: u32,
+) {
+    let n = n.max(1) as u64;
+    let arr_ty = LLVMArrayType2(c.i64t, n);
+    let i64d = c.basic_type("long", 64, 0x05);
+    let vol = |t| LLVMDIBuilderCreateQualifiedType(c.dib, 0x35, t);
+    let arr_di = c.volatile_array(i64d, 64, n);
+    let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
+    let idx = c.local(f, sp, c.i64t, 8, "__PT_counter_idx", vol(i64d));
+    let cur = c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d));
+    // Initialise after the allocas.
+    c.position_before(after_allocas(bbs[0]));
+    let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
+    c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
+    c.vstore(LLVMConstInt(c.i64t, 0, 0), idx);
+    c.vstore(LLVMConstInt(c.i64t, 0, 0), cur);
+
+    // Predecessor counts (distinct blocks) on the unmodified CFG.
+    let mut preds = vec![BTreeSet::new(); bbs.len()];
+    for (u, b) in info.iter().enumerate() {
+        for &s in &b.succs {
+            preds[s as usize].insert(u as u32);
+        }
+    }
+    let nsucc = |u: u32| info[u as usize].succs.iter().collect::<BTreeSet<_>>().len();
+    let place = |u: u32, v: u32| -> Place {
+        if nsucc(u) == 1 {
+            Place::EndOf(u)
+        } else if preds[v as usize].len() == 1 {
+            Place::StartOf(v)
+        } else {
+            Place::Split(u, v)
+        }
+    };
+    // Emits "store the completed path (+inc) and advance the index".
+    let store_path = |inc: i64| {
+        let s = c.vload(c.i64t, cur);
+        let s = if inc != 0 {
+            LLVMBuildAdd(
+                c.builder,
+                s,
+                LLVMConstInt(c.i64t, inc as u64, 1),
+                c"".as_ptr(),
+            )
+        } else {
+            s
+        };
+        let i = c.vload(c.i64t, idx);
+        let p = c.gep(arr_ty, arr, i);
+        c.vstore(s, p);
+        let i1 = LLVMBuildAdd(c.builder, i, LLVMConstInt(c.i64t, 1, 0), c"".as_ptr());
+        let wrap = LLVMBuildICmp(
+            c.builder,
+            LLVMIntPredicate::LLVMIntEQ,
+            i1,
+            LLVMConstInt(c.i64t, n, 0),
+            c"".as_ptr(),
+        );
+        let next = LLVMBuildSelect(
+            c.builder,
+            wrap,
+            LLVMConstInt(c.i64t, 0, 0),
+            i1,
+            c"".as_ptr(),
+        );
+        c.vstore(next, idx);
+    };
+    let add = |inc: i64| {
+        let s = c.vload(c.i64t, cur);
+        let s = LLVMBuildAdd(
+            c.builder,
+            s,
+            LLVMConstInt(c.i64t, inc as u64, 1),
+            c"".as_ptr(),
+        );
+        c.vstore(s, cur);
+    };
+    // Edge actions: increments and back edges.
+    enum Act {
+        Inc(i64),
+        Back(i64, i64),
+    }
+    let mut acts: Vec<(u32, u32, Act)> = Vec::new();
+    for (&(u, v), &inc) in &nb.increments {
+        acts.push((u, v, Act::Inc(inc)));
+    }
+    for (&(u, h), &reinit) in &nb.back_edges {
+        acts.push((u, h, Act::Back(nb.back_edge_store_increment[&u], reinit)));
+    }
+    for (u, v, act) in acts {
+        match place(u, v) {
+            Place::EndOf(b) => c.position_before(LLVMGetBasicBlockTerminator(bbs[b as usize])),
+            Place::StartOf(b) => c.position_before(c.first_insertion(bbs[b as usize])),
+            Place::Split(a, b) => {
+                let term = LLVMGetBasicBlockTerminator(bbs[a as usize]);
+                let k = (0..LLVMGetNumSuccessors(term))
+                    .find(|&k| LLVMGetSuccessor(term, k) == bbs[b as usize])
+                    .expect("edge exists");
+                let nbb = csi_split_critical_edge(term, k);
+                assert!(!nbb.is_null(), "critical edge could not be split");
+                c.position_before(LLVMGetBasicBlockTerminator(nbb));
+            }
+        }
+        match act {
+            Act::Inc(i) => add(i),
+            Act::Back(store_inc, reinit) => {
+                store_path(store_inc);
+                c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
+            }
+        }
+    }
+    // Function exits: store the completed path before `ret`.
+    for (&u, &inc) in &nb.exits {
+        if info[u as usize].is_ret {
+            c.position_before(LLVMGetBasicBlockTerminator(bbs[u as usize]));
+            store_path(inc);
+        }
+    }
+}
