@@ -1,0 +1,536 @@
+//! End-to-end tests of the instrumenter: behaviour preserved in every scheme at -O0/-O2,
+//! metadata readable by csi-model, path traces right under gdb, bad input handled.
+
+use csi_model::ballarus::{unrotate_ring, PathEnd, PathStart};
+use csi_model::sections::{
+    parse_bbc, parse_cc, parse_cfg, parse_fc, parse_pt, CfgFunction, PtFunction,
+};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const CSI_CC: &str = env!("CARGO_BIN_EXE_csi-cc");
+const SCHEMES: &[&str] = &["realistic", "pt", "cc", "bb", "fc", "all", "none"];
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn scratch() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "csi-cc-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+fn ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn section(exe: &Path, name: &str) -> Vec<u8> {
+    let dir = exe.parent().unwrap();
+    let dump = dir.join(format!(
+        "{}{}",
+        exe.file_name().unwrap().to_string_lossy(),
+        name
+    ));
+    let out = run(Command::new("objcopy")
+        .arg(format!("--dump-section={name}={}", dump.display()))
+        .arg(exe)
+        .arg(dir.join("objcopy.out")));
+    if !out.status.success() {
+        return Vec::new();
+    }
+    std::fs::read(dump).unwrap_or_default()
+}
+
+/// Builds `sources` plainly and with csi-cc in every scheme at -O0 and -O2; the programs must
+/// print the same and exit the same; the metadata must parse.
+fn same_behaviour(sources: &[&str], args: &[&str]) {
+    let d = scratch();
+    let srcs: Vec<String> = sources.iter().map(|s| fixture(s)).collect();
+    for opt in ["-O0", "-O2"] {
+        let plain = d.join(format!("plain{opt}"));
+        ok(
+            &run(Command::new("clang-19")
+                .arg(opt)
+                .args(&srcs)
+                .arg("-o")
+                .arg(&plain)),
+            "plain clang",
+        );
+        let want = run(Command::new(&plain).args(args));
+        for scheme in SCHEMES {
+            let exe = d.join(format!("csi-{scheme}{opt}"));
+            ok(
+                &run(Command::new(CSI_CC)
+                    .arg(format!("--csi-scheme={scheme}"))
+                    .arg(opt)
+                    .args(&srcs)
+                    .arg("-o")
+                    .arg(&exe)),
+                &format!("csi-cc {scheme} {opt}"),
+            );
+            let got = run(Command::new(&exe).args(args));
+            assert_eq!(
+                got.stdout, want.stdout,
+                "{sources:?} {scheme} {opt}: stdout differs"
+            );
+            assert_eq!(
+                got.status.code(),
+                want.status.code(),
+                "{sources:?} {scheme} {opt}: exit"
+            );
+            let file = exe.display().to_string();
+            let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), &file).unwrap();
+            assert!(!cfg.is_empty());
+            csi_model::sections::cfg_to_program_graph(&cfg, &file).unwrap();
+            let pt = parse_pt(&section(&exe, ".debug_PT"), &file).unwrap();
+            let cc = parse_cc(&section(&exe, ".debug_CC"), &file).unwrap();
+            let bbc = parse_bbc(&section(&exe, ".debug_BBC"), &file).unwrap();
+            let fc = parse_fc(&section(&exe, ".debug_FC"), &file).unwrap();
+            let has_pt = matches!(*scheme, "realistic" | "pt" | "all");
+            assert_eq!(!pt.is_empty(), has_pt, "{scheme}: .debug_PT presence");
+            assert_eq!(
+                !cc.is_empty(),
+                matches!(*scheme, "realistic" | "cc" | "all")
+            );
+            assert_eq!(!bbc.is_empty(), matches!(*scheme, "bb" | "all"));
+            assert_eq!(!fc.is_empty(), matches!(*scheme, "fc" | "all"));
+            for f in &pt {
+                let g = f.path_graph().unwrap();
+                let n = g.num_paths().unwrap();
+                for id in 0..n.min(50) as i64 {
+                    g.decode_complete(id).unwrap();
+                }
+            }
+            assert!(cfg
+                .iter()
+                .all(|f| f.path_traced == (has_pt && f.pt_skipped.is_none())));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn loops_switch_goto_recursion_behave_the_same() {
+    same_behaviour(&["loops.c"], &["27"]);
+}
+
+#[test]
+fn function_pointers_behave_the_same() {
+    same_behaviour(&["fnptr.c"], &[]);
+}
+
+#[test]
+fn multiple_files_with_static_functions_behave_the_same() {
+    same_behaviour(&["multi_main.c", "multi_lib.c"], &[]);
+}
+
+#[test]
+fn separate_compilation_and_indirect_candidates() {
+    let d = scratch();
+    for (src, obj) in [("multi_main.c", "a.o"), ("multi_lib.c", "b.o")] {
+        ok(
+            &run(Command::new(CSI_CC)
+                .args(["-c", "-O1", &fixture(src), "-o"])
+                .arg(d.join(obj))),
+            "csi-cc -c",
+        );
+    }
+    let exe = d.join("multi");
+    ok(
+        &run(Command::new(CSI_CC)
+            .arg(d.join("a.o"))
+            .arg(d.join("b.o"))
+            .arg("-o")
+            .arg(&exe)),
+        "link",
+    );
+    ok(&run(&mut Command::new(&exe)), "run");
+    let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "multi").unwrap();
+    let helpers: Vec<&CfgFunction> = cfg.iter().filter(|f| f.name == "helper").collect();
+    // Both static `helper`s are described (unless inlined away at -O1).
+    assert!(helpers.iter().all(|f| f.is_static));
+    let g = csi_model::sections::cfg_to_program_graph(&cfg, "multi").unwrap();
+    assert!(g.function_by_name("count_words").is_some());
+
+    // Indirect calls list address-taken candidates of a compatible type.
+    let exe = d.join("fnptr");
+    ok(
+        &run(Command::new(CSI_CC)
+            .args(["-O0", &fixture("fnptr.c"), "-o"])
+            .arg(&exe)),
+        "fnptr",
+    );
+    let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "fnptr").unwrap();
+    let apply = cfg.iter().find(|f| f.name == "apply_all").unwrap();
+    let ind = apply
+        .nodes
+        .iter()
+        .filter_map(|n| n.call.as_ref())
+        .find(|c| c.indirect)
+        .expect("an indirect call in apply_all");
+    let mut cands = ind.candidates.clone();
+    cands.sort();
+    assert_eq!(cands, vec!["negate", "square", "twice"]);
+    let cc = parse_cc(&section(&exe, ".debug_CC"), "fnptr").unwrap();
+    let site = &cc.iter().find(|f| f.name == "apply_all").unwrap().sites[0];
+    assert_eq!(site.callee, None, "indirect sites are `?`");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn gdb_available() -> bool {
+    Command::new("gdb")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Values printed by `gdb -batch` as `$N = ...`, in order.
+fn gdb_values(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix('$'))
+        .filter_map(|l| l.split_once(" = ").map(|(_, v)| v.trim().to_string()))
+        .collect()
+}
+
+fn parse_array(v: &str) -> Vec<i64> {
+    v.trim_matches(|c| c == '{' || c == '}')
+        .split(',')
+        .map(|x| x.trim().parse().unwrap())
+        .collect()
+}
+
+struct Trace {
+    completed: Vec<Vec<u32>>,
+    partial: Vec<u32>,
+    pt: PtFunction,
+}
+
+/// Builds ptloop.c, stops in `probe` called from `func`, reads the frame's trace variables and
+/// decodes them with csi-model.
+fn trace_at_probe(opt: &str, func: &str, arg: &str, pt_size: u32) -> Trace {
+    let d = scratch();
+    let exe = d.join("ptloop");
+    ok(
+        &run(Command::new(CSI_CC)
+            .arg(format!("--csi-pt-size={pt_size}"))
+            .args([opt, &fixture("ptloop.c"), "-o"])
+            .arg(&exe)),
+        "build ptloop",
+    );
+    let out = run(Command::new("gdb")
+        .args([
+            "-batch",
+            "-nx",
+            "-ex",
+            "set print repeats unlimited",
+            "-ex",
+            "set print elements unlimited",
+        ])
+        .args([
+            "-ex",
+            &format!("break probe if $_caller_is(\"{func}\")"),
+            "-ex",
+            "run",
+        ])
+        .args([
+            "-ex",
+            "up",
+            "-ex",
+            "p __PT_counter_arr",
+            "-ex",
+            "p __PT_counter_idx",
+        ])
+        .args(["-ex", "p __PT_current_path", "-ex", "info locals", "--args"])
+        .arg(&exe)
+        .arg(arg));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let vals = gdb_values(&text);
+    assert!(
+        vals.len() >= 3,
+        "gdb output:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("__PT_counter_arr = {"),
+        "info locals shows the ring buffer:\n{text}"
+    );
+    let arr = parse_array(&vals[0]);
+    assert_eq!(arr.len(), pt_size as usize);
+    let idx: usize = vals[1].parse().unwrap();
+    let cur: i64 = vals[2].parse().unwrap();
+    let pts = parse_pt(&section(&exe, ".debug_PT"), "ptloop").unwrap();
+    let pt = pts
+        .into_iter()
+        .find(|f| f.name == func)
+        .expect("function is path-traced");
+    let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "ptloop").unwrap();
+    let cf = cfg.iter().find(|f| f.name == func).unwrap();
+    // The frame is stopped in the call to `probe`: its node's block is the current block.
+    let current = cf
+        .nodes
+        .iter()
+        .find(|n| n.call.as_ref().and_then(|c| c.callee.as_deref()) == Some("probe"))
+        .and_then(|n| n.pt_block)
+        .unwrap();
+    let g = pt.path_graph().unwrap();
+    let completed = unrotate_ring(&arr, idx)
+        .into_iter()
+        .map(|id| g.decode_complete(id).unwrap())
+        .collect::<Vec<_>>();
+    let partial = g.decode_partial(cur, current).unwrap();
+    assert_eq!(partial.end, PathEnd::Partial);
+    assert_eq!(*partial.blocks.last().unwrap(), current);
+    // Consecutive blocks of every path are CFG edges; consecutive paths chain via back edges.
+    let all: Vec<_> = completed.iter().chain(std::iter::once(&partial)).collect();
+    for p in &all {
+        for w in p.blocks.windows(2) {
+            assert!(
+                pt.edges
+                    .iter()
+                    .any(|e| !e.back && e.from == w[0] && e.to == w[1]),
+                "{w:?} is not an edge"
+            );
+        }
+    }
+    for w in all.windows(2) {
+        if let PathEnd::BackEdge(heads) = &w[0].end {
+            assert_eq!(w[1].start, PathStart::LoopHead);
+            assert!(heads.contains(&w[1].blocks[0]));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+    Trace {
+        completed: completed.into_iter().map(|p| p.blocks).collect(),
+        partial: partial.blocks,
+        pt,
+    }
+}
+
+fn lines_of(pt: &PtFunction, blocks: &[u32]) -> Vec<u32> {
+    blocks
+        .iter()
+        .flat_map(|&b| pt.block(b).unwrap().lines().collect::<Vec<_>>())
+        .collect()
+}
+
+/// Lines of a partial path up to the call the frame is stopped in (the rest of the last block
+/// has not run yet).
+fn lines_until_call(pt: &PtFunction, blocks: &[u32], call_line: u32) -> Vec<u32> {
+    let mut ls = lines_of(pt, blocks);
+    let Some(last_call) = ls.iter().rposition(|&l| l == call_line) else {
+        panic!("call line {call_line} not on the partial path {ls:?}")
+    };
+    ls.truncate(last_call + 1);
+    ls
+}
+
+/// Fig. 2.4: a loop with a back edge; 25 iterations wrap a 10-entry buffer twice. The last ten
+/// completed paths are iterations 15..24, whose branch (line 12 when i % 3 == 0, else line 14)
+/// is known from the program; the partial path leaves the loop and reaches the call on line 16.
+#[test]
+fn path_trace_under_gdb_loop_wraparound_o0() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb is not installed");
+        return;
+    }
+    let t = trace_at_probe("-O0", "run", "25", 10);
+    assert_eq!(
+        t.completed.len(),
+        10,
+        "the buffer wrapped: ten completed paths"
+    );
+    let branch: Vec<u32> = t
+        .completed
+        .iter()
+        .map(|p| {
+            let ls = lines_of(&t.pt, p);
+            assert!(
+                ls.contains(&12) != ls.contains(&14),
+                "one branch per iteration: {ls:?}"
+            );
+            if ls.contains(&12) {
+                12
+            } else {
+                14
+            }
+        })
+        .collect();
+    let expect: Vec<u32> = (15..25).map(|i| if i % 3 == 0 { 12 } else { 14 }).collect();
+    assert_eq!(branch, expect);
+    let last = lines_until_call(&t.pt, &t.partial, 16);
+    assert!(last.contains(&10), "loop test on line 10 in {last:?}");
+    assert_eq!(
+        last.last(),
+        Some(&16),
+        "ends at the call on line 16: {last:?}"
+    );
+    assert!(!last.contains(&12) && !last.contains(&14));
+
+    // A larger buffer that does not wrap: all 25 iterations, oldest first.
+    let t = trace_at_probe("-O0", "run", "25", 64);
+    assert_eq!(t.completed.len(), 25);
+    assert_eq!(
+        lines_of(&t.pt, &t.completed[0])[..1],
+        [9],
+        "first path starts at the entry"
+    );
+}
+
+/// Straight-line code: the partial path at the call is exactly the lines executed.
+#[test]
+fn path_trace_under_gdb_straight_line() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb is not installed");
+        return;
+    }
+    for (arg, then) in [("5", true), ("1", false)] {
+        let t = trace_at_probe("-O0", "straight", arg, 10);
+        assert!(t.completed.is_empty());
+        let ls = lines_until_call(&t.pt, &t.partial, 24);
+        let mut dedup = ls.clone();
+        dedup.dedup();
+        let want: Vec<u32> = if then {
+            vec![21, 22, 23, 24]
+        } else {
+            vec![21, 22, 24]
+        };
+        assert_eq!(dedup, want, "arg {arg}");
+    }
+}
+
+#[test]
+fn path_trace_under_gdb_o2() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb is not installed");
+        return;
+    }
+    let t = trace_at_probe("-O2", "run", "25", 10);
+    assert!(!t.completed.is_empty());
+    assert!(lines_until_call(&t.pt, &t.partial, 16).contains(&16));
+}
+
+#[test]
+fn bad_input() {
+    let d = scratch();
+    // Unknown scheme.
+    let o = run(Command::new(CSI_CC).args(["--csi-scheme=bogus", "-c", &fixture("loops.c")]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown scheme `bogus`"));
+    // Unreadable schema file.
+    let o = run(Command::new(CSI_CC).args([
+        "--csi-schema=/nonexistent/schema",
+        "-c",
+        &fixture("loops.c"),
+    ]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read schema file"));
+    // A file clang rejects: clang's diagnostics and exit code.
+    let o = run(Command::new(CSI_CC)
+        .current_dir(&d)
+        .args(["-c", &fixture("bad.c")]));
+    let p = run(Command::new("clang-19")
+        .current_dir(&d)
+        .args(["-c", &fixture("bad.c")]));
+    assert_eq!(o.status.code(), p.status.code());
+    assert_ne!(o.status.code(), Some(0));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("use of undeclared identifier 'undeclared_variable'"),
+        "{e}"
+    );
+    // Schema file: per-function mechanisms.
+    let schema = d.join("schema");
+    std::fs::write(&schema, "nested;{PT}\nclassify;{CC,BBC}\nmain;{}\n").unwrap();
+    let exe = d.join("loops");
+    ok(
+        &run(Command::new(CSI_CC)
+            .arg(format!("--csi-schema={}", schema.display()))
+            .args(["--csi-scheme=none", "-O0", &fixture("loops.c"), "-o"])
+            .arg(&exe)),
+        "schema build",
+    );
+    let pt = parse_pt(&section(&exe, ".debug_PT"), "x").unwrap();
+    assert_eq!(
+        pt.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+        vec!["nested"]
+    );
+    let bbc = parse_bbc(&section(&exe, ".debug_BBC"), "x").unwrap();
+    assert_eq!(
+        bbc.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+        vec!["classify"]
+    );
+    // Bad schema line.
+    std::fs::write(&schema, "nested;{XX}\n").unwrap();
+    let o = run(Command::new(CSI_CC)
+        .arg(format!("--csi-schema={}", schema.display()))
+        .args(["-c", &fixture("loops.c")]));
+    assert_eq!(o.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A function with more than 2^63 acyclic paths is compiled, runs, and is recorded as skipped.
+#[test]
+fn too_many_paths_is_skipped_and_recorded() {
+    let d = scratch();
+    let src = d.join("many.c");
+    let mut s = String::from("#include <stdio.h>\nint many(int x) {\n  int r = 0;\n");
+    for i in 0..70 {
+        s.push_str(&format!(
+            "  if ((x >> ({i} % 31)) & 1) r += {i}; else r ^= {i};\n"
+        ));
+    }
+    s.push_str("  return r;\n}\nint main(void) { printf(\"%d\\n\", many(12345)); return 0; }\n");
+    std::fs::write(&src, s).unwrap();
+    let exe = d.join("many");
+    ok(
+        &run(Command::new(CSI_CC)
+            .args(["-O0", src.to_str().unwrap(), "-o"])
+            .arg(&exe)),
+        "build",
+    );
+    let plain = d.join("plain");
+    ok(
+        &run(Command::new("clang-19")
+            .args(["-O0", src.to_str().unwrap(), "-o"])
+            .arg(&plain)),
+        "plain",
+    );
+    assert_eq!(
+        run(&mut Command::new(&exe)).stdout,
+        run(&mut Command::new(&plain)).stdout
+    );
+    let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "many").unwrap();
+    let many = cfg.iter().find(|f| f.name == "many").unwrap();
+    assert!(!many.path_traced);
+    assert!(many
+        .pt_skipped
+        .as_deref()
+        .unwrap()
+        .contains("acyclic paths"));
+    let pt = parse_pt(&section(&exe, ".debug_PT"), "many").unwrap();
+    assert!(pt.iter().all(|f| f.name != "many"));
+    assert!(pt.iter().any(|f| f.name == "main"));
+    let _ = std::fs::remove_dir_all(&d);
+}
