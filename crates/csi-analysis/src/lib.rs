@@ -12,6 +12,8 @@ pub mod context;
 pub mod icfg;
 pub mod lines;
 pub mod query;
+#[doc(hidden)]
+pub mod synthetic;
 pub mod utl;
 
 pub use active::{active_nodes_edges, ActiveSet, EdgeKind};

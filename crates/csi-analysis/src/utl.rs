@@ -318,9 +318,11 @@ impl UtlProblem<'_> {
             let local = LocalScc::new(self, &ch, j, members, |u, v| {
                 allowed(place[u as usize], place[v as usize])
             });
-            for m in local.must_check(&is_required) {
-                if !local.avoidable(m) {
-                    out[members[m] as usize] = Coverage::Yes;
+            for group in local.must_check(&is_required) {
+                if !local.avoidable(group[0]) {
+                    for m in group {
+                        out[members[m] as usize] = Coverage::Yes;
+                    }
                 }
             }
         }
@@ -404,7 +406,11 @@ impl LocalScc {
     /// (Italiano–Laura–Santaroni: non-trivial dominators from any root, forward or reverse, plus
     /// the root if the rest is not strongly connected) and sole sources/sinks. Removing any
     /// other node leaves the SCC strongly connected with a way in and out, so it is avoidable.
-    fn must_check(&self, is_required: &[bool]) -> Vec<usize> {
+    ///
+    /// Returned in groups with the same answer: the nodes of a straight chain (one way in, one
+    /// way out, not a source, sink or required) all cut the same path, so one check serves
+    /// the whole chain.
+    fn must_check(&self, is_required: &[bool]) -> Vec<Vec<usize>> {
         let n = self.members.len();
         // With two members, removing one leaves a single node that can no longer repeat a
         // symbol: not covered by the articulation-point argument, so check both.
@@ -435,9 +441,54 @@ impl LocalScc {
                 check[only] = true;
             }
         }
-        (0..n)
-            .filter(|&i| check[i] && !is_required[self.members[i] as usize])
-            .collect()
+        let plain = |i: usize| {
+            let x = ni(i as u32);
+            !self.sources[i]
+                && !self.sinks[i]
+                && !is_required[self.members[i] as usize]
+                && self.g.neighbors_directed(x, Direction::Incoming).count() == 1
+                && self.g.neighbors_directed(x, Direction::Outgoing).count() == 1
+        };
+        let mut grouped = vec![false; n];
+        let mut groups = Vec::new();
+        for i in 0..n {
+            if grouped[i] || !check[i] || is_required[self.members[i] as usize] {
+                continue;
+            }
+            if !plain(i) {
+                grouped[i] = true;
+                groups.push(vec![i]);
+                continue;
+            }
+            // Walk back to the head of the chain, then collect it forwards.
+            let mut head = i;
+            loop {
+                let p = self
+                    .g
+                    .neighbors_directed(ni(head as u32), Direction::Incoming)
+                    .next()
+                    .unwrap()
+                    .index();
+                if !plain(p) || p == i {
+                    break;
+                }
+                head = p;
+            }
+            let mut chain = Vec::new();
+            let mut v = head;
+            while plain(v) && !grouped[v] {
+                grouped[v] = true;
+                chain.push(v);
+                v = self
+                    .g
+                    .neighbors_directed(ni(v as u32), Direction::Outgoing)
+                    .next()
+                    .unwrap()
+                    .index();
+            }
+            groups.push(chain);
+        }
+        groups
     }
 
     /// Can a walk enter, satisfy the local vectors and leave without visiting local node `m`?

@@ -43,17 +43,40 @@ struct Key {
     default: Option<String>,
 }
 
-#[derive(Default)]
+/// Where an element starts, for error messages.
+#[derive(Clone, Copy)]
+struct At {
+    offset: usize,
+    tag: &'static str,
+}
+
+impl At {
+    fn of(n: XmlNode) -> At {
+        let tag = match n.tag_name().name() {
+            "node" => "node",
+            "edge" => "edge",
+            "data" => "data",
+            "key" => "key",
+            "graph" => "graph",
+            _ => "element",
+        };
+        At {
+            offset: n.range().start,
+            tag,
+        }
+    }
+}
+
 struct RawNode {
     attrs: HashMap<String, String>,
-    pos: String,
+    pos: At,
 }
 
 struct RawEdge {
     source: String,
     target: String,
     kind: EdgeKind,
-    pos: String,
+    pos: At,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -69,13 +92,13 @@ impl<'a, 'input> Reader<'a, 'input> {
     }
 
     fn pos(&self, n: XmlNode) -> String {
-        let p = self.doc.text_pos_at(n.range().start);
-        format!(
-            "line {}, column {}: <{}>",
-            p.row,
-            p.col,
-            n.tag_name().name()
-        )
+        self.describe(At::of(n))
+    }
+
+    /// Line/column are computed only for errors: `text_pos_at` scans from the start.
+    fn describe(&self, at: At) -> String {
+        let p = self.doc.text_pos_at(at.offset);
+        format!("line {}, column {}: <{}>", p.row, p.col, at.tag)
     }
 
     fn is(n: &XmlNode, name: &str) -> bool {
@@ -148,7 +171,7 @@ impl<'a, 'input> Reader<'a, 'input> {
                     .ok_or_else(|| self.err(self.pos(el), "<node> without id"))?;
                 let mut raw = RawNode {
                     attrs: node_defaults.clone(),
-                    pos: self.pos(el),
+                    pos: At::of(el),
                 };
                 data_of(el, "node", &mut raw.attrs)?;
                 raw_nodes.push((id.to_string(), raw));
@@ -173,7 +196,7 @@ impl<'a, 'input> Reader<'a, 'input> {
                     source: source.to_string(),
                     target: target.to_string(),
                     kind,
-                    pos: self.pos(el),
+                    pos: At::of(el),
                 });
             }
         }
@@ -198,7 +221,10 @@ impl<'a, 'input> Reader<'a, 'input> {
                     if e.kind == EdgeKind::Other {
                         continue;
                     }
-                    return Err(self.err(&e.pos, format!("edge endpoint `{end}` is not a node")));
+                    return Err(self.err(
+                        self.describe(e.pos),
+                        format!("edge endpoint `{end}` is not a node"),
+                    ));
                 };
                 if e.kind == EdgeKind::Flow {
                     keep[i] = true;
@@ -228,7 +254,7 @@ impl<'a, 'input> Reader<'a, 'input> {
             let (ext_id, raw) = &raw_nodes[i];
             let fkey = function_key(ext_id).ok_or_else(|| {
                 self.err(
-                    &raw.pos,
+                    self.describe(raw.pos),
                     format!("node id `{ext_id}` is not of the form n:<function>:<node>"),
                 )
             })?;
@@ -261,7 +287,10 @@ impl<'a, 'input> Reader<'a, 'input> {
             let mut node = Node::new(ext_id.clone(), func, kind);
             if let Some(lines) = raw.attrs.get("lines") {
                 node.positions = parse_lines(lines).ok_or_else(|| {
-                    self.err(&raw.pos, format!("bad `lines` value `{}`", lines.trim()))
+                    self.err(
+                        self.describe(raw.pos),
+                        format!("bad `lines` value `{}`", lines.trim()),
+                    )
                 })?;
             }
             if kind != NodeKind::Entry {
@@ -301,7 +330,7 @@ impl<'a, 'input> Reader<'a, 'input> {
             }
             let id = b
                 .add_node(node)
-                .map_err(|e| self.err(&raw.pos, e.to_string()))?;
+                .map_err(|e| self.err(self.describe(raw.pos), e.to_string()))?;
             ids.insert(i, id);
         }
         for e in &raw_edges {
