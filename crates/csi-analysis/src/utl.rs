@@ -318,8 +318,9 @@ impl UtlProblem<'_> {
             let local = LocalScc::new(self, &ch, j, members, |u, v| {
                 allowed(place[u as usize], place[v as usize])
             });
+            let sure = local.surely_unavoidable(&is_required);
             for group in local.must_check(&is_required) {
-                if !local.avoidable(group[0]) {
+                if sure[group[0]] || !local.avoidable(group[0]) {
                     for m in group {
                         out[members[m] as usize] = Coverage::Yes;
                     }
@@ -340,6 +341,9 @@ struct LocalScc {
     sinks: Vec<bool>,
     /// Each vector's symbols that lie in this SCC, in order (a contiguous block).
     vectors: Vec<Vec<u32>>,
+    /// Virtual start (edges to every source) and end (edges from every sink) in `g`.
+    sigma: u32,
+    tau: u32,
 }
 
 impl LocalScc {
@@ -393,24 +397,125 @@ impl LocalScc {
             })
             .filter(|v| !v.is_empty())
             .collect();
+        let (sigma, tau) = (g.add_node(()), g.add_node(()));
+        for i in 0..members.len() {
+            if sources[i] {
+                g.add_edge(sigma, ni(i as u32), ());
+            }
+            if sinks[i] {
+                g.add_edge(ni(i as u32), tau, ());
+            }
+        }
         LocalScc {
             members: members.to_vec(),
             g,
             sources,
             sinks,
             vectors,
+            sigma: sigma.index() as u32,
+            tau: tau.index() as u32,
         }
     }
 
-    /// Local nodes whose removal might make the walk impossible: strong articulation points
-    /// (Italiano–Laura–Santaroni: non-trivial dominators from any root, forward or reverse, plus
-    /// the root if the rest is not strongly connected) and sole sources/sinks. Removing any
-    /// other node leaves the SCC strongly connected with a way in and out, so it is avoidable.
-    ///
-    /// Returned in groups with the same answer: the nodes of a straight chain (one way in, one
-    /// way out, not a source, sink or required) all cut the same path, so one check serves
-    /// the whole chain.
-    fn must_check(&self, is_required: &[bool]) -> Vec<Vec<usize>> {
+    /// Nodes every walk needs, without any re-check: those that dominate the end or a
+    /// required node from the start, or post-dominate the start or a required node.
+    fn surely_unavoidable(&self, is_required: &[bool]) -> Vec<bool> {
+        let n = self.members.len();
+        let mut sure = vec![false; n + 2];
+        let fwd = simple_fast(&self.g, ni(self.sigma));
+        let rev = simple_fast(Reversed(&self.g), ni(self.tau));
+        let required = (0..n).filter(|&i| is_required[self.members[i] as usize]);
+        let fwd_targets = required.clone().chain([self.tau as usize]);
+        let rev_targets = required.chain([self.sigma as usize]);
+        for (doms, targets) in [
+            (&fwd, fwd_targets.collect::<Vec<_>>()),
+            (&rev, rev_targets.collect()),
+        ] {
+            for t in targets {
+                let mut d = doms.immediate_dominator(ni(t as u32));
+                while let Some(x) = d {
+                    if sure[x.index()] {
+                        break;
+                    }
+                    sure[x.index()] = true;
+                    d = doms.immediate_dominator(x);
+                }
+            }
+        }
+        sure.truncate(n);
+        sure
+    }
+
+    /// Candidates when some required node `r` exists and no vector repeats a symbol: `m` can
+    /// matter only if it lies on a dominator-tree path from `r` to a required node (forward
+    /// or reverse), or dominates every sink from `r`, or every source in reverse. Otherwise
+    /// every required node still reaches `r` and is reached from it without `m`, so all of
+    /// them share one strongly connected piece of the SCC without `m` that some source
+    /// reaches and that reaches some sink: the walk can avoid `m`.
+    fn dominator_candidates(&self, r: usize, required: &[usize]) -> Vec<bool> {
+        let n = self.members.len();
+        let mut check = vec![false; n];
+        let root = ni(r as u32);
+        let fwd = simple_fast(&self.g, root);
+        let rev = simple_fast(Reversed(&self.g), root);
+        for doms in [&fwd, &rev] {
+            for &q in required {
+                let mut d = doms.immediate_dominator(ni(q as u32));
+                while let Some(x) = d {
+                    if x == root || check[x.index()] {
+                        break;
+                    }
+                    check[x.index()] = true;
+                    d = doms.immediate_dominator(x);
+                }
+            }
+        }
+        for (doms, ends) in [(&fwd, &self.sinks), (&rev, &self.sources)] {
+            let ends: Vec<NodeIndex> = (0..n).filter(|&i| ends[i]).map(|i| ni(i as u32)).collect();
+            let depth = |mut x: NodeIndex| {
+                let mut k = 0usize;
+                while let Some(p) = doms.immediate_dominator(x) {
+                    x = p;
+                    k += 1;
+                }
+                k
+            };
+            // Lowest common ancestor of all ends in the dominator tree: its dominators
+            // (itself included) are exactly the nodes every end depends on.
+            let mut lca: Option<(NodeIndex, usize)> = None;
+            for &e in &ends {
+                let (mut a, mut da) = (e, depth(e));
+                if let Some((mut b, mut db)) = lca {
+                    while da > db {
+                        a = doms.immediate_dominator(a).unwrap();
+                        da -= 1;
+                    }
+                    while db > da {
+                        b = doms.immediate_dominator(b).unwrap();
+                        db -= 1;
+                    }
+                    while a != b {
+                        a = doms.immediate_dominator(a).unwrap();
+                        b = doms.immediate_dominator(b).unwrap();
+                        da -= 1;
+                    }
+                }
+                lca = Some((a, da));
+            }
+            let mut x = lca.map(|(x, _)| x);
+            while let Some(v) = x {
+                if v == root {
+                    break;
+                }
+                check[v.index()] = true;
+                x = doms.immediate_dominator(v);
+            }
+        }
+        check
+    }
+
+    /// Candidates in general: strong articulation points and sole sources/sinks.
+    fn articulation_candidates(&self) -> Vec<bool> {
         let n = self.members.len();
         // With two members, removing one leaves a single node that can no longer repeat a
         // symbol: not covered by the articulation-point argument, so check both.
@@ -431,7 +536,9 @@ impl LocalScc {
                 }
             }
         }
-        let without_root = NodeFiltered::from_fn(&self.g, |x: NodeIndex| x != root);
+        let (sigma, tau) = (ni(self.sigma), ni(self.tau));
+        let without_root =
+            NodeFiltered::from_fn(&self.g, |x: NodeIndex| x != root && x != sigma && x != tau);
         if n > 1 && tarjan_scc(&without_root).len() > 1 {
             check[0] = true;
         }
@@ -441,6 +548,31 @@ impl LocalScc {
                 check[only] = true;
             }
         }
+        check
+    }
+
+    /// Local nodes whose removal might make the walk impossible: strong articulation points
+    /// (Italiano–Laura–Santaroni: non-trivial dominators from any root, forward or reverse, plus
+    /// the root if the rest is not strongly connected) and sole sources/sinks. Removing any
+    /// other node leaves the SCC strongly connected with a way in and out, so it is avoidable.
+    ///
+    /// Returned in groups with the same answer: the nodes of a straight chain (one way in, one
+    /// way out, not a source, sink or required) all cut the same path, so one check serves
+    /// the whole chain.
+    fn must_check(&self, is_required: &[bool]) -> Vec<Vec<usize>> {
+        let n = self.members.len();
+        let required: Vec<usize> = (0..n)
+            .filter(|&i| is_required[self.members[i] as usize])
+            .collect();
+        let repeats = self
+            .vectors
+            .iter()
+            .any(|v| v.windows(2).any(|w| w[0] == w[1]));
+        let check = if n > 2 && !repeats && !required.is_empty() {
+            self.dominator_candidates(required[0], &required)
+        } else {
+            self.articulation_candidates()
+        };
         let plain = |i: usize| {
             let x = ni(i as u32);
             !self.sources[i]
@@ -493,27 +625,9 @@ impl LocalScc {
 
     /// Can a walk enter, satisfy the local vectors and leave without visiting local node `m`?
     fn avoidable(&self, m: usize) -> bool {
-        let n = self.members.len() as u32;
-        let mut g = self.g.clone();
-        let (src, snk) = (g.add_node(()), g.add_node(()));
-        for i in 0..n {
-            if self.sources[i as usize] {
-                g.add_edge(src, ni(i), ());
-            }
-            if self.sinks[i as usize] {
-                g.add_edge(ni(i), snk, ());
-            }
-        }
-        let mut removed = vec![false; g.node_count()];
+        let mut removed = vec![false; self.g.node_count()];
         removed[m] = true;
-        build_chain(
-            &g,
-            src.index() as u32,
-            snk.index() as u32,
-            &removed,
-            &self.vectors,
-        )
-        .is_ok()
+        build_chain(&self.g, self.sigma, self.tau, &removed, &self.vectors).is_ok()
     }
 }
 
