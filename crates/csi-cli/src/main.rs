@@ -23,8 +23,9 @@ use csi_model::{read_graphml, read_grissom_report, FailureReport, NodeId, Progra
     about = "Crash scene investigation: what must, may and never ran before a crash"
 )]
 struct Cli {
+    /// Without a command: `analyze` on the bundled example.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -147,7 +148,13 @@ fn load(
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
-    match cli.command {
+    let command = cli.command.unwrap_or(Command::Analyze {
+        graph: None,
+        report: None,
+        format: Format::Text,
+        stack_only: false,
+    });
+    match command {
         Command::Analyze {
             graph,
             report,
