@@ -4,7 +4,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(g) = csi_model::parse_graphml("fuzz.graphml", text) {
         if let Some(entry) = g.program_entry {
             let report = csi_model::FailureReport {

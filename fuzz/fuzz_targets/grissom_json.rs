@@ -14,7 +14,9 @@ fuzz_target!(|data: &[u8]| {
         )
         .unwrap()
     });
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(r) = csi_model::parse_grissom_report("fuzz.json", text, g) {
         let _ = csi_analysis::best_effort_coverage(g, &r);
         let _ = csi_analysis::active_nodes_edges(g, &r);

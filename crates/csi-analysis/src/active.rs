@@ -33,7 +33,7 @@ impl ActiveSet {
 }
 
 /// Nodes of `f` reachable from `from` (forward or backward) within `alive`.
-fn reach_in(g: &ProgramGraph, from: &[NodeId], forward: bool, alive: &[bool], out: &mut Vec<bool>) {
+fn reach_in(g: &ProgramGraph, from: &[NodeId], forward: bool, alive: &[bool], out: &mut [bool]) {
     let mut stack: Vec<NodeId> = Vec::new();
     for &s in from {
         if alive[s as usize] && !out[s as usize] {

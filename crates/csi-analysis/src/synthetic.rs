@@ -22,7 +22,7 @@ impl Rng {
     pub fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -31,7 +31,7 @@ impl Rng {
         x
     }
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
@@ -320,8 +320,7 @@ pub fn synthetic(
             run.steps = 0;
             run.visit(exit)
         })
-        .err()
-        .expect("the run ends in a crash");
+        .expect_err("the run ends in a crash");
     let executed = run.executed;
     let mut global_coverage = BTreeMap::new();
     for &(site, _) in &all_calls {

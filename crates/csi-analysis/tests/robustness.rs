@@ -2,8 +2,8 @@
 //! `cargo fuzz` targets in `fuzz/`): every truncation and a few thousand byte mutations of the
 //! bundled example's GraphML and report.
 
-use csi_analysis::{active_nodes_edges, best_effort_coverage};
 use csi_analysis::synthetic::Rng;
+use csi_analysis::{active_nodes_edges, best_effort_coverage};
 use csi_model::{parse_graphml, parse_grissom_report};
 
 const GRAPH: &str = include_str!("../../../examples/fig6-1/example.graphml");

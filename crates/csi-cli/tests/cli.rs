@@ -43,7 +43,11 @@ fn no_arguments_runs_the_bundled_example() {
     };
     assert!(line(9).contains("must"), "{}", line(9));
     assert!(line(26).contains("never"), "{}", line(26));
-    assert!(line(23).contains("never"), "puts call-site coverage is false: {}", line(23));
+    assert!(
+        line(23).contains("never"),
+        "puts call-site coverage is false: {}",
+        line(23)
+    );
 }
 
 #[test]
@@ -52,7 +56,11 @@ fn json_contract() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let ids = |v: &Value| -> Vec<String> {
-        v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
     };
     let yes = ids(&v["global"]["yes"]);
     let no = ids(&v["global"]["no"]);
@@ -71,7 +79,12 @@ fn json_contract() {
     }
     let lines = &v["lines"]["example.c"];
     let nums = |k: &str| -> Vec<u64> {
-        lines[k].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+        lines[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
     };
     assert!(nums("must").contains(&9));
     assert!(nums("never").contains(&26));
@@ -82,7 +95,15 @@ fn json_contract() {
 
 #[test]
 fn csiclipse_rows_have_seven_fields() {
-    let o = csi(&["analyze", "--graph", G, "--report", R, "--format", "csiclipse"]);
+    let o = csi(&[
+        "analyze",
+        "--graph",
+        G,
+        "--report",
+        R,
+        "--format",
+        "csiclipse",
+    ]);
     assert!(o.status.success());
     let out = stdout(&o);
     let rows: Vec<&str> = out.lines().collect();
@@ -91,7 +112,11 @@ fn csiclipse_rows_have_seven_fields() {
         assert_eq!(r.split(';').count(), 7, "{r}");
     }
     assert!(rows[0].starts_with("bar;example.c;local;"), "{}", rows[0]);
-    assert!(rows[3].starts_with("unused;example.c;global;"), "{}", rows[3]);
+    assert!(
+        rows[3].starts_with("unused;example.c;global;"),
+        "{}",
+        rows[3]
+    );
     assert!(rows[3].ends_with(";0"));
 }
 
@@ -108,8 +133,19 @@ fn queries() {
     assert_eq!(q(&["--may-run", "example.c:14"]), "possible");
     assert_eq!(q(&["--may-not-run", "n:-2:4"]), "impossible");
     assert_eq!(q(&["--before", "example.c:22", "example.c:8"]), "possible");
-    assert_eq!(q(&["--before", "example.c:8", "example.c:22"]), "impossible");
-    let o = csi(&["query", "--graph", G, "--report", R, "--may-run", "example.c:7"]);
+    assert_eq!(
+        q(&["--before", "example.c:8", "example.c:22"]),
+        "impossible"
+    );
+    let o = csi(&[
+        "query",
+        "--graph",
+        G,
+        "--report",
+        R,
+        "--may-run",
+        "example.c:7",
+    ]);
     assert_eq!(o.status.code(), Some(2), "no code on line 7");
 }
 
@@ -126,13 +162,48 @@ fn bad_input_exits_2_with_file_element_reason() {
     let good_graph = std::fs::read_to_string(root().join(G)).unwrap();
     let good_report = std::fs::read_to_string(root().join(R)).unwrap();
     let cases: Vec<(&str, String, String, &str)> = vec![
-        ("truncated graphml", good_graph[..good_graph.len() / 2].to_string(), good_report.clone(), "well-formed"),
-        ("empty graph", "<graphml><graph/></graphml>".into(), good_report.clone(), "no functions"),
-        ("not json", good_graph.clone(), "{\"crash\": [".into(), "not valid JSON"),
-        ("unknown node", good_graph.clone(), good_report.replace("n:-3:4", "n:-3:99"), "n:-3:99"),
-        ("no crash", good_graph.clone(), "{\"obsNo\": []}".into(), "missing crash stack"),
-        ("wrong shape", good_graph.clone(), "[1,2]".into(), "JSON object"),
-        ("bad obsYes", good_graph.clone(), good_report.replace("\"reliable\": false,", ""), "reliable"),
+        (
+            "truncated graphml",
+            good_graph[..good_graph.len() / 2].to_string(),
+            good_report.clone(),
+            "well-formed",
+        ),
+        (
+            "empty graph",
+            "<graphml><graph/></graphml>".into(),
+            good_report.clone(),
+            "no functions",
+        ),
+        (
+            "not json",
+            good_graph.clone(),
+            "{\"crash\": [".into(),
+            "not valid JSON",
+        ),
+        (
+            "unknown node",
+            good_graph.clone(),
+            good_report.replace("n:-3:4", "n:-3:99"),
+            "n:-3:99",
+        ),
+        (
+            "no crash",
+            good_graph.clone(),
+            "{\"obsNo\": []}".into(),
+            "missing crash stack",
+        ),
+        (
+            "wrong shape",
+            good_graph.clone(),
+            "[1,2]".into(),
+            "JSON object",
+        ),
+        (
+            "bad obsYes",
+            good_graph.clone(),
+            good_report.replace("\"reliable\": false,", ""),
+            "reliable",
+        ),
     ];
     for (what, graph, report, needle) in cases {
         let g = write(&dir, "g.graphml", &graph);
@@ -141,7 +212,10 @@ fn bad_input_exits_2_with_file_element_reason() {
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{what}: {err}");
         assert!(err.contains(needle), "{what}: {err}");
-        assert!(err.contains("g.graphml") || err.contains("r.json"), "{what}: names the file: {err}");
+        assert!(
+            err.contains("g.graphml") || err.contains("r.json"),
+            "{what}: names the file: {err}"
+        );
         assert!(!err.contains("panicked"), "{what}: {err}");
     }
     let o = csi(&["analyze", "--graph", "/nonexistent.graphml", "--report", R]);
