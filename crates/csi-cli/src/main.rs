@@ -1,10 +1,12 @@
-//! `csi`: the command line. `analyze` prints must/may/never for a failure report, `query`
+//! `csi`: the command line. `show` opens a crash (executable + core) in the terminal,
+//! `analyze` prints must/may/never for a crash or a csi-grissom failure report, `query`
 //! answers one control-flow question.
 //!
 //! Exit codes: 0 success, 2 bad input (unreadable or malformed files, unknown nodes, usage),
 //! 3 the report is inconsistent with the graph.
 
 mod output;
+mod show;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,13 +30,39 @@ struct Cli {
     command: Option<Command>,
 }
 
+#[derive(clap::Args, Clone, Default)]
+struct CrashArgs {
+    /// The crashed program (built with csi-cc for traces; any ELF with debug info works).
+    #[arg(long, requires = "core")]
+    exe: Option<PathBuf>,
+    /// Its core dump.
+    #[arg(long, requires = "exe")]
+    core: Option<PathBuf>,
+    /// csi-grissom GraphML CFG, for programs built by the original csi-cc 1.4.0.
+    #[arg(long)]
+    graphml: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Best-effort coverage (must / may / never) of a failure report. Without arguments, runs
-    /// on the bundled example (examples/fig6-1).
+    /// Open a crash in the terminal: every thread's stack, each frame's source with must /
+    /// may / never per line, the path trace, and the global summary. Without arguments, opens
+    /// the bundled fixture crash.
+    Show {
+        #[command(flatten)]
+        crash: CrashArgs,
+        /// Show every frame's variables.
+        #[arg(long)]
+        locals: bool,
+    },
+    /// Best-effort coverage (must / may / never) of a crash (`--exe`, `--core`) or of a
+    /// csi-grissom failure report (`--graph`, `--report`). Without arguments, runs on the
+    /// bundled example (examples/fig6-1).
     Analyze {
+        #[command(flatten)]
+        crash: CrashArgs,
         /// Control-flow graph (csi-grissom GraphML).
-        #[arg(long, requires = "report")]
+        #[arg(long, requires = "report", conflicts_with = "exe")]
         graph: Option<PathBuf>,
         /// Failure report (csi-grissom JSON).
         #[arg(long, requires = "graph")]
@@ -83,6 +111,12 @@ enum Failure {
 
 impl From<csi_model::InputError> for Failure {
     fn from(e: csi_model::InputError) -> Self {
+        Failure::BadInput(e.to_string())
+    }
+}
+
+impl From<csi_dump::DumpError> for Failure {
+    fn from(e: csi_dump::DumpError) -> Self {
         Failure::BadInput(e.to_string())
     }
 }
@@ -136,10 +170,7 @@ fn load(
     let g = read_graphml(graph)?;
     let mut r = read_grissom_report(report, &g)?;
     if stack_only {
-        r = FailureReport {
-            threads: r.threads,
-            ..FailureReport::default()
-        };
+        r = stack_only_report(r);
     }
     for d in &r.dropped {
         eprintln!("csi: note: {}: {d}", report.display());
@@ -147,19 +178,118 @@ fn load(
     Ok((g, r))
 }
 
+/// The bundled fixture crash (`fixtures/crashes/null_deref/realistic-O0`).
+fn bundled_crash() -> Result<(PathBuf, PathBuf), Failure> {
+    let rel = Path::new("fixtures/crashes/null_deref/realistic-O0");
+    let candidates = [
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(rel),
+        rel.to_path_buf(),
+    ];
+    for dir in candidates {
+        let (e, c) = (dir.join("null_deref"), dir.join("core"));
+        if e.is_file() && c.is_file() {
+            return Ok((e, c));
+        }
+    }
+    Err(Failure::BadInput(format!(
+        "no --exe/--core given and the bundled crash ({}) was not found",
+        rel.display()
+    )))
+}
+
+fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
+    let (exe, core) = match (&args.exe, &args.core) {
+        (Some(e), Some(c)) => (e.clone(), c.clone()),
+        _ => bundled_crash()?,
+    };
+    let opts = csi_dump::LoadOptions {
+        graphml: args.graphml.clone(),
+    };
+    let crash = csi_dump::Crash::open(&exe, &core, &opts)?;
+    Ok(crash)
+}
+
+/// Keeps only the stacks (§6.8.1): no coverage, no path traces.
+fn stack_only_report(r: FailureReport) -> FailureReport {
+    let mut threads = r.threads;
+    for t in &mut threads {
+        for f in &mut t.frames {
+            f.path.clear();
+            f.path_from_entry = false;
+            f.local_coverage.clear();
+        }
+    }
+    FailureReport {
+        threads,
+        ..FailureReport::default()
+    }
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
-    let command = cli.command.unwrap_or(Command::Analyze {
-        graph: None,
-        report: None,
-        format: Format::Text,
-        stack_only: false,
+    let command = cli.command.unwrap_or(Command::Show {
+        crash: CrashArgs::default(),
+        locals: false,
     });
     match command {
+        Command::Show { crash, locals } => {
+            let crash = open_crash(&crash)?;
+            let cov = if crash.metadata == csi_dump::Metadata::None {
+                None
+            } else {
+                Some(best_effort_coverage(&crash.graph, &crash.report)?)
+            };
+            print!(
+                "{}",
+                show::render(&crash, cov.as_ref(), locals, color_wanted())
+            );
+            Ok(())
+        }
+        Command::Analyze {
+            crash,
+            format,
+            stack_only,
+            ..
+        } if crash.exe.is_some() => {
+            let mut c = open_crash(&crash)?;
+            if c.metadata == csi_dump::Metadata::None {
+                return Err(Failure::BadInput(format!(
+                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack",
+                    c.exe.display()
+                )));
+            }
+            for n in &c.notices {
+                eprintln!("csi: note: {n}");
+            }
+            if stack_only {
+                c.report = stack_only_report(c.report);
+            }
+            let cov = best_effort_coverage(&c.graph, &c.report)?;
+            let active = active_nodes_edges(&c.graph, &c.report);
+            let inputs = output::Inputs {
+                graph_path: &c.exe,
+                report_path: &c.core,
+                graph: &c.graph,
+                report: &c.report,
+                coverage: &cov,
+                active: &active,
+                crash: Some(&c),
+            };
+            let text = match format {
+                Format::Text => output::text(&inputs, color_wanted()),
+                Format::Json => output::json(&inputs),
+                Format::Csiclipse => output::csiclipse(&inputs),
+            };
+            print!("{text}");
+            Ok(())
+        }
         Command::Analyze {
             graph,
             report,
             format,
             stack_only,
+            ..
         } => {
             let (graph, report) = match (graph, report) {
                 (Some(g), Some(r)) => (g, r),
@@ -175,6 +305,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 report: &r,
                 coverage: &cov,
                 active: &active,
+                crash: None,
             };
             let text = match format {
                 Format::Text => output::text(&inputs, color_wanted()),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use csi_analysis::{project_lines, ActiveSet, Coverages, FileLines};
+use csi_dump::Crash;
 use csi_model::{Coverage, FailureReport, FuncId, LineStatus, NodeId, ProgramGraph};
 
 pub struct Inputs<'a> {
@@ -17,6 +18,8 @@ pub struct Inputs<'a> {
     pub report: &'a FailureReport,
     pub coverage: &'a Coverages,
     pub active: &'a ActiveSet,
+    /// Set when the report comes from a core dump.
+    pub crash: Option<&'a Crash>,
 }
 
 fn ids(g: &ProgramGraph, nodes: impl Iterator<Item = NodeId>) -> Vec<String> {
@@ -78,7 +81,7 @@ pub fn json(i: &Inputs) -> String {
         .iter()
         .map(|(a, b, k)| json!([g.node(*a).ext_id, g.node(*b).ext_id, k]))
         .collect();
-    let doc = json!({
+    let mut doc = json!({
         "version": 1,
         "graph": i.graph_path.display().to_string(),
         "report": i.report_path.display().to_string(),
@@ -98,9 +101,55 @@ pub fn json(i: &Inputs) -> String {
         },
         "dropped": i.report.dropped,
     });
+    if let Some(c) = i.crash {
+        doc["executable"] = json!(c.exe.display().to_string());
+        doc["core"] = json!(c.core.display().to_string());
+        doc["signal"] = json!(c.signal);
+        doc["threads"] = threads_json(c);
+        doc["notices"] = json!(c.notices);
+        doc["metadata"] = json!(c.metadata);
+    }
     let mut s = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
     s.push('\n');
     s
+}
+
+/// Every thread's stack as the core shows it, program and library frames alike.
+pub fn threads_json(c: &Crash) -> Value {
+    let threads: Vec<Value> = c
+        .threads
+        .iter()
+        .map(|t| {
+            let frames: Vec<Value> = t
+                .frames
+                .iter()
+                .map(|f| {
+                    json!({
+                        "pc": format!("{:#x}", f.pc),
+                        "function": f.function,
+                        "module": f.module,
+                        "file": f.location.as_ref().map(|l| &l.file),
+                        "line": f.location.as_ref().map(|l| l.line),
+                        "column": f.location.as_ref().map(|l| l.column),
+                        "inlined": f.inlined,
+                        "report_frame": f.report_frame,
+                        "path": f.path.iter().map(|s| json!([s.file, s.line])).collect::<Vec<_>>(),
+                        "path_note": f.path_note,
+                        "variables": f.variables,
+                        "unwind": f.unwind,
+                    })
+                })
+                .collect();
+            json!({
+                "tid": t.tid,
+                "crashed": t.crashed,
+                "report_thread": t.report_thread,
+                "walk_problem": t.walk_problem,
+                "frames": frames,
+            })
+        })
+        .collect();
+    json!(threads)
 }
 
 fn join(lines: &[u32]) -> String {
@@ -152,18 +201,17 @@ pub fn csiclipse(i: &Inputs) -> String {
     out
 }
 
-/// Finds a source file: as written, relative to the graph's directory, or by base name there.
-fn source_text(graph_path: &Path, file: &str) -> Option<Vec<String>> {
-    let dir = graph_path.parent().unwrap_or(Path::new("."));
+/// Finds a source file: as written (absolute or relative to the working directory), then
+/// relative to the input's directory and each of its ancestors, then by base name in the
+/// input's directory.
+pub fn source_text(input: &Path, file: &str) -> Option<Vec<String>> {
     let p = Path::new(file);
-    let candidates: Vec<PathBuf> = vec![
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            dir.join(p)
-        },
-        dir.join(p.file_name()?),
-    ];
+    let dir = input.parent().unwrap_or(Path::new("."));
+    let mut candidates: Vec<PathBuf> = vec![p.to_path_buf()];
+    if p.is_relative() {
+        candidates.extend(dir.ancestors().map(|a| a.join(p)));
+    }
+    candidates.push(dir.join(p.file_name()?));
     candidates
         .iter()
         .find_map(|c| std::fs::read_to_string(c).ok())

@@ -1,0 +1,264 @@
+//! `csi show`: a crash in the terminal — the signal, every thread's stack, each program
+//! frame's function source with must / may / never per line (the frame's own answer and the
+//! global one), the path trace that led to the frame's current point, and a global summary.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use csi_analysis::{project_lines, Coverages, FileLines};
+use csi_dump::{Crash, CrashFrame};
+use csi_model::{Coverage, LineStatus, NodeId};
+
+use crate::output::source_text;
+
+struct Paint(bool);
+
+impl Paint {
+    fn code(&self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn status(&self, s: Option<LineStatus>) -> String {
+        match s {
+            Some(LineStatus::Must) => self.code("32", "must "),
+            Some(LineStatus::May) => self.code("33", "may  "),
+            Some(LineStatus::Never) => self.code("31", "never"),
+            None => "     ".into(),
+        }
+    }
+}
+
+fn frame_title(f: &CrashFrame) -> String {
+    let args: Vec<String> = f
+        .variables
+        .iter()
+        .filter(|v| v.kind == csi_dump::dwarf::VarKind::Parameter && v.inlined_in.is_none())
+        .map(|v| format!("{}={}", v.name, short(&v.value)))
+        .collect();
+    let name = f.function.as_deref().unwrap_or("??");
+    match &f.location {
+        Some(l) => format!(
+            "{name} ({}) at {}:{}:{}",
+            args.join(", "),
+            l.file,
+            l.line,
+            l.column
+        ),
+        None => format!("{name} () from {}", f.module),
+    }
+}
+
+fn short(v: &str) -> String {
+    if v.chars().count() > 60 {
+        let s: String = v.chars().take(57).collect();
+        format!("{s}...")
+    } else {
+        v.to_string()
+    }
+}
+
+pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> String {
+    let paint = Paint(color);
+    let mut out = String::new();
+    let g = &c.graph;
+    let _ = writeln!(
+        out,
+        "{} {}",
+        paint.code("1", "Crash of"),
+        c.command.as_deref().unwrap_or(&c.exe.display().to_string())
+    );
+    if let Some(s) = &c.signal {
+        let addr = s
+            .fault_address
+            .map(|a| format!(", fault address {a:#x}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "Program terminated with signal {} (code {}{addr}).",
+            s.name, s.code
+        );
+    }
+    for n in &c.notices {
+        let _ = writeln!(out, "{} {n}", paint.code("36", "note:"));
+    }
+    // Stacks.
+    for t in &c.threads {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            paint.code(
+                "1",
+                &format!(
+                    "Thread {}{}",
+                    t.tid,
+                    if t.crashed { " (crashed)" } else { "" }
+                )
+            )
+        );
+        for (k, f) in t.frames.iter().enumerate() {
+            let _ = writeln!(out, "  #{k:<3} {}", frame_title(f));
+            for inl in &f.inlined {
+                let at = inl
+                    .location
+                    .as_ref()
+                    .map(|l| format!(" at {}:{}", l.file, l.line))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "        inlined {}{at}",
+                    inl.function.as_deref().unwrap_or("??")
+                );
+            }
+            if locals {
+                for v in &f.variables {
+                    let _ = writeln!(out, "        {} {} = {}", v.type_name, v.name, v.value);
+                }
+            }
+        }
+        if let Some(p) = &t.walk_problem {
+            let _ = writeln!(out, "  ({p})");
+        }
+    }
+    let Some(cov) = cov else {
+        let _ = writeln!(
+            out,
+            "\nNo program graph: must/may/never needs a build with csi-cc."
+        );
+        return out;
+    };
+    // Each program frame of the crashing thread: its function with local and global status.
+    let global_answers: Vec<(NodeId, Coverage)> = cov
+        .global
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| (i as NodeId, x))
+        .collect();
+    let global = project_lines(g, global_answers.iter().copied());
+    let empty = FileLines::default();
+    let mut sources: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    for t in c.threads.iter().filter(|t| t.report_thread.is_some()) {
+        let ti = t.report_thread.unwrap();
+        for (k, f) in t.frames.iter().enumerate() {
+            let (Some(func), Some(rk)) = (f.graph_function, f.report_frame) else {
+                continue;
+            };
+            let Some(fc) = cov.frames.iter().find(|x| x.thread == ti && x.frame == rk) else {
+                continue;
+            };
+            let gf = g.function(func);
+            let Some(file) = gf.file.map(|x| g.file_name(x).to_string()) else {
+                continue;
+            };
+            let local = project_lines(g, fc.status.iter().map(|(&n, &c)| (n, c)));
+            let ll = local.get(&file).unwrap_or(&empty);
+            let gl = global.get(&file).unwrap_or(&empty);
+            let lines: Vec<u32> = gf
+                .nodes
+                .iter()
+                .filter(|&&n| g.node(n).file.is_none())
+                .flat_map(|&n| g.node(n).lines())
+                .collect();
+            let (Some(&lo), Some(&hi)) = (lines.iter().min(), lines.iter().max()) else {
+                continue;
+            };
+            let count = |s: LineStatus| (lo..=hi).filter(|&l| ll.status(l) == Some(s)).count();
+            let _ = writeln!(
+                out,
+                "\n{} — this frame: must {} · may {} · never {}",
+                paint.code(
+                    "1",
+                    &format!("== Thread {} #{k} {}() in {file}", t.tid, gf.name)
+                ),
+                count(LineStatus::Must),
+                count(LineStatus::May),
+                count(LineStatus::Never)
+            );
+            let src = sources
+                .entry(file.clone())
+                .or_insert_with(|| source_text(&c.exe, &file));
+            if src.is_none() {
+                let _ = writeln!(out, "   (source {file} not found; statuses by line number)");
+            }
+            let here = f.location.as_ref().map(|l| l.line);
+            let on_path: Vec<u32> = f
+                .path
+                .iter()
+                .filter(|s| s.file == file)
+                .map(|s| s.line)
+                .collect();
+            let _ = writeln!(out, "  line  frame global");
+            let first = if src.is_some() {
+                lo.saturating_sub(1).max(1)
+            } else {
+                lo
+            };
+            for line in first..=hi {
+                let has_code = lines.contains(&line);
+                if !has_code && src.is_none() {
+                    continue;
+                }
+                let marker = if Some(line) == here {
+                    paint.code("1;35", if k == 0 && t.crashed { "✘" } else { "▶" })
+                } else if on_path.contains(&line) {
+                    "·".into()
+                } else {
+                    " ".into()
+                };
+                let mut row = format!(
+                    "{line:>6} {} {} {marker}",
+                    paint.status(ll.status(line)),
+                    paint.status(gl.status(line))
+                );
+                if let Some(text) = src.as_ref().and_then(|s| s.get(line as usize - 1)) {
+                    let _ = write!(row, "│ {text}");
+                }
+                let _ = writeln!(out, "{}", row.trim_end());
+            }
+            if !f.path.is_empty() {
+                let steps: Vec<String> = f
+                    .path
+                    .iter()
+                    .map(|s| {
+                        if s.file == file {
+                            s.line.to_string()
+                        } else {
+                            format!("{}:{}", s.file, s.line)
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "  path trace (oldest → current): {}",
+                    steps.join(" → ")
+                );
+            }
+            if let Some(n) = &f.path_note {
+                let _ = writeln!(out, "  path trace: {n}");
+            }
+        }
+    }
+    // Global summary.
+    let mut totals = [0usize; 3];
+    for l in global.values() {
+        totals[0] += l.must.len();
+        totals[1] += l.may.len();
+        totals[2] += l.never.len();
+    }
+    let _ = writeln!(
+        out,
+        "\nWhole program: must {} · may {} · never {} lines in {} files ({} nodes: {} yes, {} maybe, {} no)",
+        totals[0],
+        totals[1],
+        totals[2],
+        global.len(),
+        g.node_count(),
+        cov.count(Coverage::Yes),
+        cov.count(Coverage::Maybe),
+        cov.count(Coverage::No)
+    );
+    out
+}

@@ -1,0 +1,952 @@
+//! The executable's DWARF: source positions of program counters (addr2line), the function
+//! (subprogram) containing a pc, its parameters and locals with their locations evaluated
+//! against a frame's registers and CFA, and their values formatted the way a C programmer
+//! reads them (gimli).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gimli::{AttributeValue, EndianArcSlice, LittleEndian, Reader, UnitOffset};
+use object::{Object, ObjectSection};
+
+use crate::core::Registers;
+use crate::process::Process;
+
+pub type Rd = EndianArcSlice<LittleEndian>;
+
+/// A source position.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SourceLoc {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+/// One function (out-of-line or inlined) at a pc, innermost first.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct InlineFrame {
+    pub function: Option<String>,
+    pub location: Option<SourceLoc>,
+}
+
+/// A subprogram containing some pc.
+#[derive(Clone, Copy, Debug)]
+pub struct Subprogram {
+    unit: usize,
+    offset: UnitOffset<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VarKind {
+    Parameter,
+    Local,
+}
+
+/// A variable of a frame with its value read from the core.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Variable {
+    pub name: String,
+    pub kind: VarKind,
+    pub type_name: String,
+    /// gdb-style rendering, or `<optimized out>` / `<unavailable: ...>`.
+    pub value: String,
+    /// Memory address of the variable, when it lives in memory.
+    pub address: Option<u64>,
+    /// Name of the inlined function the variable belongs to, when not the frame's own.
+    pub inlined_in: Option<String>,
+    #[serde(skip)]
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// Registers and CFA of a frame, for location evaluation.
+pub struct FrameRegs<'a> {
+    pub regs: &'a Registers,
+    pub cfa: Option<u64>,
+    pub fs_base: u64,
+}
+
+pub struct DebugInfo {
+    dwarf: Arc<gimli::Dwarf<Rd>>,
+    ctx: addr2line::Context<Rd>,
+    units: Vec<gimli::Unit<Rd>>,
+    /// (low, high, unit, subprogram DIE) of every out-of-line subprogram, sorted by `low`.
+    subprograms: Vec<(u64, u64, usize, UnitOffset<usize>)>,
+    /// Global variables by name: (unit, DIE).
+    globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>>,
+}
+
+/// Is there any DWARF at all in this image?
+pub fn has_debug_info(elf: &object::read::elf::ElfFile64<'_, object::LittleEndian>) -> bool {
+    elf.section_by_name(".debug_info")
+        .is_some_and(|s| s.size() > 0)
+}
+
+impl DebugInfo {
+    pub fn load(
+        elf: &object::read::elf::ElfFile64<'_, object::LittleEndian>,
+    ) -> Result<DebugInfo, String> {
+        let load = |id: gimli::SectionId| -> Result<Rd, gimli::Error> {
+            let data = elf
+                .section_by_name(id.name())
+                .and_then(|s| s.uncompressed_data().ok())
+                .map(|d| Arc::<[u8]>::from(&*d))
+                .unwrap_or_else(|| Arc::from(&[][..]));
+            Ok(EndianArcSlice::new(data, LittleEndian))
+        };
+        let dwarf = gimli::Dwarf::load(load).map_err(|e| format!("DWARF: {e}"))?;
+        let dwarf = Arc::new(dwarf);
+        let ctx =
+            addr2line::Context::from_arc_dwarf(dwarf.clone()).map_err(|e| format!("DWARF: {e}"))?;
+        let mut units = Vec::new();
+        let mut headers = dwarf.units();
+        while let Ok(Some(h)) = headers.next() {
+            if let Ok(u) = dwarf.unit(h) {
+                units.push(u);
+            }
+        }
+        let mut subprograms = Vec::new();
+        let mut globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>> = HashMap::new();
+        for (ui, unit) in units.iter().enumerate() {
+            let mut entries = unit.entries();
+            while let Ok(Some(e)) = entries.next_dfs() {
+                let depth = e.depth();
+                match e.tag() {
+                    gimli::DW_TAG_subprogram => {
+                        if let Ok(mut ranges) = dwarf.die_ranges(unit, e) {
+                            while let Ok(Some(r)) = ranges.next() {
+                                if r.begin < r.end {
+                                    subprograms.push((r.begin, r.end, ui, e.offset()));
+                                }
+                            }
+                        }
+                    }
+                    gimli::DW_TAG_variable if depth == 1 => {
+                        if let Some(n) = e
+                            .attr_value(gimli::DW_AT_name)
+                            .and_then(|a| dwarf.attr_string(unit, a).ok())
+                        {
+                            if let Ok(n) = n.to_string_lossy() {
+                                globals
+                                    .entry(n.into_owned())
+                                    .or_default()
+                                    .push((ui, e.offset()));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        subprograms.sort_by_key(|s| (s.0, s.1));
+        Ok(DebugInfo {
+            dwarf,
+            ctx,
+            units,
+            subprograms,
+            globals,
+        })
+    }
+
+    /// Source position of a link-time address.
+    pub fn location(&self, svma: u64) -> Option<SourceLoc> {
+        let l = self.ctx.find_location(svma).ok()??;
+        Some(SourceLoc {
+            file: l.file?.to_string(),
+            line: l.line?,
+            column: l.column.unwrap_or(0),
+        })
+    }
+
+    /// The inline chain at a link-time address, innermost first; the last entry is the
+    /// out-of-line function.
+    pub fn inline_frames(&self, svma: u64) -> Vec<InlineFrame> {
+        let mut out = Vec::new();
+        let Ok(mut frames) = self.ctx.find_frames(svma).skip_all_loads() else {
+            return out;
+        };
+        while let Ok(Some(f)) = frames.next() {
+            out.push(InlineFrame {
+                function: f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.raw_name().ok().map(|s| s.into_owned())),
+                location: f.location.and_then(|l| {
+                    Some(SourceLoc {
+                        file: l.file?.to_string(),
+                        line: l.line?,
+                        column: l.column.unwrap_or(0),
+                    })
+                }),
+            });
+        }
+        out
+    }
+
+    /// The out-of-line subprogram containing `svma`.
+    pub fn subprogram(&self, svma: u64) -> Option<Subprogram> {
+        let i = self.subprograms.partition_point(|s| s.0 <= svma);
+        self.subprograms[..i]
+            .iter()
+            .rev()
+            .take(64)
+            .find(|s| s.0 <= svma && svma < s.1)
+            .map(|&(_, _, unit, offset)| Subprogram { unit, offset })
+    }
+
+    /// Name, linkage name and compilation-unit file of a subprogram.
+    pub fn subprogram_names(
+        &self,
+        sp: Subprogram,
+    ) -> (Option<String>, Option<String>, Option<String>) {
+        let unit = &self.units[sp.unit];
+        let Ok(e) = unit.entry(sp.offset) else {
+            return (None, None, None);
+        };
+        let name = self.die_name(unit, &e);
+        let linkage = self
+            .follow_attr(unit, &e, gimli::DW_AT_linkage_name)
+            .and_then(|a| self.string(unit, a));
+        let cu = unit
+            .name
+            .as_ref()
+            .and_then(|n| n.to_string_lossy().ok().map(|s| s.into_owned()));
+        (name, linkage, cu)
+    }
+
+    fn string(&self, unit: &gimli::Unit<Rd>, a: AttributeValue<Rd>) -> Option<String> {
+        let s = self.dwarf.attr_string(unit, a).ok()?;
+        Some(s.to_string_lossy().ok()?.into_owned())
+    }
+
+    /// An attribute, looked up through `DW_AT_abstract_origin` / `DW_AT_specification`.
+    fn follow_attr(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        e: &gimli::DebuggingInformationEntry<Rd>,
+        name: gimli::DwAt,
+    ) -> Option<AttributeValue<Rd>> {
+        let mut cur = e.clone();
+        for _ in 0..8 {
+            if let Some(v) = cur.attr_value(name) {
+                return Some(v);
+            }
+            let next = cur
+                .attr_value(gimli::DW_AT_abstract_origin)
+                .or_else(|| cur.attr_value(gimli::DW_AT_specification))?;
+            let AttributeValue::UnitRef(off) = next else {
+                return None;
+            };
+            cur = unit.entry(off).ok()?;
+        }
+        None
+    }
+
+    fn die_name(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        e: &gimli::DebuggingInformationEntry<Rd>,
+    ) -> Option<String> {
+        self.follow_attr(unit, e, gimli::DW_AT_name)
+            .and_then(|a| self.string(unit, a))
+    }
+
+    /// Parameters and locals in scope at `svma` in the subprogram, with values.
+    pub fn variables(
+        &self,
+        sp: Subprogram,
+        svma: u64,
+        bias: u64,
+        frame: &FrameRegs<'_>,
+        process: &Process,
+    ) -> Vec<Variable> {
+        let unit = &self.units[sp.unit];
+        let mut out = Vec::new();
+        let Ok(mut tree) = unit.entries_tree(Some(sp.offset)) else {
+            return out;
+        };
+        let Ok(root) = tree.root() else { return out };
+        let frame_base = root
+            .entry()
+            .attr_value(gimli::DW_AT_frame_base)
+            .and_then(|a| self.eval_location(unit, a, svma, bias, frame, None, process))
+            .and_then(|loc| match loc {
+                Loc::Register(v) => Some(v),
+                Loc::Memory(a) => Some(a),
+                _ => None,
+            });
+        self.collect(
+            unit, root, svma, bias, frame, frame_base, process, None, &mut out,
+        );
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn collect(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        node: gimli::EntriesTreeNode<'_, '_, Rd>,
+        svma: u64,
+        bias: u64,
+        frame: &FrameRegs<'_>,
+        frame_base: Option<u64>,
+        process: &Process,
+        inlined_in: Option<&str>,
+        out: &mut Vec<Variable>,
+    ) {
+        let mut children = node.children();
+        while let Ok(Some(child)) = children.next() {
+            let e = child.entry().clone();
+            match e.tag() {
+                gimli::DW_TAG_formal_parameter | gimli::DW_TAG_variable => {
+                    let Some(name) = self.die_name(unit, &e) else {
+                        continue;
+                    };
+                    let kind = if e.tag() == gimli::DW_TAG_formal_parameter {
+                        VarKind::Parameter
+                    } else {
+                        VarKind::Local
+                    };
+                    let ty = self
+                        .follow_attr(unit, &e, gimli::DW_AT_type)
+                        .and_then(|a| match a {
+                            AttributeValue::UnitRef(o) => Some(o),
+                            _ => None,
+                        });
+                    let type_name = ty
+                        .map(|t| self.type_name(unit, t, 0))
+                        .unwrap_or_else(|| "?".into());
+                    let size = ty.and_then(|t| self.type_size(unit, t, 0));
+                    let loc = match e.attr_value(gimli::DW_AT_location) {
+                        Some(a) => self
+                            .eval_location(unit, a, svma, bias, frame, frame_base, process)
+                            .unwrap_or(Loc::Unavailable),
+                        None => match e.attr_value(gimli::DW_AT_const_value) {
+                            Some(AttributeValue::Sdata(v)) => Loc::Bytes(v.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Udata(v)) => Loc::Bytes(v.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Data1(v)) => Loc::Bytes(vec![v]),
+                            Some(AttributeValue::Data2(v)) => Loc::Bytes(v.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Data4(v)) => Loc::Bytes(v.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Data8(v)) => Loc::Bytes(v.to_le_bytes().to_vec()),
+                            _ => Loc::OptimizedOut,
+                        },
+                    };
+                    let (bytes, address) = match (&loc, size) {
+                        (Loc::Memory(a), Some(n)) if n <= 1 << 20 => {
+                            (process.read_vec(*a, n as usize), Some(*a))
+                        }
+                        (Loc::Memory(a), _) => (None, Some(*a)),
+                        (Loc::Register(v), _) => (Some(v.to_le_bytes().to_vec()), None),
+                        (Loc::Bytes(b), _) => (Some(b.clone()), None),
+                        _ => (None, None),
+                    };
+                    let value = match (&loc, &bytes, ty) {
+                        (Loc::OptimizedOut, ..) => "<optimized out>".to_string(),
+                        (Loc::Unavailable, ..) => "<unavailable>".to_string(),
+                        (_, Some(b), Some(t)) => {
+                            let reader = |a: u64, n: usize| process.read_vec(a, n);
+                            let fmt = Formatter {
+                                info: self,
+                                unit,
+                                read: &reader,
+                                bias,
+                                process,
+                            };
+                            fmt.value(t, b, 0)
+                        }
+                        (Loc::Memory(a), None, _) => format!("<memory at {a:#x} not in the core>"),
+                        _ => "<unavailable>".to_string(),
+                    };
+                    out.push(Variable {
+                        name,
+                        kind,
+                        type_name,
+                        value,
+                        address,
+                        inlined_in: inlined_in.map(str::to_string),
+                        bytes,
+                    });
+                }
+                gimli::DW_TAG_lexical_block
+                    if self.die_contains(unit, &e, svma).unwrap_or(true) =>
+                {
+                    self.collect(
+                        unit, child, svma, bias, frame, frame_base, process, inlined_in, out,
+                    );
+                }
+                gimli::DW_TAG_inlined_subroutine
+                    if self.die_contains(unit, &e, svma) == Some(true) =>
+                {
+                    let name = self.die_name(unit, &e);
+                    self.collect(
+                        unit,
+                        child,
+                        svma,
+                        bias,
+                        frame,
+                        frame_base,
+                        process,
+                        name.as_deref().or(Some("?")),
+                        out,
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn die_contains(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        e: &gimli::DebuggingInformationEntry<Rd>,
+        svma: u64,
+    ) -> Option<bool> {
+        let mut ranges = self.dwarf.die_ranges(unit, e).ok()?;
+        let mut any = false;
+        while let Ok(Some(r)) = ranges.next() {
+            any = true;
+            if r.begin <= svma && svma < r.end {
+                return Some(true);
+            }
+        }
+        any.then_some(false)
+    }
+
+    /// Evaluates a location attribute (expression or location list) at `svma`.
+    #[allow(clippy::too_many_arguments)]
+    fn eval_location(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        attr: AttributeValue<Rd>,
+        svma: u64,
+        bias: u64,
+        frame: &FrameRegs<'_>,
+        frame_base: Option<u64>,
+        process: &Process,
+    ) -> Option<Loc> {
+        let expr = match attr {
+            AttributeValue::Exprloc(e) => e,
+            other => {
+                let mut list = self.dwarf.attr_locations(unit, other).ok()??;
+                let mut found = None;
+                while let Ok(Some(entry)) = list.next() {
+                    if entry.range.begin <= svma && svma < entry.range.end {
+                        found = Some(entry.data);
+                        break;
+                    }
+                }
+                match found {
+                    Some(e) => e,
+                    // No entry covers the pc: the variable has no location here.
+                    None => return Some(Loc::OptimizedOut),
+                }
+            }
+        };
+        let mut eval = expr.evaluation(unit.encoding());
+        let mut r = eval.evaluate().ok()?;
+        loop {
+            r = match r {
+                gimli::EvaluationResult::Complete => break,
+                gimli::EvaluationResult::RequiresMemory { address, size, .. } => {
+                    let mut b = [0u8; 8];
+                    if !process.read(address, &mut b[..size.min(8) as usize]) {
+                        return Some(Loc::Unavailable);
+                    }
+                    eval.resume_with_memory(gimli::Value::Generic(u64::from_le_bytes(b)))
+                        .ok()?
+                }
+                gimli::EvaluationResult::RequiresRegister { register, .. } => {
+                    let Some(v) = frame.regs.get(register.0 as usize).copied().flatten() else {
+                        return Some(Loc::OptimizedOut);
+                    };
+                    eval.resume_with_register(gimli::Value::Generic(v)).ok()?
+                }
+                gimli::EvaluationResult::RequiresFrameBase => {
+                    eval.resume_with_frame_base(frame_base?).ok()?
+                }
+                gimli::EvaluationResult::RequiresCallFrameCfa => {
+                    eval.resume_with_call_frame_cfa(frame.cfa?).ok()?
+                }
+                gimli::EvaluationResult::RequiresRelocatedAddress(a) => eval
+                    .resume_with_relocated_address(a.wrapping_add(bias))
+                    .ok()?,
+                gimli::EvaluationResult::RequiresIndexedAddress { index, relocate } => {
+                    let a = self.dwarf.address(unit, index).ok()?;
+                    let a = if relocate { a.wrapping_add(bias) } else { a };
+                    eval.resume_with_indexed_address(a).ok()?
+                }
+                _ => return Some(Loc::Unavailable),
+            };
+        }
+        let pieces = eval.result();
+        if pieces.len() != 1 {
+            // Split variables (pieces) are rare in C at -O0/-O2 for what we read.
+            return Some(if pieces.is_empty() {
+                Loc::OptimizedOut
+            } else {
+                Loc::Unavailable
+            });
+        }
+        Some(match &pieces[0].location {
+            gimli::Location::Empty => Loc::OptimizedOut,
+            gimli::Location::Register { register } => {
+                match frame.regs.get(register.0 as usize).copied().flatten() {
+                    Some(v) => Loc::Register(v),
+                    None => Loc::OptimizedOut,
+                }
+            }
+            gimli::Location::Address { address } => Loc::Memory(*address),
+            gimli::Location::Value { value } => match value.to_u64(!0) {
+                Ok(v) => Loc::Bytes(v.to_le_bytes().to_vec()),
+                Err(_) => Loc::Unavailable,
+            },
+            gimli::Location::Bytes { value } => Loc::Bytes(value.to_slice().ok()?.into_owned()),
+            _ => Loc::Unavailable,
+        })
+    }
+
+    /// Address of a global variable by name (from its DWARF location).
+    pub fn global_address(&self, name: &str, bias: u64, process: &Process) -> Option<u64> {
+        let &(ui, off) = self.globals.get(name)?.first()?;
+        let unit = &self.units[ui];
+        let e = unit.entry(off).ok()?;
+        let regs: Registers = [None; 17];
+        let frame = FrameRegs {
+            regs: &regs,
+            cfa: None,
+            fs_base: 0,
+        };
+        match self.eval_location(
+            unit,
+            e.attr_value(gimli::DW_AT_location)?,
+            0,
+            bias,
+            &frame,
+            None,
+            process,
+        )? {
+            Loc::Memory(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn strip(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        mut t: UnitOffset<usize>,
+    ) -> Option<(UnitOffset<usize>, gimli::DebuggingInformationEntry<Rd>)> {
+        for _ in 0..32 {
+            let e = unit.entry(t).ok()?;
+            match e.tag() {
+                gimli::DW_TAG_typedef
+                | gimli::DW_TAG_const_type
+                | gimli::DW_TAG_volatile_type
+                | gimli::DW_TAG_restrict_type
+                | gimli::DW_TAG_atomic_type => match e.attr_value(gimli::DW_AT_type) {
+                    Some(AttributeValue::UnitRef(o)) => t = o,
+                    _ => return Some((t, e)),
+                },
+                _ => return Some((t, e)),
+            }
+        }
+        None
+    }
+
+    fn type_size(&self, unit: &gimli::Unit<Rd>, t: UnitOffset<usize>, depth: u32) -> Option<u64> {
+        if depth > 16 {
+            return None;
+        }
+        let (_, e) = self.strip(unit, t)?;
+        if let Some(s) = e
+            .attr_value(gimli::DW_AT_byte_size)
+            .and_then(|a| a.udata_value())
+        {
+            return Some(s);
+        }
+        match e.tag() {
+            gimli::DW_TAG_pointer_type => Some(8),
+            gimli::DW_TAG_array_type => {
+                let elem = match e.attr_value(gimli::DW_AT_type)? {
+                    AttributeValue::UnitRef(o) => o,
+                    _ => return None,
+                };
+                let es = self.type_size(unit, elem, depth + 1)?;
+                let dims = self.array_dims(unit, t);
+                Some(dims.iter().try_fold(es, |acc, d| acc.checked_mul((*d)?))?)
+            }
+            _ => None,
+        }
+    }
+
+    fn array_dims(&self, unit: &gimli::Unit<Rd>, t: UnitOffset<usize>) -> Vec<Option<u64>> {
+        let mut dims = Vec::new();
+        let Some((t, _)) = self.strip(unit, t) else {
+            return dims;
+        };
+        let Ok(mut tree) = unit.entries_tree(Some(t)) else {
+            return dims;
+        };
+        let Ok(root) = tree.root() else { return dims };
+        let mut ch = root.children();
+        while let Ok(Some(c)) = ch.next() {
+            let e = c.entry();
+            if e.tag() != gimli::DW_TAG_subrange_type {
+                continue;
+            }
+            let n = e
+                .attr_value(gimli::DW_AT_count)
+                .and_then(|a| a.udata_value())
+                .or_else(|| {
+                    e.attr_value(gimli::DW_AT_upper_bound)
+                        .and_then(|a| a.udata_value())
+                        .map(|u| u + 1)
+                });
+            dims.push(n);
+        }
+        dims
+    }
+
+    /// C spelling of a type (`int`, `struct pt *`, `char [16]`).
+    pub fn type_name(&self, unit: &gimli::Unit<Rd>, t: UnitOffset<usize>, depth: u32) -> String {
+        if depth > 16 {
+            return "...".into();
+        }
+        let Ok(e) = unit.entry(t) else {
+            return "?".into();
+        };
+        let inner = |d: &gimli::DebuggingInformationEntry<Rd>| match d.attr_value(gimli::DW_AT_type)
+        {
+            Some(AttributeValue::UnitRef(o)) => self.type_name(unit, o, depth + 1),
+            _ => "void".into(),
+        };
+        let name = self.die_name(unit, &e);
+        match e.tag() {
+            gimli::DW_TAG_base_type | gimli::DW_TAG_typedef => name.unwrap_or_else(|| "?".into()),
+            gimli::DW_TAG_structure_type => {
+                format!("struct {}", name.unwrap_or_else(|| "{...}".into()))
+            }
+            gimli::DW_TAG_union_type => format!("union {}", name.unwrap_or_else(|| "{...}".into())),
+            gimli::DW_TAG_enumeration_type => {
+                format!("enum {}", name.unwrap_or_else(|| "{...}".into()))
+            }
+            gimli::DW_TAG_pointer_type => {
+                let i = inner(&e);
+                if i.ends_with('*') {
+                    format!("{i}*")
+                } else {
+                    format!("{i} *")
+                }
+            }
+            gimli::DW_TAG_const_type => format!("const {}", inner(&e)),
+            gimli::DW_TAG_volatile_type => format!("volatile {}", inner(&e)),
+            gimli::DW_TAG_restrict_type => format!("{} restrict", inner(&e)),
+            gimli::DW_TAG_atomic_type => format!("_Atomic {}", inner(&e)),
+            gimli::DW_TAG_array_type => {
+                let dims: String = self
+                    .array_dims(unit, t)
+                    .iter()
+                    .map(|d| d.map(|n| format!("[{n}]")).unwrap_or_else(|| "[]".into()))
+                    .collect();
+                format!("{} {dims}", inner(&e))
+            }
+            gimli::DW_TAG_subroutine_type => format!("{} (...)", inner(&e)),
+            _ => name.unwrap_or_else(|| "?".into()),
+        }
+    }
+}
+
+/// Where a variable's value is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Loc {
+    Memory(u64),
+    Register(u64),
+    Bytes(Vec<u8>),
+    OptimizedOut,
+    Unavailable,
+}
+
+/// gdb-like value printing, bounded in depth and length.
+struct Formatter<'a> {
+    info: &'a DebugInfo,
+    unit: &'a gimli::Unit<Rd>,
+    read: &'a dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    bias: u64,
+    process: &'a Process,
+}
+
+const MAX_ELEMENTS: usize = 200;
+const MAX_STRING: usize = 200;
+
+impl Formatter<'_> {
+    fn value(&self, t: UnitOffset<usize>, b: &[u8], depth: u32) -> String {
+        if depth > 6 {
+            return "{...}".into();
+        }
+        let Some((t, e)) = self.info.strip(self.unit, t) else {
+            return "?".into();
+        };
+        let size = e
+            .attr_value(gimli::DW_AT_byte_size)
+            .and_then(|a| a.udata_value());
+        match e.tag() {
+            gimli::DW_TAG_base_type => {
+                let enc = match e.attr_value(gimli::DW_AT_encoding) {
+                    Some(AttributeValue::Encoding(x)) => x,
+                    _ => gimli::DW_ATE_signed,
+                };
+                base_value(
+                    enc,
+                    &b[..(size.unwrap_or(b.len() as u64) as usize).min(b.len())],
+                )
+            }
+            gimli::DW_TAG_enumeration_type => {
+                let v = int_le(&b[..(size.unwrap_or(4) as usize).min(b.len())], true);
+                self.enumerator(t, v).unwrap_or_else(|| v.to_string())
+            }
+            gimli::DW_TAG_pointer_type => {
+                let p = int_le(&b[..8.min(b.len())], false) as u64;
+                if p == 0 {
+                    return "0x0".into();
+                }
+                let pointee = match e.attr_value(gimli::DW_AT_type) {
+                    Some(AttributeValue::UnitRef(o)) => self.info.strip(self.unit, o),
+                    _ => None,
+                };
+                let mut s = format!("{p:#x}");
+                if let Some((_, pe)) = pointee {
+                    if pe.tag() == gimli::DW_TAG_base_type
+                        && pe
+                            .attr_value(gimli::DW_AT_byte_size)
+                            .and_then(|a| a.udata_value())
+                            == Some(1)
+                        && matches!(
+                            pe.attr_value(gimli::DW_AT_encoding),
+                            Some(AttributeValue::Encoding(
+                                gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char
+                            ))
+                        )
+                    {
+                        match self.c_string(p) {
+                            Some(text) => s.push_str(&format!(" {text}")),
+                            None => s.push_str(" <error: Cannot access memory>"),
+                        }
+                    } else if pe.tag() == gimli::DW_TAG_subroutine_type {
+                        if let Some((name, 0)) =
+                            self.process.module_at(p).and_then(|m| m.symbolize(p))
+                        {
+                            s.push_str(&format!(" <{name}>"));
+                        }
+                    }
+                }
+                s
+            }
+            gimli::DW_TAG_array_type => {
+                let elem = match e.attr_value(gimli::DW_AT_type) {
+                    Some(AttributeValue::UnitRef(o)) => o,
+                    _ => return "?".into(),
+                };
+                let Some(es) = self.info.type_size(self.unit, elem, 0).filter(|&s| s > 0) else {
+                    return "{...}".into();
+                };
+                let es = es as usize;
+                // Arrays of chars print as strings, like gdb.
+                if let Some((_, ee)) = self.info.strip(self.unit, elem) {
+                    if es == 1
+                        && ee.tag() == gimli::DW_TAG_base_type
+                        && matches!(
+                            ee.attr_value(gimli::DW_AT_encoding),
+                            Some(AttributeValue::Encoding(
+                                gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char
+                            ))
+                        )
+                    {
+                        return quote(b);
+                    }
+                }
+                let n = b.len() / es;
+                let mut parts: Vec<String> = b
+                    .chunks_exact(es)
+                    .take(MAX_ELEMENTS)
+                    .map(|c| self.value(elem, c, depth + 1))
+                    .collect();
+                if n > MAX_ELEMENTS {
+                    parts.push("...".into());
+                }
+                format!("{{{}}}", parts.join(", "))
+            }
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type => {
+                let Ok(mut tree) = self.unit.entries_tree(Some(t)) else {
+                    return "{...}".into();
+                };
+                let Ok(root) = tree.root() else {
+                    return "{...}".into();
+                };
+                let mut ch = root.children();
+                let mut parts = Vec::new();
+                while let Ok(Some(c)) = ch.next() {
+                    let m = c.entry();
+                    if m.tag() != gimli::DW_TAG_member {
+                        continue;
+                    }
+                    let name = self.info.die_name(self.unit, m).unwrap_or_default();
+                    let Some(AttributeValue::UnitRef(mt)) = m.attr_value(gimli::DW_AT_type) else {
+                        continue;
+                    };
+                    let off = m
+                        .attr_value(gimli::DW_AT_data_member_location)
+                        .and_then(|a| a.udata_value())
+                        .unwrap_or(0) as usize;
+                    let bit_size = m
+                        .attr_value(gimli::DW_AT_bit_size)
+                        .and_then(|a| a.udata_value());
+                    let text = if let Some(bits) = bit_size {
+                        let bit_off = m
+                            .attr_value(gimli::DW_AT_data_bit_offset)
+                            .and_then(|a| a.udata_value())
+                            .unwrap_or(off as u64 * 8);
+                        let mut word = [0u8; 16];
+                        let start = (bit_off / 8) as usize;
+                        let avail = b.len().saturating_sub(start).min(16);
+                        word[..avail].copy_from_slice(&b[start..start + avail]);
+                        let v =
+                            (u128::from_le_bytes(word) >> (bit_off % 8)) & ((1u128 << bits) - 1);
+                        v.to_string()
+                    } else {
+                        let ms = self.info.type_size(self.unit, mt, 0).unwrap_or(0) as usize;
+                        match b.get(off..off + ms) {
+                            Some(mb) => self.value(mt, mb, depth + 1),
+                            None => "?".into(),
+                        }
+                    };
+                    if name.is_empty() {
+                        parts.push(text);
+                    } else {
+                        parts.push(format!("{name} = {text}"));
+                    }
+                }
+                format!("{{{}}}", parts.join(", "))
+            }
+            _ => "?".into(),
+        }
+    }
+
+    fn enumerator(&self, t: UnitOffset<usize>, v: i128) -> Option<String> {
+        let mut tree = self.unit.entries_tree(Some(t)).ok()?;
+        let root = tree.root().ok()?;
+        let mut ch = root.children();
+        while let Ok(Some(c)) = ch.next() {
+            let e = c.entry();
+            let cv = match e.attr_value(gimli::DW_AT_const_value)? {
+                AttributeValue::Sdata(x) => x as i128,
+                AttributeValue::Udata(x) => x as i128,
+                AttributeValue::Data1(x) => x as i128,
+                AttributeValue::Data2(x) => x as i128,
+                AttributeValue::Data4(x) => x as i128,
+                AttributeValue::Data8(x) => x as i128,
+                _ => continue,
+            };
+            if cv == v {
+                return self.info.die_name(self.unit, e);
+            }
+        }
+        None
+    }
+
+    fn c_string(&self, p: u64) -> Option<String> {
+        let mut bytes = Vec::new();
+        for chunk in 0..(MAX_STRING / 40 + 1) {
+            let addr = p + (chunk * 40) as u64;
+            let mut got = None;
+            for n in [40usize, 8, 1] {
+                if let Some(b) = (self.read)(addr, n) {
+                    got = Some(b);
+                    break;
+                }
+            }
+            let b = got?;
+            if let Some(z) = b.iter().position(|&c| c == 0) {
+                bytes.extend_from_slice(&b[..z]);
+                return Some(quote(&bytes));
+            }
+            bytes.extend_from_slice(&b);
+            if b.len() < 40 {
+                break;
+            }
+        }
+        bytes.truncate(MAX_STRING);
+        Some(format!("{}...", quote(&bytes)))
+    }
+}
+
+fn int_le(b: &[u8], signed: bool) -> i128 {
+    let mut w = [0u8; 16];
+    let n = b.len().min(16);
+    w[..n].copy_from_slice(&b[..n]);
+    let v = u128::from_le_bytes(w);
+    if signed && n > 0 && n < 16 && b[n - 1] & 0x80 != 0 {
+        (v | (!0u128 << (8 * n))) as i128
+    } else {
+        v as i128
+    }
+}
+
+fn base_value(enc: gimli::DwAte, b: &[u8]) -> String {
+    match enc {
+        gimli::DW_ATE_boolean => {
+            if b.iter().all(|&x| x == 0) {
+                "false".into()
+            } else if b.first() == Some(&1) {
+                "true".into()
+            } else {
+                int_le(b, false).to_string()
+            }
+        }
+        gimli::DW_ATE_float => match b.len() {
+            4 => format!("{}", f32::from_le_bytes(b.try_into().unwrap())),
+            8 => format!("{}", f64::from_le_bytes(b.try_into().unwrap())),
+            _ => format!("<{}-byte float>", b.len()),
+        },
+        gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char if b.len() == 1 => {
+            let v = if enc == gimli::DW_ATE_signed_char {
+                b[0] as i8 as i32
+            } else {
+                b[0] as i32
+            };
+            format!("{v} {}", quote_char(b[0]))
+        }
+        gimli::DW_ATE_signed | gimli::DW_ATE_signed_char => int_le(b, true).to_string(),
+        _ => int_le(b, false).to_string(),
+    }
+}
+
+fn quote_char(c: u8) -> String {
+    match c {
+        b'\'' => "'\\''".into(),
+        b'\\' => "'\\\\'".into(),
+        0 => "'\\000'".into(),
+        b'\n' => "'\\n'".into(),
+        b'\t' => "'\\t'".into(),
+        0x20..=0x7e => format!("'{}'", c as char),
+        _ => format!("'\\{c:03o}'"),
+    }
+}
+
+fn quote(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    let mut s = String::from("\"");
+    for &c in &b[..end.min(MAX_STRING)] {
+        match c {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(c as char),
+            _ => s.push_str(&format!("\\{c:03o}")),
+        }
+    }
+    s.push('"');
+    if end > MAX_STRING {
+        s.push_str("...");
+    }
+    s
+}

@@ -1,0 +1,749 @@
+//! Everything together: stacks of all threads, frame variables, csi-cc trace data, and the
+//! failure report over the program graph.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use csi_model::ballarus::{unrotate_ring, DecodedPath, PathGraph, PathStart};
+use csi_model::sections::cfg::{cfg_to_program_graph, parse_cfg, CfgFunction};
+use csi_model::{FailureReport, Frame, FuncId, NodeId, NodeKind, ProgramGraph, SignalInfo, Thread};
+use object::{Object, ObjectSection, ObjectSymbol};
+
+use crate::core::{signal_name, CoreFile};
+use crate::dwarf::{DebugInfo, FrameRegs, InlineFrame, SourceLoc, Variable};
+use crate::error::DumpError;
+use crate::process::Process;
+use crate::unwind::{UnwindMethod, Unwinder, WalkEnd};
+
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// A csi-grissom GraphML CFG for binaries from the original csi-cc (no `.debug_CSI_CFG`).
+    pub graphml: Option<PathBuf>,
+}
+
+/// Where the program graph came from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metadata {
+    /// Our `.debug_CSI_CFG` section.
+    CsiCfg,
+    /// A GraphML file given by the user.
+    GraphMl,
+    /// None: the stack only, without must/may/never.
+    None,
+}
+
+/// One step of a decoded path trace.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PathStep {
+    pub file: String,
+    pub line: u32,
+    #[serde(skip)]
+    pub node: NodeId,
+}
+
+#[derive(Clone, Debug)]
+pub struct CrashFrame {
+    pub pc: u64,
+    /// File name of the module the pc is in (`[vdso]`, `/lib/.../libc.so.6`, the executable).
+    pub module: String,
+    pub function: Option<String>,
+    pub location: Option<SourceLoc>,
+    /// Inlined calls at this pc, innermost first (empty when nothing is inlined here).
+    pub inlined: Vec<InlineFrame>,
+    pub variables: Vec<Variable>,
+    /// The frame's function in the program graph.
+    pub graph_function: Option<FuncId>,
+    /// Index of this frame in the report's thread (program frames only).
+    pub report_frame: Option<usize>,
+    /// Decoded path trace, oldest first, ending at the frame's current point.
+    pub path: Vec<PathStep>,
+    /// Why the path trace is missing or partial.
+    pub path_note: Option<String>,
+    pub unwind: UnwindMethod,
+}
+
+#[derive(Clone, Debug)]
+pub struct CrashThread {
+    pub tid: u32,
+    /// The thread that received the fatal signal.
+    pub crashed: bool,
+    pub frames: Vec<CrashFrame>,
+    /// Why the stack walk stopped early, if it did.
+    pub walk_problem: Option<String>,
+    /// Index of this thread in the report.
+    pub report_thread: Option<usize>,
+}
+
+pub struct Crash {
+    pub exe: PathBuf,
+    pub core: PathBuf,
+    pub command: Option<String>,
+    pub signal: Option<SignalInfo>,
+    /// Crashing thread first.
+    pub threads: Vec<CrashThread>,
+    pub graph: ProgramGraph,
+    pub report: FailureReport,
+    pub metadata: Metadata,
+    /// Things the user should know (missing libraries, stack-only analysis, ...), one sentence
+    /// each.
+    pub notices: Vec<String>,
+    /// Bytes of memory the process had mapped (for load-time benchmarks).
+    pub mapped_bytes: u64,
+}
+
+/// Source file names as written by different tools (`./src/a.c`, `/abs/src/a.c`, `src/a.c`)
+/// refer to the same file when one is a path suffix of the other.
+pub fn same_source(a: &str, b: &str) -> bool {
+    let norm = |s: &str| -> String {
+        let s = s.replace("/./", "/");
+        s.trim_start_matches("./").to_string()
+    };
+    let (a, b) = (norm(a), norm(b));
+    if a == b {
+        return true;
+    }
+    let (long, short) = if a.len() >= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    long.ends_with(short.as_str()) && long.as_bytes()[long.len() - short.len() - 1] == b'/'
+}
+
+pub(crate) fn load(exe: &Path, core_path: &Path, opts: &LoadOptions) -> Result<Crash, DumpError> {
+    let core = CoreFile::open(core_path)?;
+    let exe_file = std::fs::File::open(exe).map_err(|e| DumpError::io(exe, e))?;
+    // SAFETY: read-only mapping; readers bounds-check.
+    let exe_map = unsafe { memmap2::Mmap::map(&exe_file) }.map_err(|e| DumpError::io(exe, e))?;
+    let process = Process::open(exe, core, exe_map)?;
+    let mut notices: Vec<String> = Vec::new();
+    if process.core.truncated_bytes > 0 {
+        notices.push(format!(
+            "the core dump is truncated: {} bytes of memory are missing; values there are shown as unavailable",
+            process.core.truncated_bytes
+        ));
+    }
+    for m in &process.modules {
+        if let Some(p) = &m.problem {
+            notices.push(p.clone());
+        }
+    }
+    let exe_mod = process.exe();
+    let elf = exe_mod.elf().ok_or_else(|| DumpError::NotElf {
+        path: exe.to_path_buf(),
+    })?;
+    let debug = if crate::dwarf::has_debug_info(&elf) {
+        match DebugInfo::load(&elf) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                notices.push(format!(
+                    "{}: unreadable debug info ({e}); showing symbols only",
+                    exe.display()
+                ));
+                None
+            }
+        }
+    } else {
+        notices.push(format!(
+            "{} has no debug info (stripped?); frames show symbols only and no lines can be analysed",
+            exe.display()
+        ));
+        None
+    };
+    // The program graph.
+    let section = |name: &str| {
+        elf.section_by_name(name)
+            .and_then(|s| s.uncompressed_data().ok())
+    };
+    let mut cfg_funcs: Vec<CfgFunction> = Vec::new();
+    let (graph, metadata) = if let Some(bytes) = section(".debug_CSI_CFG") {
+        let label = format!("{} (.debug_CSI_CFG)", exe.display());
+        cfg_funcs = parse_cfg(&bytes, &label).map_err(|e| DumpError::BadMetadata {
+            path: exe.to_path_buf(),
+            what: e.to_string(),
+        })?;
+        let g = cfg_to_program_graph(&cfg_funcs, &label).map_err(|e| DumpError::BadMetadata {
+            path: exe.to_path_buf(),
+            what: e.to_string(),
+        })?;
+        (g, Metadata::CsiCfg)
+    } else if let Some(gml) = &opts.graphml {
+        let g = csi_model::read_graphml(gml).map_err(|e| DumpError::BadMetadata {
+            path: gml.clone(),
+            what: e.to_string(),
+        })?;
+        notices.push(
+            "program graph from GraphML: path traces of original csi-cc binaries are not decoded yet; \
+             stack and coverage are used"
+                .into(),
+        );
+        (g, Metadata::GraphMl)
+    } else {
+        notices.push(format!(
+            "{} has no CSI metadata (not built with csi-cc): showing the stack and variables only; \
+             build with `csi-cc --csi-scheme=none` for stack-only must/may/never, or the default scheme for traces",
+            exe.display()
+        ));
+        (ProgramGraph::default(), Metadata::None)
+    };
+    drop(elf);
+
+    let signal = process.core.siginfo.as_ref().map(|s| SignalInfo {
+        signo: s.signo,
+        name: signal_name(s.signo),
+        code: s.code,
+        fault_address: s.fault_address,
+    });
+
+    let ctx = Extract::new(&process, debug.as_ref(), &graph, &cfg_funcs);
+    let mut threads = Vec::new();
+    let mut report = FailureReport::default();
+    let mut unwinder = Unwinder::new(&process);
+    for (ti, t) in process.core.threads.iter().enumerate() {
+        let (phys, end) = unwinder.walk(t.regs);
+        let walk_problem = match end {
+            WalkEnd::Complete => None,
+            WalkEnd::Limit(n) => Some(format!("stack walk stopped after {n} frames")),
+            WalkEnd::Stuck(why) => Some(format!("stack walk stopped: {why}")),
+        };
+        let mut frames: Vec<CrashFrame> = Vec::with_capacity(phys.len());
+        let mut rframes: Vec<Frame> = Vec::new();
+        for pf in &phys {
+            let (cf, rf) = ctx.frame(pf, t.fs_base, rframes.is_empty(), &mut notices);
+            let mut cf = cf;
+            if let Some(rf) = rf {
+                cf.report_frame = Some(rframes.len());
+                rframes.push(rf);
+            }
+            frames.push(cf);
+        }
+        // Trace points of a thread's innermost program frame may be mid-node: the node ran
+        // partly but its coverage store (before the call) did not happen yet.
+        if let Some(first) = rframes.first_mut() {
+            let point = first.point.clone();
+            for p in &point {
+                if first.local_coverage.get(p) == Some(&false) {
+                    first.local_coverage.remove(p);
+                }
+            }
+        }
+        let crashed = ti == 0 && signal.is_some();
+        let report_thread = (!rframes.is_empty()).then_some(report.threads.len());
+        if !rframes.is_empty() {
+            report.threads.push(Thread {
+                id: Some(t.tid as u64),
+                name: None,
+                signal: if crashed { signal.clone() } else { None },
+                frames: rframes,
+            });
+        }
+        threads.push(CrashThread {
+            tid: t.tid,
+            crashed,
+            frames,
+            walk_problem,
+            report_thread,
+        });
+    }
+    for t in &threads {
+        if let Some(p) = &t.walk_problem {
+            notices.push(format!("thread {}: {p}", t.tid));
+        }
+    }
+    if metadata != Metadata::None {
+        report.global_coverage = ctx.global_coverage(&mut notices);
+        // Points of every thread may be mid-node (see above).
+        for t in &report.threads {
+            if let Some(f) = t.frames.first() {
+                for p in &f.point {
+                    if report.global_coverage.get(p) == Some(&false) {
+                        report.global_coverage.remove(p);
+                    }
+                }
+            }
+        }
+        if threads.first().is_none_or(|t| t.report_thread != Some(0)) {
+            notices.push(
+                "the crashing thread has no frame in instrumented code; the analysis uses coverage only"
+                    .into(),
+            );
+        }
+    }
+    let mapped_bytes = process.core.mapped_bytes();
+    Ok(Crash {
+        exe: exe.to_path_buf(),
+        core: core_path.to_path_buf(),
+        command: process.core.args.clone().or(process.core.command.clone()),
+        signal,
+        threads,
+        graph,
+        report,
+        metadata,
+        notices,
+        mapped_bytes,
+    })
+}
+
+struct Extract<'a> {
+    process: &'a Process,
+    debug: Option<&'a DebugInfo>,
+    graph: &'a ProgramGraph,
+    cfg: &'a [CfgFunction],
+    /// Trace-point label → node, per function.
+    labels: Vec<HashMap<&'a str, NodeId>>,
+    symbols: HashMap<String, u64>,
+}
+
+impl<'a> Extract<'a> {
+    fn new(
+        process: &'a Process,
+        debug: Option<&'a DebugInfo>,
+        graph: &'a ProgramGraph,
+        cfg: &'a [CfgFunction],
+    ) -> Self {
+        let labels = graph
+            .functions
+            .iter()
+            .map(|f| {
+                let mut m = HashMap::new();
+                for &n in &f.nodes {
+                    for l in &graph.node(n).labels {
+                        m.insert(l.as_str(), n);
+                    }
+                }
+                m
+            })
+            .collect();
+        let mut symbols = HashMap::new();
+        let exe = process.exe();
+        if let Some(elf) = exe.elf() {
+            for s in elf.symbols() {
+                if let Ok(n) = s.name() {
+                    if n.starts_with("__CC_arr_")
+                        || n.starts_with("__BBC_arr_")
+                        || n.starts_with("__FC_arr_")
+                    {
+                        symbols.insert(n.to_string(), s.address().wrapping_add(exe.bias));
+                    }
+                }
+            }
+        }
+        Extract {
+            process,
+            debug,
+            graph,
+            cfg,
+            labels,
+            symbols,
+        }
+    }
+
+    /// The graph function of a DWARF subprogram: same name and same file (static functions of
+    /// the same name live in different files), else the only function of that name.
+    fn graph_function(
+        &self,
+        name: &str,
+        linkage: Option<&str>,
+        cu: Option<&str>,
+    ) -> Option<FuncId> {
+        let g = self.graph;
+        let named: Vec<FuncId> = (0..g.functions.len() as FuncId)
+            .filter(|&f| {
+                let gf = g.function(f);
+                gf.name == name || (linkage.is_some() && gf.linkage_name.as_deref() == linkage)
+            })
+            .collect();
+        if let (Some(cu), true) = (cu, named.len() > 1) {
+            if let Some(&f) = named.iter().find(|&&f| {
+                g.function(f)
+                    .file
+                    .is_some_and(|fid| same_source(g.file_name(fid), cu))
+            }) {
+                return Some(f);
+            }
+        }
+        (named.len() == 1).then(|| named[0])
+    }
+
+    fn frame(
+        &self,
+        pf: &crate::unwind::PhysFrame,
+        fs_base: u64,
+        first_program_frame: bool,
+        notices: &mut Vec<String>,
+    ) -> (CrashFrame, Option<Frame>) {
+        let p = self.process;
+        let module = p.module_at(pf.pc);
+        let mut cf = CrashFrame {
+            pc: pf.pc,
+            module: module.map(|m| m.name.clone()).unwrap_or_else(|| "?".into()),
+            function: None,
+            location: None,
+            inlined: Vec::new(),
+            variables: Vec::new(),
+            graph_function: None,
+            report_frame: None,
+            path: Vec::new(),
+            path_note: None,
+            unwind: pf.method,
+        };
+        let Some(m) = module else {
+            return (cf, None);
+        };
+        let lookup_pc = if pf.exact_pc {
+            pf.pc
+        } else {
+            pf.pc.wrapping_sub(1)
+        };
+        let svma = lookup_pc.wrapping_sub(m.bias);
+        let is_exe = std::ptr::eq(m, p.exe());
+        let debug = self.debug.filter(|_| is_exe);
+        let Some(debug) = debug else {
+            cf.function = m.symbolize(lookup_pc).map(|(n, _)| n);
+            return (cf, None);
+        };
+        let mut inl = debug.inline_frames(svma);
+        cf.location = inl
+            .first()
+            .and_then(|f| f.location.clone())
+            .or_else(|| debug.location(svma));
+        let sp = debug.subprogram(svma);
+        let (name, linkage, cu) = sp.map(|s| debug.subprogram_names(s)).unwrap_or_default();
+        cf.function = name
+            .clone()
+            .or_else(|| m.symbolize(lookup_pc).map(|(n, _)| n));
+        if inl.len() > 1 {
+            inl.pop();
+            cf.inlined = inl;
+        }
+        if let Some(sp) = sp {
+            let regs = FrameRegs {
+                regs: &pf.regs,
+                cfa: pf.cfa,
+                fs_base,
+            };
+            cf.variables = debug.variables(sp, svma, m.bias, &regs, p);
+        }
+        let Some(name) = cf.function.clone() else {
+            return (cf, None);
+        };
+        let Some(f) = self.graph_function(&name, linkage.as_deref(), cu.as_deref()) else {
+            return (cf, None);
+        };
+        cf.graph_function = Some(f);
+        // Outer frames (and a program frame whose callee is library code) sit at a call.
+        let at_call = !(first_program_frame && pf.exact_pc);
+        let mut point = self.point_candidates(f, cf.location.as_ref(), at_call);
+        let mut rf = Frame {
+            function: Some(f),
+            pc: Some(pf.pc),
+            location: cf
+                .location
+                .as_ref()
+                .map(|l| (l.file.clone(), l.line, l.column)),
+            ..Frame::default()
+        };
+        // Local coverage.
+        for var in ["__CC_arr", "__BBC_arr"] {
+            let prefix = if var == "__CC_arr" { "CC" } else { "BBC" };
+            if let Some(bytes) = cf
+                .variables
+                .iter()
+                .find(|v| v.name == var)
+                .and_then(|v| v.bytes.as_ref())
+            {
+                for (k, &b) in bytes.iter().enumerate() {
+                    if let Some(&n) = self.labels[f as usize].get(format!("{prefix}{k}").as_str()) {
+                        rf.local_coverage.insert(n, b != 0);
+                    }
+                }
+            }
+        }
+        // Path trace.
+        if let Some(rec) = self
+            .cfg
+            .get(f as usize)
+            .filter(|r| r.path_traced && r.pt.is_some())
+        {
+            match self.decode_path(f, rec, &cf.variables, &point) {
+                Ok((path, current, from_entry)) => {
+                    point = current;
+                    rf.path = path;
+                    rf.path_from_entry = from_entry;
+                }
+                Err(why) => cf.path_note = Some(why),
+            }
+        }
+        if point.is_empty() {
+            // Unknown position: every candidate is possible (never guess).
+            let gf = self.graph.function(f);
+            point = gf
+                .nodes
+                .iter()
+                .copied()
+                .filter(|&n| {
+                    let k = self.graph.node(n).kind;
+                    if at_call {
+                        k == NodeKind::CallSite
+                    } else {
+                        k != NodeKind::Entry && k != NodeKind::Exit
+                    }
+                })
+                .collect();
+            notices.push(format!(
+                "{name}: pc {:#x} matches no node of the program graph; using every {} of the function",
+                pf.pc,
+                if at_call { "call site" } else { "node" }
+            ));
+        }
+        rf.point = point;
+        cf.path = rf
+            .path
+            .iter()
+            .chain(rf.point.first().filter(|_| rf.point.len() == 1))
+            .flat_map(|&n| self.steps(n))
+            .fold(Vec::new(), |mut acc: Vec<PathStep>, s| {
+                if acc
+                    .last()
+                    .is_none_or(|l| l.line != s.line || l.file != s.file)
+                {
+                    acc.push(s);
+                }
+                acc
+            });
+        (cf, Some(rf))
+    }
+
+    fn node_file(&self, n: NodeId) -> Option<&str> {
+        let node = self.graph.node(n);
+        node.file
+            .or_else(|| self.graph.function(node.function).file)
+            .map(|f| self.graph.file_name(f))
+    }
+
+    fn steps(&self, n: NodeId) -> Vec<PathStep> {
+        let file = self.node_file(n).unwrap_or("?").to_string();
+        let mut out: Vec<PathStep> = Vec::new();
+        for l in self.graph.node(n).lines() {
+            if out.last().is_none_or(|s| s.line != l) {
+                out.push(PathStep {
+                    file: file.clone(),
+                    line: l,
+                    node: n,
+                });
+            }
+        }
+        out
+    }
+
+    /// Nodes of `f` whose instructions include the position (exact column first, then line).
+    fn point_candidates(&self, f: FuncId, loc: Option<&SourceLoc>, at_call: bool) -> Vec<NodeId> {
+        let Some(loc) = loc else { return Vec::new() };
+        let g = self.graph;
+        let nodes: Vec<NodeId> = g
+            .function(f)
+            .nodes
+            .iter()
+            .copied()
+            .filter(|&n| {
+                let k = g.node(n).kind;
+                (!at_call || k == NodeKind::CallSite)
+                    && self
+                        .node_file(n)
+                        .is_some_and(|file| same_source(file, &loc.file))
+            })
+            .collect();
+        let exact: Vec<NodeId> = nodes
+            .iter()
+            .copied()
+            .filter(|&n| {
+                g.node(n)
+                    .positions
+                    .iter()
+                    .any(|p| p.line == loc.line && p.column == loc.column)
+            })
+            .collect();
+        if !exact.is_empty() {
+            return exact;
+        }
+        nodes
+            .into_iter()
+            .filter(|&n| g.node(n).lines().any(|l| l == loc.line))
+            .collect()
+    }
+
+    /// Decodes the frame's ring buffer and running sum. Returns the path (oldest first, the
+    /// point excluded), the point narrowed to the block the sum decodes at, and whether the
+    /// path starts at the function's entry.
+    fn decode_path(
+        &self,
+        f: FuncId,
+        rec: &CfgFunction,
+        vars: &[Variable],
+        point: &[NodeId],
+    ) -> Result<(Vec<NodeId>, Vec<NodeId>, bool), String> {
+        let pt = rec.pt.as_ref().ok_or("no path graph")?;
+        let var = |name: &str| {
+            vars.iter()
+                .find(|v| v.name == name && v.inlined_in.is_none())
+                .and_then(|v| v.bytes.clone())
+                .ok_or_else(|| format!("`{name}` is not readable in this frame"))
+        };
+        let int = |b: &[u8]| -> i64 {
+            let mut w = [0u8; 8];
+            let n = b.len().min(8);
+            w[..n].copy_from_slice(&b[..n]);
+            let v = i64::from_le_bytes(w);
+            if n < 8 && n > 0 && b[n - 1] & 0x80 != 0 {
+                v | (!0i64 << (8 * n))
+            } else {
+                v
+            }
+        };
+        let arr_bytes = var("__PT_counter_arr")?;
+        let idx = int(&var("__PT_counter_idx")?);
+        let sum = int(&var("__PT_current_path")?);
+        let arr: Vec<i64> = arr_bytes.chunks_exact(8).map(int).collect();
+        if arr.is_empty() || idx < 0 || idx as usize >= arr.len() {
+            return Err(format!(
+                "ring buffer index {idx} out of range (corrupt frame?)"
+            ));
+        }
+        let g = self.graph;
+        let gf = g.function(f);
+        let pg = PathGraph {
+            entry: pt.entry,
+            exit: pt.exit,
+            edges: pt.edges.clone(),
+        };
+        // Nodes of each PT block, in order.
+        let mut block_nodes: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
+        for (k, n) in rec.nodes.iter().enumerate() {
+            if let Some(b) = n.pt_block {
+                block_nodes.entry(b).or_default().push(gf.nodes[k]);
+            }
+        }
+        let block_of = |n: NodeId| -> Option<u32> {
+            let k = gf.nodes.iter().position(|&x| x == n)?;
+            rec.nodes[k].pt_block
+        };
+        // The running sum must decode at the current block (Theorem 2.1); a candidate whose
+        // block does not decode cannot be the current point.
+        let mut feasible: Vec<(u32, DecodedPath)> = Vec::new();
+        let mut blocks: Vec<u32> = point.iter().filter_map(|&n| block_of(n)).collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        for b in blocks {
+            if let Ok(d) = pg.decode_partial(sum, b) {
+                feasible.push((b, d));
+            }
+        }
+        let (cur_block, partial) = match feasible.len() {
+            0 if point.is_empty() => {
+                return Err("current position unknown; path not decoded".into())
+            }
+            0 => {
+                return Err(format!(
+                    "running path sum {sum} does not decode at the current block"
+                ))
+            }
+            1 => feasible.pop().unwrap(),
+            _ => {
+                return Err(
+                    "the current position is ambiguous between blocks; path not decoded".into(),
+                )
+            }
+        };
+        let point: Vec<NodeId> = point
+            .iter()
+            .copied()
+            .filter(|&n| block_of(n) == Some(cur_block))
+            .collect();
+        let wrapped = *arr.last().unwrap() != -1;
+        let ids = unrotate_ring(&arr, idx as usize);
+        let mut completed: Vec<DecodedPath> = Vec::new();
+        let mut ok = true;
+        for r in pg.decode_all(&ids) {
+            match r {
+                Ok(d) => completed.push(d),
+                Err(_) => ok = false,
+            }
+        }
+        if !ok {
+            completed.clear();
+        }
+        let mut path: Vec<NodeId> = Vec::new();
+        for d in &completed {
+            for b in &d.blocks {
+                path.extend(block_nodes.get(b).into_iter().flatten());
+            }
+        }
+        let (last, before) = partial.blocks.split_last().ok_or("empty partial path")?;
+        for b in before {
+            path.extend(block_nodes.get(b).into_iter().flatten());
+        }
+        let first_point = block_nodes
+            .get(last)
+            .and_then(|ns| ns.iter().position(|n| point.contains(n)))
+            .unwrap_or(0);
+        path.extend(
+            block_nodes
+                .get(last)
+                .into_iter()
+                .flatten()
+                .take(first_point),
+        );
+        let from_entry = if completed.is_empty() {
+            !wrapped && ok && ids.is_empty() && partial.start == PathStart::Entry
+        } else {
+            !wrapped && completed[0].start == PathStart::Entry
+        };
+        Ok((path, point, from_entry))
+    }
+
+    fn global_coverage(&self, notices: &mut Vec<String>) -> BTreeMap<NodeId, bool> {
+        let mut out = BTreeMap::new();
+        let mut missing = 0usize;
+        for (fi, rec) in self.cfg.iter().enumerate() {
+            let labels = &self.labels[fi];
+            for (global, prefix) in [(&rec.cc, "CC"), (&rec.bbc, "BBC")] {
+                let Some(name) = global else { continue };
+                let n = (0..)
+                    .take_while(|k| labels.contains_key(format!("{prefix}{k}").as_str()))
+                    .count();
+                let Some(bytes) = self.global_bytes(name, n) else {
+                    missing += 1;
+                    continue;
+                };
+                for (k, &b) in bytes.iter().enumerate() {
+                    if let Some(&node) = labels.get(format!("{prefix}{k}").as_str()) {
+                        out.insert(node, b != 0);
+                    }
+                }
+            }
+            if let Some(name) = &rec.fc {
+                match self.global_bytes(name, 1) {
+                    Some(b) => {
+                        out.insert(self.graph.functions[fi].entry, b[0] != 0);
+                    }
+                    None => missing += 1,
+                }
+            }
+        }
+        if missing > 0 {
+            notices.push(format!(
+                "{missing} coverage arrays could not be read (stripped symbols or memory missing from the core); their coverage is unknown"
+            ));
+        }
+        out
+    }
+
+    fn global_bytes(&self, name: &str, n: usize) -> Option<Vec<u8>> {
+        let addr = self.symbols.get(name).copied().or_else(|| {
+            self.debug
+                .and_then(|d| d.global_address(name, self.process.exe().bias, self.process))
+        })?;
+        self.process.read_vec(addr, n)
+    }
+}

@@ -1,0 +1,36 @@
+//! From a real crash to a failure report (DESIGN §5): read an ELF core dump and its executable,
+//! walk every thread's stack, read each frame's csi-cc trace data (`__PT_*`, `__CC_arr`,
+//! `__BBC_arr`) and the coverage globals, decode path traces, and map it all onto the program
+//! graph from `.debug_CSI_CFG`.
+//!
+//! ```no_run
+//! let crash = csi_dump::Crash::open("app".as_ref(), "core".as_ref(), &Default::default())?;
+//! for t in &crash.threads { println!("thread {} has {} frames", t.tid, t.frames.len()); }
+//! # Ok::<(), csi_dump::DumpError>(())
+//! ```
+
+pub mod core;
+pub mod dwarf;
+mod error;
+mod extract;
+pub mod process;
+pub mod unwind;
+
+use std::path::{Path, PathBuf};
+
+pub use error::DumpError;
+pub use extract::{Crash, CrashFrame, CrashThread, LoadOptions, Metadata, PathStep};
+
+impl Crash {
+    /// Loads the crash `core` of the program `exe`.
+    pub fn open(exe: &Path, core: &Path, opts: &LoadOptions) -> Result<Crash, DumpError> {
+        extract::load(exe, core, opts)
+    }
+}
+
+/// Paths the user gave, for messages.
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    pub exe: PathBuf,
+    pub core: PathBuf,
+}

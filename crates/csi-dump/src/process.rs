@@ -1,0 +1,443 @@
+//! The crashed process: the core's memory plus the ELF images that were mapped into it (the
+//! executable, shared libraries from `NT_FILE` when they are on this machine, the vDSO from the
+//! core itself). Memory the kernel did not dump (read-only file-backed text and data) is read
+//! from those files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::Mmap;
+use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+use object::{LittleEndian as LE, Object, ObjectSection, ObjectSymbol};
+
+use crate::core::{CoreFile, AT_ENTRY, AT_SYSINFO_EHDR};
+use crate::error::DumpError;
+
+/// Bytes of an ELF image: a mapped file, or a copy (the vDSO from core memory).
+pub enum ImageBytes {
+    File(Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for ImageBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ImageBytes::File(m) => m,
+            ImageBytes::Owned(v) => v,
+        }
+    }
+}
+
+/// Unwind tables of one image, copied out once (they are small) so unwinding needs no
+/// borrow of the image.
+pub struct UnwindSections {
+    pub eh_frame: Option<(u64, Arc<[u8]>)>,
+    pub eh_frame_hdr: Option<(u64, Arc<[u8]>)>,
+    pub text: u64,
+}
+
+pub struct Module {
+    /// Path as the core recorded it (or the executable's path given by the user).
+    pub name: String,
+    /// The file we read, when we found one.
+    pub file: Option<PathBuf>,
+    pub bytes: Option<ImageBytes>,
+    /// Address range the module occupied in the process.
+    pub start: u64,
+    pub end: u64,
+    /// Runtime address − link-time address.
+    pub bias: u64,
+    /// Mappings of this module: (start, end, file offset).
+    pub maps: Vec<(u64, u64, u64)>,
+    pub build_id: Option<Vec<u8>>,
+    /// Build id found in the core's memory image of the module's first page.
+    pub core_build_id: Option<Vec<u8>>,
+    pub unwind: Option<UnwindSections>,
+    /// Why the image could not be used, if so (shown as a notice).
+    pub problem: Option<String>,
+}
+
+impl Module {
+    pub fn contains(&self, addr: u64) -> bool {
+        self.start <= addr && addr < self.end
+    }
+
+    pub fn elf(&self) -> Option<ElfFile64<'_, LE>> {
+        ElfFile64::parse(&**self.bytes.as_ref()?).ok()
+    }
+
+    /// Does the image on disk differ from what was loaded?
+    pub fn mismatched(&self) -> bool {
+        matches!((&self.build_id, &self.core_build_id), (Some(a), Some(b)) if a != b)
+    }
+
+    /// Symbol containing the runtime address `addr`, with the offset into it.
+    pub fn symbolize(&self, addr: u64) -> Option<(String, u64)> {
+        let elf = self.elf()?;
+        let svma = addr.wrapping_sub(self.bias);
+        let mut best: Option<(String, u64)> = None;
+        for table in [elf.symbols(), elf.dynamic_symbols()] {
+            for s in table {
+                if s.kind() != object::SymbolKind::Text || s.address() > svma {
+                    continue;
+                }
+                let off = svma - s.address();
+                let inside = off < s.size() || off == 0;
+                if inside && best.as_ref().is_none_or(|b| off < b.1) {
+                    if let Ok(n) = s.name() {
+                        best = Some((n.to_string(), off));
+                    }
+                }
+            }
+            if best.is_some() {
+                break;
+            }
+        }
+        best
+    }
+}
+
+/// The whole process image.
+pub struct Process {
+    pub core: CoreFile,
+    pub modules: Vec<Module>,
+    /// Index of the executable in `modules`.
+    pub exe: usize,
+}
+
+fn map_file(path: &Path) -> Result<Mmap, DumpError> {
+    let f = std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?;
+    // SAFETY: read-only mapping; all readers bounds-check.
+    unsafe { Mmap::map(&f) }.map_err(|e| DumpError::io(path, e))
+}
+
+/// Build id from an ELF image's notes.
+fn file_build_id(bytes: &[u8]) -> Option<Vec<u8>> {
+    let elf = ElfFile64::<LE>::parse(bytes).ok()?;
+    elf.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+fn unwind_sections(bytes: &[u8]) -> Option<UnwindSections> {
+    let elf = ElfFile64::<LE>::parse(bytes).ok()?;
+    let grab = |name: &str| {
+        let s = elf.section_by_name(name)?;
+        let d = s.data().ok()?;
+        Some((s.address(), Arc::<[u8]>::from(d)))
+    };
+    Some(UnwindSections {
+        eh_frame: grab(".eh_frame"),
+        eh_frame_hdr: grab(".eh_frame_hdr"),
+        text: elf
+            .section_by_name(".text")
+            .map(|s| s.address())
+            .unwrap_or(0),
+    })
+}
+
+/// The lowest `p_vaddr` of the image's `PT_LOAD`s, page-aligned (what offset 0 maps to).
+fn first_load_vaddr(bytes: &[u8]) -> Option<u64> {
+    let h = object::elf::FileHeader64::<LE>::parse(bytes).ok()?;
+    h.program_headers(LE, bytes)
+        .ok()?
+        .iter()
+        .filter(|p| p.p_type(LE) == object::elf::PT_LOAD)
+        .map(|p| p.p_vaddr(LE) & !0xfff)
+        .min()
+}
+
+/// Reads the build id from an ELF image in the core's memory at `base`.
+fn memory_build_id(core: &CoreFile, base: u64) -> Option<Vec<u8>> {
+    let head = core.memory(base, 64);
+    let h = object::elf::FileHeader64::<LE>::parse(head).ok()?;
+    let phoff = h.e_phoff(LE);
+    let phnum = h.e_phnum(LE) as usize;
+    let table = core.memory(base + phoff, phnum * 56);
+    if table.len() < phnum * 56 {
+        return None;
+    }
+    let first_vaddr = (0..phnum)
+        .filter_map(|k| {
+            let p = &table[k * 56..];
+            (u32::from_le_bytes(p[0..4].try_into().ok()?) == 1)
+                .then(|| u64::from_le_bytes(p[16..24].try_into().unwrap()) & !0xfff)
+        })
+        .min()?;
+    for k in 0..phnum {
+        let p = &table[k * 56..];
+        if u32::from_le_bytes(p[0..4].try_into().ok()?) != 4 {
+            continue; // PT_NOTE
+        }
+        let vaddr = u64::from_le_bytes(p[16..24].try_into().ok()?);
+        let size = u64::from_le_bytes(p[32..40].try_into().ok()?) as usize;
+        let align = u64::from_le_bytes(p[48..56].try_into().ok()?);
+        let bytes = core.memory(base + vaddr - first_vaddr, size);
+        let Ok(mut it) = object::read::elf::NoteIterator::<object::elf::FileHeader64<LE>>::new(
+            LE,
+            align.max(4),
+            bytes,
+        ) else {
+            continue;
+        };
+        while let Ok(Some(n)) = it.next() {
+            if n.name() == b"GNU" && n.n_type(LE) == object::elf::NT_GNU_BUILD_ID {
+                return Some(n.desc().to_vec());
+            }
+        }
+    }
+    None
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl Process {
+    /// Opens the process image of `core`, with `exe` as its executable. Refuses a core that
+    /// another executable produced.
+    pub fn open(exe: &Path, core: CoreFile, exe_bytes: Mmap) -> Result<Process, DumpError> {
+        // Group NT_FILE mappings by file.
+        let mut by_path: BTreeMap<String, Vec<(u64, u64, u64)>> = BTreeMap::new();
+        for m in &core.mappings {
+            by_path
+                .entry(m.path.clone())
+                .or_default()
+                .push((m.start, m.end, m.offset));
+        }
+        // The executable is the file mapping holding the entry point.
+        let entry = core.auxv(AT_ENTRY);
+        let exe_elf = ElfFile64::<LE>::parse(&*exe_bytes).map_err(|_| DumpError::NotElf {
+            path: exe.to_path_buf(),
+        })?;
+        if exe_elf.kind() == object::ObjectKind::Core {
+            return Err(DumpError::CoreGivenAsExe {
+                path: exe.to_path_buf(),
+            });
+        }
+        let exe_entry = exe_elf.entry();
+        let exe_path_in_core = entry.and_then(|e| {
+            core.mappings
+                .iter()
+                .find(|m| m.start <= e && e < m.end)
+                .map(|m| m.path.clone())
+        });
+        let exe_build_id = file_build_id(&exe_bytes);
+        let mut modules: Vec<Module> = Vec::new();
+        let mut exe_index = None;
+        for (path, maps) in by_path {
+            let start = maps.iter().map(|m| m.0).min().unwrap_or(0);
+            let end = maps.iter().map(|m| m.1).max().unwrap_or(0);
+            let base = maps
+                .iter()
+                .filter(|m| m.2 == 0)
+                .map(|m| m.0)
+                .min()
+                .unwrap_or(start);
+            let is_exe = Some(&path) == exe_path_in_core.as_ref();
+            let (file, bytes, problem) = if is_exe {
+                (Some(exe.to_path_buf()), None, None)
+            } else {
+                match map_file(Path::new(&path)) {
+                    Ok(m) => (Some(PathBuf::from(&path)), Some(ImageBytes::File(m)), None),
+                    Err(e) => (None, None, Some(format!("cannot read {path}: {e}"))),
+                }
+            };
+            let core_build_id = memory_build_id(&core, base);
+            let mut m = Module {
+                name: path,
+                file,
+                bytes,
+                start,
+                end,
+                bias: base,
+                maps,
+                build_id: None,
+                core_build_id,
+                unwind: None,
+                problem,
+            };
+            if is_exe {
+                exe_index = Some(modules.len());
+            } else if let Some(b) = &m.bytes {
+                if ElfFile64::<LE>::parse(&**b).is_err() {
+                    // Not an ELF image (a mapped data file): keep only for memory reads.
+                    m.bytes = None;
+                } else {
+                    m.build_id = file_build_id(b);
+                    m.bias = base.wrapping_sub(first_load_vaddr(b).unwrap_or(0));
+                    if m.mismatched() {
+                        m.problem = Some(format!(
+                            "{} on this machine differs from the one the program ran with \
+                             (build id {} vs {}); frames inside it may be wrong",
+                            m.name,
+                            hex(m.build_id.as_deref().unwrap_or(&[])),
+                            hex(m.core_build_id.as_deref().unwrap_or(&[]))
+                        ));
+                    } else {
+                        m.unwind = unwind_sections(b);
+                    }
+                }
+            }
+            modules.push(m);
+        }
+        let Some(exe_index) = exe_index else {
+            return Err(DumpError::Mismatch {
+                core: core.path.clone(),
+                exe: exe.to_path_buf(),
+                why: "the core records no file mapping at its entry point (no NT_FILE note or \
+                      no AT_ENTRY); cannot tell which executable it belongs to"
+                    .into(),
+            });
+        };
+        // The match check: build ids when both exist, else entry point and file name.
+        {
+            let m = &modules[exe_index];
+            let entry = entry.unwrap_or(0);
+            let bias = entry.wrapping_sub(exe_entry);
+            match (&exe_build_id, &m.core_build_id) {
+                (Some(a), Some(b)) if a != b => {
+                    return Err(DumpError::Mismatch {
+                        core: core.path.clone(),
+                        exe: exe.to_path_buf(),
+                        why: format!(
+                            "build id {} in the core, {} in the executable",
+                            hex(b),
+                            hex(a)
+                        ),
+                    })
+                }
+                (Some(_), Some(_)) => {}
+                _ => {
+                    let same_name = Path::new(&m.name).file_name() == exe.file_name();
+                    let expect_bias = m
+                        .start
+                        .wrapping_sub(first_load_vaddr(&exe_bytes).unwrap_or(0));
+                    if !same_name || bias != expect_bias {
+                        return Err(DumpError::Mismatch {
+                            core: core.path.clone(),
+                            exe: exe.to_path_buf(),
+                            why: format!(
+                                "the core ran {} and neither has a build id to compare",
+                                m.name
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        {
+            let unwind = unwind_sections(&exe_bytes);
+            let first = first_load_vaddr(&exe_bytes).unwrap_or(0);
+            let m = &mut modules[exe_index];
+            m.bias = m
+                .maps
+                .iter()
+                .filter(|x| x.2 == 0)
+                .map(|x| x.0)
+                .min()
+                .unwrap_or(m.start)
+                .wrapping_sub(first);
+            m.build_id = exe_build_id;
+            m.unwind = unwind;
+            m.bytes = Some(ImageBytes::File(exe_bytes));
+        }
+        // The vDSO lives only in memory.
+        if let Some(vdso) = core.auxv(AT_SYSINFO_EHDR) {
+            let bytes = core.memory(vdso, 1 << 16).to_vec();
+            if let Ok(elf) = ElfFile64::<LE>::parse(&*bytes) {
+                let size = elf
+                    .segments()
+                    .map(|s| {
+                        use object::ObjectSegment;
+                        s.address() + s.size()
+                    })
+                    .max()
+                    .unwrap_or(bytes.len() as u64);
+                let first = first_load_vaddr(&bytes).unwrap_or(0);
+                modules.push(Module {
+                    name: "[vdso]".into(),
+                    file: None,
+                    start: vdso,
+                    end: vdso + size.max(bytes.len() as u64),
+                    bias: vdso - first,
+                    maps: vec![(vdso, vdso + bytes.len() as u64, 0)],
+                    build_id: None,
+                    core_build_id: None,
+                    unwind: unwind_sections(&bytes),
+                    bytes: Some(ImageBytes::Owned(bytes)),
+                    problem: None,
+                });
+            }
+        }
+        Ok(Process {
+            core,
+            modules,
+            exe: exe_index,
+        })
+    }
+
+    pub fn exe(&self) -> &Module {
+        &self.modules[self.exe]
+    }
+
+    pub fn module_at(&self, addr: u64) -> Option<&Module> {
+        self.modules.iter().find(|m| m.contains(addr))
+    }
+
+    /// Reads `buf.len()` bytes at `addr`: from the core where dumped, else from the file the
+    /// address was mapped from. False when some byte is unavailable.
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
+        let mut done = 0;
+        while done < buf.len() {
+            let a = addr.wrapping_add(done as u64);
+            let want = buf.len() - done;
+            let got = self.core.memory(a, want);
+            if !got.is_empty() {
+                buf[done..done + got.len()].copy_from_slice(got);
+                done += got.len();
+                continue;
+            }
+            let Some(n) = self.read_file_backed(a, &mut buf[done..]) else {
+                return false;
+            };
+            done += n;
+        }
+        true
+    }
+
+    fn read_file_backed(&self, addr: u64, buf: &mut [u8]) -> Option<usize> {
+        let m = self.module_at(addr)?;
+        if m.mismatched() {
+            return None;
+        }
+        let bytes = m.bytes.as_ref()?;
+        let &(start, end, off) = m.maps.iter().find(|x| x.0 <= addr && addr < x.1)?;
+        let pos = (off + (addr - start)) as usize;
+        let n = buf.len().min((end - addr) as usize);
+        let src = bytes.get(pos..pos + n)?;
+        // Stop at the next dumped byte so the core's (possibly written) copy wins.
+        buf[..n].copy_from_slice(src);
+        Some(n)
+    }
+
+    pub fn read_u64(&self, addr: u64) -> Option<u64> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b).then(|| u64::from_le_bytes(b))
+    }
+
+    pub fn read_vec(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        self.read(addr, &mut v).then_some(v)
+    }
+
+    /// Runtime address of a symbol of the executable (`.symtab`, then `.dynsym`).
+    pub fn exe_symbol(&self, name: &str) -> Option<(u64, u64)> {
+        let m = self.exe();
+        let elf = m.elf()?;
+        elf.symbols()
+            .chain(elf.dynamic_symbols())
+            .find(|s| s.name() == Ok(name))
+            .map(|s| (s.address().wrapping_add(m.bias), s.size()))
+    }
+}
