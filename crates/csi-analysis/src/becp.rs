@@ -102,6 +102,8 @@ fn explain(g: &ProgramGraph, e: &Inconsistent) -> String {
 
 /// Per-frame inputs derived from the report.
 struct FrameWork {
+    /// Part of the crashing walk (see [`walk_frames`]).
+    in_walk: bool,
     thread: usize,
     frame: usize,
     function: FuncId,
@@ -119,8 +121,11 @@ pub struct Prepared {
     pub removed: Vec<bool>,
     /// The stack vector, ordered observations, and every surely-run node.
     pub vectors: Vec<Vec<u32>>,
-    /// Surely ran (per program node).
+    /// Surely ran (per program node), in any thread.
     pub sure: Vec<bool>,
+    /// May have run outside the crashing walk: in other threads, in frames entered from
+    /// library code, or in functions library code may call (per program node).
+    pub elsewhere: Vec<bool>,
     /// csi-grissom's own constraints (no refinement), for comparison.
     plain_removed: Vec<bool>,
     plain_vectors: Vec<Vec<u32>>,
@@ -168,6 +173,9 @@ pub fn best_effort_coverage(
     // Step 5b: combine.
     let mut global: Vec<Coverage> = refined[..n].to_vec();
     for x in 0..n {
+        if p.elsewhere[x] && global[x] == Coverage::No {
+            global[x] = Coverage::Maybe;
+        }
         if sure[x] {
             if global[x] == Coverage::No {
                 return Err(ReportError::Inconsistent(format!(
@@ -226,6 +234,7 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
     let ctx = Context::new(g, never);
 
     // Step 2: every frame's activation.
+    let walk_len = walk_frames(report);
     let mut frames: Vec<FrameWork> = Vec::new();
     for (t, thread) in report.threads.iter().enumerate() {
         for (k, fr) in thread.frames.iter().enumerate() {
@@ -294,6 +303,7 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
                 }
             }
             frames.push(FrameWork {
+                in_walk: t == 0 && k < walk_len,
                 thread: t,
                 frame: k,
                 function: f,
@@ -303,80 +313,122 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
         }
     }
 
-    // Step 3: the context-sensitive may-run set and surely-run nodes.
+    // Step 3: the context-sensitive may-run sets and surely-run nodes, for the crashing walk
+    // and for everything else (other threads, frames entered from library code).
     let mut may = vec![false; n];
     let mut sure = vec![false; n];
-    let mut invoked = vec![false; g.functions.len()];
-    let mut work: Vec<FuncId> = Vec::new();
-    let mut sure_calls: Vec<NodeId> = Vec::new();
+    let mut elsewhere = vec![false; n];
+    let mut sure_walk = vec![false; n];
+    let mut invoked = [
+        vec![false; g.functions.len()],
+        vec![false; g.functions.len()],
+    ];
+    let mut work: Vec<(FuncId, usize)> = Vec::new();
+    let mut sure_calls: Vec<(NodeId, bool)> = Vec::new();
     for fw in &frames {
+        let side = usize::from(!fw.in_walk);
         for (&x, &c) in &fw.status {
-            may[x as usize] |= c != Coverage::No;
+            if fw.in_walk {
+                may[x as usize] |= c != Coverage::No;
+                sure_walk[x as usize] |= c == Coverage::Yes;
+            } else {
+                elsewhere[x as usize] |= c != Coverage::No;
+            }
             sure[x as usize] |= c == Coverage::Yes;
         }
         for &(call, surely) in &fw.completed {
             for &callee in g.callees(call) {
-                if ctx.completes[callee as usize] && !invoked[callee as usize] {
-                    invoked[callee as usize] = true;
-                    work.push(callee);
+                if ctx.completes[callee as usize] && !invoked[side][callee as usize] {
+                    invoked[side][callee as usize] = true;
+                    work.push((callee, side));
                 }
             }
             if surely {
-                sure_calls.push(call);
+                sure_calls.push((call, fw.in_walk));
             }
         }
     }
     let mut invocations: HashMap<FuncId, HashMap<NodeId, Coverage>> = HashMap::new();
-    while let Some(f) = work.pop() {
-        let Some(body) = ctx.complete_invocation(f) else {
-            continue;
+    while let Some((f, side)) = work.pop() {
+        let body = match invocations.get(&f) {
+            Some(b) => b.clone(),
+            None => match ctx.complete_invocation(f) {
+                Some(b) => b,
+                None => continue,
+            },
         };
         for (&x, &c) in &body {
             if c == Coverage::No {
                 continue;
             }
-            may[x as usize] = true;
+            if side == 0 {
+                may[x as usize] = true;
+            } else {
+                elsewhere[x as usize] = true;
+            }
             for &callee in g.callees(x) {
-                if ctx.completes[callee as usize] && !invoked[callee as usize] {
-                    invoked[callee as usize] = true;
-                    work.push(callee);
+                if ctx.completes[callee as usize] && !invoked[side][callee as usize] {
+                    invoked[side][callee as usize] = true;
+                    work.push((callee, side));
                 }
             }
         }
         invocations.insert(f, body);
     }
     // Step 5a: a surely-completed direct call surely ran its callee's unavoidable nodes.
-    while let Some(call) = sure_calls.pop() {
+    while let Some((call, in_walk)) = sure_calls.pop() {
         let [callee] = g.callees(call) else { continue };
         let Some(body) = invocations.get(callee) else {
             continue;
         };
         for (&x, &c) in body {
-            if c == Coverage::Yes && !sure[x as usize] {
+            if c == Coverage::Yes
+                && !(if in_walk {
+                    sure_walk[x as usize]
+                } else {
+                    sure[x as usize]
+                })
+            {
                 sure[x as usize] = true;
+                if in_walk {
+                    sure_walk[x as usize] = true;
+                }
                 if !g.callees(x).is_empty() {
-                    sure_calls.push(x);
+                    sure_calls.push((x, in_walk));
                 }
             }
         }
     }
+    // Library code may have run the async roots at any time, in any thread.
+    for x in reach_from_roots(&ctx) {
+        elsewhere[x as usize] = true;
+    }
+    let mut observed_in_walk = vec![false; n];
     for (&x, &ran) in &report.global_coverage {
         if ran {
             sure[x as usize] = true;
-            if !may[x as usize] {
+            if !may[x as usize] && !elsewhere[x as usize] {
                 return Err(ReportError::Inconsistent(format!(
                     "node {} is covered but cannot have run with this stack",
                     g.node(x).ext_id
                 )));
             }
+            // Only a run that nothing else can explain constrains the crashing walk.
+            observed_in_walk[x as usize] = !elsewhere[x as usize];
         }
     }
 
     // Step 4: the global UTL problem on the csi-grissom graph.
     let icfg = Icfg::build(g, &innermost.point);
     let mut stack_vector: Vec<u32> = Vec::new();
-    for (k, fr) in crashing.frames.iter().enumerate().rev() {
+    let mut walk_entry = entry;
+    for (k, fr) in crashing.frames.iter().enumerate().take(walk_len).rev() {
         let Some(f) = fr.function else { continue };
+        if stack_vector.is_empty() && fr.called_from_outside {
+            // The walk began where library code entered the program: `main`, a thread's
+            // start routine, or a callback.
+            walk_entry = g.function(f).entry;
+        }
         stack_vector.push(g.function(f).entry);
         stack_vector.extend(&fr.path);
         if k == 0 {
@@ -387,7 +439,11 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
     }
     let mut vectors = vec![stack_vector];
     vectors.extend(report.ordered_observations.iter().cloned());
-    vectors.extend((0..n as u32).filter(|&x| sure[x as usize]).map(|x| vec![x]));
+    vectors.extend(
+        (0..n as u32)
+            .filter(|&x| sure_walk[x as usize] || observed_in_walk[x as usize])
+            .map(|x| vec![x]),
+    );
     let mut removed: Vec<bool> = (0..n).map(|x| ctx.never[x] || !may[x]).collect();
     removed.push(false);
     let mut plain_vectors = vec![grissom_stack_vector(g, report, icfg.crash)];
@@ -403,14 +459,53 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
     plain_removed.push(false);
     Ok(Prepared {
         icfg,
-        entry,
+        entry: walk_entry,
         removed,
         vectors,
         sure,
+        elsewhere,
         plain_removed,
         plain_vectors,
         frames,
     })
+}
+
+/// How many frames of the crashing thread (innermost first) form the crashing walk: up to and
+/// including the first frame entered from outside the graph (a callback from library code or
+/// a thread's start routine), or all of them.
+fn walk_frames(report: &FailureReport) -> usize {
+    let Some(t) = report.crashing_thread() else {
+        return 0;
+    };
+    t.frames
+        .iter()
+        .position(|f| f.function.is_some() && f.called_from_outside)
+        .map_or(t.frames.len(), |k| k + 1)
+}
+
+/// Nodes that library code may run by calling the graph's async roots (and what they call),
+/// never-run nodes excluded.
+fn reach_from_roots(ctx: &Context<'_>) -> Vec<NodeId> {
+    let g = ctx.graph;
+    let mut seen_fn = vec![false; g.functions.len()];
+    let mut seen = vec![false; g.node_count()];
+    let mut out = Vec::new();
+    let mut fstack: Vec<FuncId> = g.async_roots.clone();
+    while let Some(f) = fstack.pop() {
+        if std::mem::replace(&mut seen_fn[f as usize], true) {
+            continue;
+        }
+        let mut stack = vec![g.function(f).entry];
+        while let Some(x) = stack.pop() {
+            if ctx.never[x as usize] || std::mem::replace(&mut seen[x as usize], true) {
+                continue;
+            }
+            out.push(x);
+            fstack.extend_from_slice(g.callees(x));
+            stack.extend_from_slice(&g.succs[x as usize]);
+        }
+    }
+    out
 }
 
 /// The stack as csi-grissom encodes it: `[call1, entry2, call2, …, crash]`.

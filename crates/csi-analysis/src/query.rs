@@ -28,11 +28,19 @@ pub fn answer_query(
         p.vectors.push(v);
         p.possible()
     };
+    // Code that may have run outside the crashing walk (other threads, callbacks from library
+    // code) may have run at any time, in any order relative to the walk.
+    let elsewhere = |x: NodeId| prepared.elsewhere[x as usize];
+    let may_run = |x: NodeId| elsewhere(x) || with_vector(vec![x]);
     let possible = match query {
-        Query::MayRun(a) => a.iter().any(|&x| with_vector(vec![x])),
-        Query::MayRunBefore(a, b) => a
-            .iter()
-            .any(|&x| b.iter().any(|&y| with_vector(vec![x, y]))),
+        Query::MayRun(a) => a.iter().any(|&x| may_run(x)),
+        Query::MayRunBefore(a, b) => a.iter().any(|&x| {
+            b.iter().any(|&y| {
+                with_vector(vec![x, y])
+                    || ((elsewhere(x) || elsewhere(y)) && may_run(x) && may_run(y))
+            })
+        }),
+        Query::MayNotRun(a) if a.iter().any(|&x| prepared.sure[x as usize]) => false,
         Query::MayNotRun(a) => {
             let mut p = prepared.problem();
             for &x in a {

@@ -218,6 +218,23 @@ pub(crate) fn load(exe: &Path, core_path: &Path, opts: &LoadOptions) -> Result<C
             }
             frames.push(cf);
         }
+        // Where library code (or the runtime) called into the program: the outermost program
+        // frame, frames whose next frame out is library code, and frames whose next program
+        // frame out does not call them in the graph (a tail call left no frame).
+        for (i, cf) in frames.iter().enumerate() {
+            let Some(k) = cf.report_frame else { continue };
+            let outer = frames.get(i + 1).and_then(|o| o.report_frame);
+            rframes[k].called_from_outside = match outer {
+                None => true,
+                Some(ko) => {
+                    let f = rframes[k].function;
+                    !rframes[ko]
+                        .point
+                        .iter()
+                        .any(|&p| f.is_some_and(|f| graph.callees(p).contains(&f)))
+                }
+            };
+        }
         // Trace points of a thread's innermost program frame may be mid-node: the node ran
         // partly but its coverage store (before the call) did not happen yet.
         if let Some(first) = rframes.first_mut() {

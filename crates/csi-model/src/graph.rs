@@ -114,6 +114,10 @@ pub struct ProgramGraph {
     pub preds: Vec<Vec<NodeId>>,
     /// Where execution starts: `program-start`, else `main`'s entry, else the sole entry.
     pub program_entry: Option<NodeId>,
+    /// Functions that may have run outside the walk from the program entry: code the C
+    /// library calls (constructors, `qsort` comparators, thread start routines, signal and
+    /// `atexit` handlers). Empty when the program gives library code no function pointers.
+    pub async_roots: Vec<FuncId>,
     by_ext_id: HashMap<String, NodeId>,
     by_name: HashMap<String, FuncId>,
 }
@@ -277,6 +281,11 @@ impl ProgramGraphBuilder {
 
     pub fn set_program_start(&mut self, node: NodeId) {
         self.explicit_start = Some(node);
+    }
+
+    /// Declares functions that library code may call (see [`ProgramGraph::async_roots`]).
+    pub fn set_async_roots(&mut self, roots: Vec<FuncId>) {
+        self.g.async_roots = roots;
     }
 
     pub fn build(mut self) -> Result<ProgramGraph, GraphError> {

@@ -6,6 +6,7 @@ pub mod error;
 pub mod graph;
 pub mod graphml;
 pub mod grissom_json;
+pub mod libc;
 pub mod report;
 pub mod results;
 pub mod sections;

@@ -31,6 +31,10 @@ pub struct Frame {
     pub path_from_entry: bool,
     /// Stack-local coverage of this activation.
     pub local_coverage: BTreeMap<NodeId, bool>,
+    /// The frame was entered from outside the program graph (library code such as `qsort`
+    /// or `pthread_create`'s thread start, or the C runtime calling `main`): the next frame
+    /// out, if any, is not its caller in the graph.
+    pub called_from_outside: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

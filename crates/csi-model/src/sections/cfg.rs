@@ -21,8 +21,32 @@ use crate::graph::{Node, NodeKind, ProgramGraph, ProgramGraphBuilder, SourcePos}
 use crate::InputError;
 use std::collections::HashMap;
 
-/// The version this crate writes and reads.
-pub const CFG_FORMAT_VERSION: u32 = 1;
+/// The version this crate writes. Version 2 added `address_taken` and module records; version
+/// 1 records are still read (their functions count as address-taken: sound, less precise).
+pub const CFG_FORMAT_VERSION: u32 = 2;
+
+/// One record per compilation unit (`{"csi_cfg":2,"module":"src/a.c",...}`): what the unit
+/// gives library code that the function records cannot say.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CfgModule {
+    pub csi_cfg: u32,
+    pub module: String,
+    /// Library (undefined) functions whose address the unit takes: calls through such a
+    /// pointer run library code.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub address_taken_externals: Vec<String>,
+    /// Functions run by the C runtime itself (`llvm.global_ctors` / `llvm.global_dtors`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub init_fini: Vec<String>,
+}
+
+impl CfgModule {
+    pub fn to_line(&self) -> String {
+        let mut s = serde_json::to_string(self).expect("plain data serializes");
+        s.push('\n');
+        s
+    }
+}
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CfgCall {
@@ -98,6 +122,10 @@ pub struct CfgFunction {
     #[serde(default, rename = "static")]
     pub is_static: bool,
     pub path_traced: bool,
+    /// The function's address is used other than as a direct callee (so indirect calls and
+    /// library code may call it). `None` in version-1 records: unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_taken: Option<bool>,
     /// Why path tracing was requested but not done (e.g. too many paths).
     #[serde(default)]
     pub pt_skipped: Option<String>,
@@ -123,9 +151,19 @@ impl CfgFunction {
     }
 }
 
-/// Parses `.debug_CSI_CFG`. Records of a newer version are an error (not silently misread).
+/// Parses `.debug_CSI_CFG`'s function records. Records of a newer version are an error (not
+/// silently misread).
 pub fn parse_cfg(bytes: &[u8], file: &str) -> Result<Vec<CfgFunction>, InputError> {
+    Ok(parse_cfg_all(bytes, file)?.0)
+}
+
+/// Parses `.debug_CSI_CFG`: function records and module records.
+pub fn parse_cfg_all(
+    bytes: &[u8],
+    file: &str,
+) -> Result<(Vec<CfgFunction>, Vec<CfgModule>), InputError> {
     let mut out = Vec::new();
+    let mut modules = Vec::new();
     for (ln, line) in lines(bytes, file)? {
         if line.trim().is_empty() {
             continue;
@@ -133,7 +171,7 @@ pub fn parse_cfg(bytes: &[u8], file: &str) -> Result<Vec<CfgFunction>, InputErro
         let v: serde_json::Value = serde_json::from_str(line)
             .map_err(|e| InputError::new(file, format!("line {ln}"), format!("not JSON: {e}")))?;
         match v.get("csi_cfg").and_then(|x| x.as_u64()) {
-            Some(n) if n == CFG_FORMAT_VERSION as u64 => {}
+            Some(n) if (1..=CFG_FORMAT_VERSION as u64).contains(&n) => {}
             Some(n) => {
                 return Err(InputError::new(
                     file,
@@ -148,6 +186,13 @@ pub fn parse_cfg(bytes: &[u8], file: &str) -> Result<Vec<CfgFunction>, InputErro
                     "record without a `csi_cfg` version",
                 ))
             }
+        }
+        if v.get("module").is_some() {
+            modules.push(
+                serde_json::from_value(v)
+                    .map_err(|e| InputError::new(file, format!("line {ln}"), e.to_string()))?,
+            );
+            continue;
         }
         let f: CfgFunction = serde_json::from_value(v)
             .map_err(|e| InputError::new(file, format!("line {ln}"), e.to_string()))?;
@@ -169,7 +214,7 @@ pub fn parse_cfg(bytes: &[u8], file: &str) -> Result<Vec<CfgFunction>, InputErro
         }
         out.push(f);
     }
-    Ok(out)
+    Ok((out, modules))
 }
 
 /// Builds the program graph from the CFG records of a whole executable. Node ids are
@@ -177,6 +222,19 @@ pub fn parse_cfg(bytes: &[u8], file: &str) -> Result<Vec<CfgFunction>, InputErro
 /// Direct calls resolve to the function of that name (preferring the caller's file for static
 /// functions); indirect calls to their candidates.
 pub fn cfg_to_program_graph(funcs: &[CfgFunction], file: &str) -> Result<ProgramGraph, InputError> {
+    cfg_program_graph(funcs, &[], file)
+}
+
+/// [`cfg_to_program_graph`] with the module records, which say what library code may call
+/// back into (see [`ProgramGraph::async_roots`]).
+///
+/// Indirect calls get, besides the candidates csi-cc found in the caller's file, every
+/// address-taken function of the other files (a pointer may come from anywhere).
+pub fn cfg_program_graph(
+    funcs: &[CfgFunction],
+    modules: &[CfgModule],
+    file: &str,
+) -> Result<ProgramGraph, InputError> {
     let mut b = ProgramGraphBuilder::new();
     let mut count: HashMap<&str, usize> = HashMap::new();
     for f in funcs {
@@ -253,7 +311,16 @@ pub fn cfg_to_program_graph(funcs: &[CfgFunction], file: &str) -> Result<Program
             let Some(c) = &n.call else { continue };
             let site = first[i] + k as u32;
             let names: Vec<&str> = if c.indirect {
-                c.candidates.iter().map(String::as_str).collect()
+                let mut v: Vec<&str> = c.candidates.iter().map(String::as_str).collect();
+                v.extend(
+                    funcs
+                        .iter()
+                        .filter(|g| g.file != f.file && g.address_taken != Some(false))
+                        .map(|g| g.name.as_str()),
+                );
+                v.sort_unstable();
+                v.dedup();
+                v
             } else {
                 c.callee.as_deref().into_iter().collect()
             };
@@ -276,6 +343,32 @@ pub fn cfg_to_program_graph(funcs: &[CfgFunction], file: &str) -> Result<Program
             }
         }
     }
+    // Library code that may call back: any call to (or address taken of) a library
+    // function not known to never call back.
+    let defined = |name: &str| by_name.contains_key(name);
+    let unknown_library_call = funcs.iter().any(|f| {
+        f.address_taken.is_none()
+            || f.nodes.iter().any(|n| {
+                n.call.as_ref().is_some_and(|c| {
+                    !c.indirect
+                        && c.callee
+                            .as_deref()
+                            .is_some_and(|x| !defined(x) && !crate::libc::never_calls_back(x))
+                })
+            })
+    }) || modules.iter().any(|m| {
+        m.address_taken_externals
+            .iter()
+            .any(|x| !crate::libc::never_calls_back(x))
+    });
+    let mut roots: Vec<u32> = Vec::new();
+    for (i, f) in funcs.iter().enumerate() {
+        let init = modules.iter().any(|m| m.init_fini.contains(&f.name));
+        if init || (unknown_library_call && f.address_taken != Some(false)) {
+            roots.push(i as u32);
+        }
+    }
+    b.set_async_roots(roots);
     b.build()
         .map_err(|e| InputError::new(file, "program graph", e.to_string()))
 }
