@@ -8,7 +8,7 @@
 use csi_model::ballarus::{self, Numbering};
 use csi_model::graph::NodeKind;
 use csi_model::sections::{
-    mash, BbcBlock, BbcFunction, CcFunction, CcSite, CfgCall, CfgFunction, CfgNode, CfgPathTracing,
+    mash, BbcBlock, BbcFunction, CcFunction, CcSite, CfgCall, CfgFunction, CfgModule, CfgNode, CfgPathTracing,
     FcFunction, PtBlock, PtBlockKind, PtFunction, PtItem, CFG_FORMAT_VERSION,
 };
 use llvm_sys::core::*;
@@ -418,6 +418,38 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         }
         g = LLVMGetNextFunction(g);
     }
+    // What library code may call back into (module record of .debug_CSI_CFG): functions the
+    // C runtime runs itself, and library functions whose address the unit takes.
+    let mut module_record = CfgModule {
+        csi_cfg: CFG_FORMAT_VERSION,
+        module: opts.source.clone(),
+        ..Default::default()
+    };
+    for (g, n) in &address_taken {
+        if LLVMIsDeclaration(*g) != 0 {
+            module_record.address_taken_externals.push(n.clone());
+        }
+    }
+    for list in ["llvm.global_ctors", "llvm.global_dtors"] {
+        let gv = LLVMGetNamedGlobal(c.module, cstr(list).as_ptr());
+        if gv.is_null() {
+            continue;
+        }
+        let init = LLVMGetInitializer(gv);
+        if init.is_null() {
+            continue;
+        }
+        for k in 0..LLVMGetNumOperands(init).max(0) as u32 {
+            let entry = LLVMGetOperand(init, k);
+            if entry.is_null() || LLVMGetNumOperands(entry) < 2 {
+                continue;
+            }
+            let f = LLVMGetOperand(entry, 1);
+            if !f.is_null() && !LLVMIsAFunction(f).is_null() {
+                module_record.init_fini.push(value_name(f));
+            }
+        }
+    }
     let fmash = mash(&opts.source);
     let (mut pt_text, mut cc_text, mut bbc_text, mut fc_text, mut cfg_text) = (
         String::new(),
@@ -455,6 +487,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let mut calls: Vec<(LLVMValueRef, u32, String, Option<String>)> = Vec::new(); // inst, line, name, callee
         let mut cfg = CfgFunction {
             csi_cfg: CFG_FORMAT_VERSION,
+            address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
             name: name.clone(),
             linkage_name: Some(name.clone()),
             file: if fn_file.is_empty() {
@@ -811,6 +844,9 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             }
         }
         cfg_text.push_str(&cfg.to_line());
+    }
+    if !cfg_text.is_empty() {
+        cfg_text.push_str(&module_record.to_line());
     }
     let mut asm = String::new();
     for (sec, text) in [

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use csi_model::ballarus::{unrotate_ring, DecodedPath, PathGraph, PathStart};
-use csi_model::sections::cfg::{cfg_to_program_graph, parse_cfg, CfgFunction};
+use csi_model::sections::cfg::{cfg_program_graph, parse_cfg_all, CfgFunction};
 use csi_model::{FailureReport, Frame, FuncId, NodeId, NodeKind, ProgramGraph, SignalInfo, Thread};
 use object::{Object, ObjectSection, ObjectSymbol};
 
@@ -159,13 +159,17 @@ pub(crate) fn load(exe: &Path, core_path: &Path, opts: &LoadOptions) -> Result<C
     let mut cfg_funcs: Vec<CfgFunction> = Vec::new();
     let (graph, metadata) = if let Some(bytes) = section(".debug_CSI_CFG") {
         let label = format!("{} (.debug_CSI_CFG)", exe.display());
-        cfg_funcs = parse_cfg(&bytes, &label).map_err(|e| DumpError::BadMetadata {
-            path: exe.to_path_buf(),
-            what: e.to_string(),
-        })?;
-        let g = cfg_to_program_graph(&cfg_funcs, &label).map_err(|e| DumpError::BadMetadata {
-            path: exe.to_path_buf(),
-            what: e.to_string(),
+        let (funcs, modules) =
+            parse_cfg_all(&bytes, &label).map_err(|e| DumpError::BadMetadata {
+                path: exe.to_path_buf(),
+                what: e.to_string(),
+            })?;
+        cfg_funcs = funcs;
+        let g = cfg_program_graph(&cfg_funcs, &modules, &label).map_err(|e| {
+            DumpError::BadMetadata {
+                path: exe.to_path_buf(),
+                what: e.to_string(),
+            }
         })?;
         (g, Metadata::CsiCfg)
     } else if let Some(gml) = &opts.graphml {
