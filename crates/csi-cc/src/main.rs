@@ -101,6 +101,20 @@ fn read_schema(path: &str) -> HashMap<String, Mechanisms> {
 }
 
 struct TempDir(PathBuf);
+impl TempDir {
+    /// `std::process::exit` skips destructors: clean up first.
+    fn exit(&self, code: i32) -> ! {
+        if std::env::var_os("CSI_KEEP_TEMPS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+        exit(code)
+    }
+
+    fn fail(&self, msg: &str) -> ! {
+        eprintln!("csi-cc: error: {msg}");
+        self.exit(1)
+    }
+}
 impl Drop for TempDir {
     fn drop(&mut self) {
         if std::env::var_os("CSI_KEEP_TEMPS").is_none() {
@@ -270,7 +284,7 @@ fn main() {
             .arg(src);
         let code = run(&mut front);
         if code != 0 {
-            exit(code);
+            tmp.exit(code);
         }
         let opts = Options {
             default,
@@ -286,7 +300,7 @@ fn main() {
                     }
                 }
             }
-            Err(e) => fail(&format!("{src}: {e}")),
+            Err(e) => tmp.fail(&format!("{src}: {e}")),
         }
         let mut back = Command::new(clang());
         back.args(flags.iter().filter(|f| !f.starts_with("-M")))
@@ -302,7 +316,7 @@ fn main() {
             .arg(&ibc);
         let code = run(&mut back);
         if code != 0 {
-            exit(code);
+            tmp.exit(code);
         }
         objects.insert(si, out);
     }
@@ -315,5 +329,5 @@ fn main() {
         .enumerate()
         .map(|(k, a)| objects.get(&k).cloned().unwrap_or_else(|| a.clone()))
         .collect();
-    exit(run(Command::new(clang()).args(&link_args)));
+    tmp.exit(run(Command::new(clang()).args(&link_args)));
 }

@@ -349,7 +349,6 @@ impl DebugInfo {
                                 info: self,
                                 unit,
                                 read: &reader,
-                                bias,
                                 process,
                             };
                             fmt.value(t, b, 0)
@@ -670,7 +669,6 @@ struct Formatter<'a> {
     info: &'a DebugInfo,
     unit: &'a gimli::Unit<Rd>,
     read: &'a dyn Fn(u64, usize) -> Option<Vec<u8>>,
-    bias: u64,
     process: &'a Process,
 }
 

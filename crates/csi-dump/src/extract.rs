@@ -12,7 +12,7 @@ use object::{Object, ObjectSection, ObjectSymbol};
 use crate::core::{signal_name, CoreFile};
 use crate::dwarf::{DebugInfo, FrameRegs, InlineFrame, SourceLoc, Variable};
 use crate::error::DumpError;
-use crate::process::Process;
+use crate::process::{ImageBytes, Process};
 use crate::unwind::{UnwindMethod, Unwinder, WalkEnd};
 
 #[derive(Clone, Debug, Default)]
@@ -112,11 +112,28 @@ pub fn same_source(a: &str, b: &str) -> bool {
 }
 
 pub(crate) fn load(exe: &Path, core_path: &Path, opts: &LoadOptions) -> Result<Crash, DumpError> {
-    let core = CoreFile::open(core_path)?;
     let exe_file = std::fs::File::open(exe).map_err(|e| DumpError::io(exe, e))?;
     // SAFETY: read-only mapping; readers bounds-check.
     let exe_map = unsafe { memmap2::Mmap::map(&exe_file) }.map_err(|e| DumpError::io(exe, e))?;
-    let process = Process::open(exe, core, exe_map)?;
+    let core = CoreFile::open(core_path)?;
+    load_parts(exe, ImageBytes::File(exe_map), core, opts)
+}
+
+/// Loads a crash from an executable and a core already in memory (fuzzing, tests).
+pub fn load_bytes(exe: Vec<u8>, core: Vec<u8>) -> Result<Crash, DumpError> {
+    let core = CoreFile::parse(Path::new("<core>"), ImageBytes::Owned(core))?;
+    load_parts(Path::new("<exe>"), ImageBytes::Owned(exe), core, &LoadOptions::default())
+}
+
+fn load_parts(
+    exe: &Path,
+    exe_bytes: ImageBytes,
+    core: CoreFile,
+    opts: &LoadOptions,
+) -> Result<Crash, DumpError> {
+    let core_path = core.path.clone();
+    let core_path = core_path.as_path();
+    let process = Process::open(exe, core, exe_bytes)?;
     let mut notices: Vec<String> = Vec::new();
     if process.core.truncated_bytes > 0 {
         notices.push(format!(

@@ -19,7 +19,7 @@ pub mod unwind;
 use std::path::{Path, PathBuf};
 
 pub use error::DumpError;
-pub use extract::{Crash, CrashFrame, CrashThread, LoadOptions, Metadata, PathStep};
+pub use extract::{load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, PathStep};
 
 impl Crash {
     /// Loads the crash `core` of the program `exe`.

@@ -196,7 +196,7 @@ pub fn hex(b: &[u8]) -> String {
 impl Process {
     /// Opens the process image of `core`, with `exe` as its executable. Refuses a core that
     /// another executable produced.
-    pub fn open(exe: &Path, core: CoreFile, exe_bytes: Mmap) -> Result<Process, DumpError> {
+    pub fn open(exe: &Path, core: CoreFile, exe_bytes: ImageBytes) -> Result<Process, DumpError> {
         // Group NT_FILE mappings by file.
         let mut by_path: BTreeMap<String, Vec<(u64, u64, u64)>> = BTreeMap::new();
         for m in &core.mappings {
@@ -340,7 +340,7 @@ impl Process {
                 .wrapping_sub(first);
             m.build_id = exe_build_id;
             m.unwind = unwind;
-            m.bytes = Some(ImageBytes::File(exe_bytes));
+            m.bytes = Some(exe_bytes);
         }
         // The vDSO lives only in memory.
         if let Some(vdso) = core.auxv(AT_SYSINFO_EHDR) {
