@@ -529,6 +529,27 @@ impl DebugInfo {
         }
     }
 
+    /// A global variable's value, formatted like a variable's.
+    pub fn global_value(&self, name: &str, bias: u64, process: &Process) -> Option<String> {
+        let &(ui, off) = self.globals.get(name)?.first()?;
+        let unit = &self.units[ui];
+        let e = unit.entry(off).ok()?;
+        let Some(AttributeValue::UnitRef(t)) = self.follow_attr(unit, &e, gimli::DW_AT_type) else {
+            return None;
+        };
+        let addr = self.global_address(name, bias, process)?;
+        let size = self.type_size(unit, t, 0)? as usize;
+        let bytes = process.read_vec(addr, size)?;
+        let reader = |a: u64, n: usize| process.read_vec(a, n);
+        let fmt = Formatter {
+            info: self,
+            unit,
+            read: &reader,
+            process,
+        };
+        Some(fmt.value(t, &bytes, 0))
+    }
+
     fn strip(
         &self,
         unit: &gimli::Unit<Rd>,

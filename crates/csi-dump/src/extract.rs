@@ -90,6 +90,24 @@ pub struct Crash {
     pub notices: Vec<String>,
     /// Bytes of memory the process had mapped (for load-time benchmarks).
     pub mapped_bytes: u64,
+    /// The process image and debug info, for reading more on demand (hovers, globals).
+    pub(crate) process: Process,
+    pub(crate) debug: Option<DebugInfo>,
+}
+
+impl Crash {
+    /// Values of global variables by name, formatted like frame variables (`None` when unknown
+    /// or unreadable).
+    pub fn global_values(&self, names: &[String]) -> Vec<Option<String>> {
+        names
+            .iter()
+            .map(|n| {
+                self.debug
+                    .as_ref()?
+                    .global_value(n, self.process.exe().bias, &self.process)
+            })
+            .collect()
+    }
 }
 
 /// Source file names as written by different tools (`./src/a.c`, `/abs/src/a.c`, `src/a.c`)
@@ -309,10 +327,15 @@ fn load_parts(
         }
     }
     let mapped_bytes = process.core.mapped_bytes();
+    let command = process.core.args.clone().or(process.core.command.clone());
+    drop(ctx);
+    drop(unwinder);
     Ok(Crash {
+        process,
+        debug,
         exe: exe.to_path_buf(),
         core: core_path.to_path_buf(),
-        command: process.core.args.clone().or(process.core.command.clone()),
+        command,
         signal,
         threads,
         graph,

@@ -21,6 +21,11 @@ use std::path::{Path, PathBuf};
 pub use error::DumpError;
 pub use extract::{load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, PathStep};
 
+/// Values of global variables by name (see [`Crash::global_values`]).
+pub fn global_values(crash: &Crash, names: &[String]) -> Vec<Option<String>> {
+    crash.global_values(names)
+}
+
 impl Crash {
     /// Loads the crash `core` of the program `exe`.
     pub fn open(exe: &Path, core: &Path, opts: &LoadOptions) -> Result<Crash, DumpError> {

@@ -1,0 +1,77 @@
+//! Finding the checked-in fixture crashes (`fixtures/crashes/**/{<exe>,core}`).
+
+use std::path::{Path, PathBuf};
+
+pub struct FixtureCrash {
+    pub dir: PathBuf,
+    pub exe: PathBuf,
+    pub core: PathBuf,
+    /// `coverage.json` of the clang source-coverage oracle for the same run, if present.
+    pub oracle: Option<PathBuf>,
+}
+
+impl FixtureCrash {
+    pub fn name(&self) -> String {
+        let root = fixtures_root();
+        self.dir
+            .strip_prefix(&root)
+            .unwrap_or(&self.dir)
+            .display()
+            .to_string()
+    }
+}
+
+pub fn fixtures_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/crashes")
+}
+
+fn is_elf_exe(p: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(p) else { return false };
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return false;
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && &magic == b"\x7fELF"
+}
+
+/// Every fixture crash, sorted by directory. Empty (and says so) when there are none.
+pub fn fixture_crashes() -> Vec<FixtureCrash> {
+    let mut out = Vec::new();
+    let mut stack = vec![fixtures_root()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        let core = d.join("core");
+        if core.is_file() {
+            if let Some(exe) = entries.iter().find(|p| is_elf_exe(p) && p.file_name() != Some("core".as_ref())) {
+                let oracle = [d.join("coverage.json"), d.join("../oracle").join("coverage.json")]
+                    .into_iter()
+                    .find(|p| p.is_file());
+                out.push(FixtureCrash {
+                    dir: d.clone(),
+                    exe: exe.clone(),
+                    core,
+                    oracle,
+                });
+            }
+        }
+        stack.extend(entries.into_iter().filter(|p| p.is_dir()));
+    }
+    out.sort_by(|a, b| a.dir.cmp(&b.dir));
+    if out.is_empty() {
+        eprintln!("no fixture crashes under {}; skipping", fixtures_root().display());
+    }
+    out
+}
+
+pub fn have(tool: &str) -> bool {
+    std::process::Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

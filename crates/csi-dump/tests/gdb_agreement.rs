@@ -1,0 +1,163 @@
+//! Agreement with gdb on every fixture core (when gdb is installed): the same program frames
+//! (function, line) in every thread, and the same values of the csi-cc runtime variables
+//! (`__PT_*`, `__CC_arr`, `__BBC_arr`) and of the coverage globals.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{fixture_crashes, have};
+
+/// gdb's view of one thread: program frames as (function, file, line, locals).
+#[derive(Debug, Default)]
+struct GdbFrame {
+    function: String,
+    file: String,
+    line: u32,
+    locals: BTreeMap<String, String>,
+}
+
+fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, Vec<GdbFrame>> {
+    let out = std::process::Command::new("gdb")
+        .args(["-batch", "-nx", "-ex", "set print repeats unlimited"])
+        .args(["-ex", "set print elements unlimited", "-ex", "thread apply all bt full"])
+        .arg(exe)
+        .arg(core)
+        .output()
+        .expect("gdb runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut threads: BTreeMap<u32, Vec<GdbFrame>> = BTreeMap::new();
+    let mut current: Option<u32> = None;
+    for line in text.lines() {
+        if line.starts_with("Thread ") {
+            current = line
+                .split("LWP ")
+                .nth(1)
+                .and_then(|s| s.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok());
+            continue;
+        }
+        let Some(tid) = current else { continue };
+        if let Some(rest) = line.strip_prefix('#') {
+            // "#1  0x... in f (a=1) at src/x.c:12" or "#0  f (a=1) at src/x.c:12"
+            let rest = rest.split_once(' ').map(|x| x.1).unwrap_or("").trim_start();
+            let rest = match rest.split_once(" in ") {
+                Some((addr, r)) if addr.starts_with("0x") => r,
+                _ => rest,
+            };
+            let function = rest.split([' ', '(']).next().unwrap_or("").to_string();
+            let (file, line_no) = match rest.rsplit_once(" at ") {
+                Some((_, loc)) => match loc.rsplit_once(':') {
+                    Some((f, l)) => (f.to_string(), l.trim().parse().unwrap_or(0)),
+                    None => (String::new(), 0),
+                },
+                None => (String::new(), 0),
+            };
+            threads.entry(tid).or_default().push(GdbFrame {
+                function,
+                file,
+                line: line_no,
+                ..Default::default()
+            });
+        } else if let Some(local) = line.strip_prefix("        ") {
+            if let (Some((name, value)), Some(f)) =
+                (local.split_once(" = "), threads.get_mut(&tid).and_then(|v| v.last_mut()))
+            {
+                f.locals.insert(name.to_string(), value.to_string());
+            }
+        }
+    }
+    threads
+}
+
+fn gdb_print(exe: &std::path::Path, core: &std::path::Path, names: &[String]) -> Vec<String> {
+    let mut cmd = std::process::Command::new("gdb");
+    cmd.args(["-batch", "-nx", "-ex", "set print repeats unlimited"]);
+    for n in names {
+        cmd.arg("-ex").arg(format!("output {n}")).arg("-ex").arg("echo \\n");
+    }
+    let out = cmd.arg(exe).arg(core).output().expect("gdb runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{') || l.parse::<i64>().is_ok())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn frames_and_trace_variables_match_gdb() {
+    if !have("gdb") {
+        eprintln!("gdb not installed; skipping");
+        return;
+    }
+    let mut checked = 0;
+    for fx in fixture_crashes() {
+        let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
+        let gdb = gdb_threads(&fx.exe, &fx.core);
+        for t in &crash.threads {
+            let ours: Vec<(&str, u32)> = t
+                .frames
+                .iter()
+                .filter(|f| f.graph_function.is_some())
+                .map(|f| (f.function.as_deref().unwrap_or(""), f.location.as_ref().map_or(0, |l| l.line)))
+                .collect();
+            let theirs_all = gdb.get(&t.tid).unwrap_or_else(|| panic!("{}: gdb has no thread {}", fx.name(), t.tid));
+            let program: Vec<&GdbFrame> = theirs_all
+                .iter()
+                .filter(|f| crash.graph.functions.iter().any(|g| g.name == f.function))
+                .filter(|f| !f.file.is_empty())
+                .collect();
+            let theirs: Vec<(&str, u32)> = program.iter().map(|f| (f.function.as_str(), f.line)).collect();
+            assert_eq!(ours, theirs, "{}: thread {} program frames differ from gdb", fx.name(), t.tid);
+            // The trace variables, frame by frame.
+            let frames = t.frames.iter().filter(|f| f.graph_function.is_some());
+            for (f, g) in frames.zip(&program) {
+                for v in &f.variables {
+                    if !v.name.starts_with("__PT_") && !v.name.starts_with("__CC_arr") && !v.name.starts_with("__BBC_arr") {
+                        continue;
+                    }
+                    let gv = g.locals.get(&v.name).unwrap_or_else(|| {
+                        panic!("{}: gdb shows no {} in {}", fx.name(), v.name, g.function)
+                    });
+                    assert_eq!(&v.value, gv, "{}: {} in {}", fx.name(), v.name, g.function);
+                    checked += 1;
+                }
+            }
+        }
+        // Coverage globals.
+        let names: Vec<String> = crash
+            .graph
+            .functions
+            .iter()
+            .filter(|f| f.coverage_instrumented)
+            .map(|f| f.name.clone())
+            .collect();
+        let _ = names;
+        let globals = global_names(&fx.exe);
+        if !globals.is_empty() {
+            let values = gdb_print(&fx.exe, &fx.core, &globals);
+            let ours = csi_dump::global_values(&crash, &globals);
+            assert_eq!(values.len(), globals.len(), "{}: gdb printed {values:?}", fx.name());
+            for ((name, theirs), ours) in globals.iter().zip(&values).zip(&ours) {
+                assert_eq!(ours.as_deref(), Some(theirs.as_str()), "{}: {name}", fx.name());
+                checked += 1;
+            }
+        }
+    }
+    eprintln!("{checked} values agree with gdb");
+}
+
+/// Names of the coverage globals in the executable's symbol table.
+fn global_names(exe: &std::path::Path) -> Vec<String> {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(exe).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let mut v: Vec<String> = file
+        .symbols()
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .filter(|n| n.starts_with("__CC_arr_") || n.starts_with("__BBC_arr_") || n.starts_with("__FC_arr_"))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
