@@ -140,7 +140,12 @@ pub(crate) fn load(exe: &Path, core_path: &Path, opts: &LoadOptions) -> Result<C
 /// Loads a crash from an executable and a core already in memory (fuzzing, tests).
 pub fn load_bytes(exe: Vec<u8>, core: Vec<u8>) -> Result<Crash, DumpError> {
     let core = CoreFile::parse(Path::new("<core>"), ImageBytes::Owned(core))?;
-    load_parts(Path::new("<exe>"), ImageBytes::Owned(exe), core, &LoadOptions::default())
+    load_parts(
+        Path::new("<exe>"),
+        ImageBytes::Owned(exe),
+        core,
+        &LoadOptions::default(),
+    )
 }
 
 fn load_parts(

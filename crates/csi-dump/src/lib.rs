@@ -19,7 +19,9 @@ pub mod unwind;
 use std::path::{Path, PathBuf};
 
 pub use error::DumpError;
-pub use extract::{load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, PathStep};
+pub use extract::{
+    load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, PathStep,
+};
 
 /// Values of global variables by name (see [`Crash::global_values`]).
 pub fn global_values(crash: &Crash, names: &[String]) -> Vec<Option<String>> {

@@ -20,7 +20,12 @@ struct GdbFrame {
 fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, Vec<GdbFrame>> {
     let out = std::process::Command::new("gdb")
         .args(["-batch", "-nx", "-ex", "set print repeats unlimited"])
-        .args(["-ex", "set print elements unlimited", "-ex", "thread apply all bt full"])
+        .args([
+            "-ex",
+            "set print elements unlimited",
+            "-ex",
+            "thread apply all bt full",
+        ])
         .arg(exe)
         .arg(core)
         .output()
@@ -30,10 +35,11 @@ fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, V
     let mut current: Option<u32> = None;
     for line in text.lines() {
         if line.starts_with("Thread ") {
-            current = line
-                .split("LWP ")
-                .nth(1)
-                .and_then(|s| s.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok());
+            current = line.split("LWP ").nth(1).and_then(|s| {
+                s.trim_end_matches(|c: char| !c.is_ascii_digit())
+                    .parse()
+                    .ok()
+            });
             continue;
         }
         let Some(tid) = current else { continue };
@@ -59,9 +65,10 @@ fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, V
                 ..Default::default()
             });
         } else if let Some(local) = line.strip_prefix("        ") {
-            if let (Some((name, value)), Some(f)) =
-                (local.split_once(" = "), threads.get_mut(&tid).and_then(|v| v.last_mut()))
-            {
+            if let (Some((name, value)), Some(f)) = (
+                local.split_once(" = "),
+                threads.get_mut(&tid).and_then(|v| v.last_mut()),
+            ) {
                 f.locals.insert(name.to_string(), value.to_string());
             }
         }
@@ -73,7 +80,10 @@ fn gdb_print(exe: &std::path::Path, core: &std::path::Path, names: &[String]) ->
     let mut cmd = std::process::Command::new("gdb");
     cmd.args(["-batch", "-nx", "-ex", "set print repeats unlimited"]);
     for n in names {
-        cmd.arg("-ex").arg(format!("output {n}")).arg("-ex").arg("echo \\n");
+        cmd.arg("-ex")
+            .arg(format!("output {n}"))
+            .arg("-ex")
+            .arg("echo \\n");
     }
     let out = cmd.arg(exe).arg(core).output().expect("gdb runs");
     String::from_utf8_lossy(&out.stdout)
@@ -99,21 +109,40 @@ fn frames_and_trace_variables_match_gdb() {
                 .frames
                 .iter()
                 .filter(|f| f.graph_function.is_some())
-                .map(|f| (f.function.as_deref().unwrap_or(""), f.location.as_ref().map_or(0, |l| l.line)))
+                .map(|f| {
+                    (
+                        f.function.as_deref().unwrap_or(""),
+                        f.location.as_ref().map_or(0, |l| l.line),
+                    )
+                })
                 .collect();
-            let theirs_all = gdb.get(&t.tid).unwrap_or_else(|| panic!("{}: gdb has no thread {}", fx.name(), t.tid));
+            let theirs_all = gdb
+                .get(&t.tid)
+                .unwrap_or_else(|| panic!("{}: gdb has no thread {}", fx.name(), t.tid));
             let program: Vec<&GdbFrame> = theirs_all
                 .iter()
                 .filter(|f| crash.graph.functions.iter().any(|g| g.name == f.function))
                 .filter(|f| !f.file.is_empty())
                 .collect();
-            let theirs: Vec<(&str, u32)> = program.iter().map(|f| (f.function.as_str(), f.line)).collect();
-            assert_eq!(ours, theirs, "{}: thread {} program frames differ from gdb", fx.name(), t.tid);
+            let theirs: Vec<(&str, u32)> = program
+                .iter()
+                .map(|f| (f.function.as_str(), f.line))
+                .collect();
+            assert_eq!(
+                ours,
+                theirs,
+                "{}: thread {} program frames differ from gdb",
+                fx.name(),
+                t.tid
+            );
             // The trace variables, frame by frame.
             let frames = t.frames.iter().filter(|f| f.graph_function.is_some());
             for (f, g) in frames.zip(&program) {
                 for v in &f.variables {
-                    if !v.name.starts_with("__PT_") && !v.name.starts_with("__CC_arr") && !v.name.starts_with("__BBC_arr") {
+                    if !v.name.starts_with("__PT_")
+                        && !v.name.starts_with("__CC_arr")
+                        && !v.name.starts_with("__BBC_arr")
+                    {
                         continue;
                     }
                     let gv = g.locals.get(&v.name).unwrap_or_else(|| {
@@ -137,9 +166,19 @@ fn frames_and_trace_variables_match_gdb() {
         if !globals.is_empty() {
             let values = gdb_print(&fx.exe, &fx.core, &globals);
             let ours = csi_dump::global_values(&crash, &globals);
-            assert_eq!(values.len(), globals.len(), "{}: gdb printed {values:?}", fx.name());
+            assert_eq!(
+                values.len(),
+                globals.len(),
+                "{}: gdb printed {values:?}",
+                fx.name()
+            );
             for ((name, theirs), ours) in globals.iter().zip(&values).zip(&ours) {
-                assert_eq!(ours.as_deref(), Some(theirs.as_str()), "{}: {name}", fx.name());
+                assert_eq!(
+                    ours.as_deref(),
+                    Some(theirs.as_str()),
+                    "{}: {name}",
+                    fx.name()
+                );
                 checked += 1;
             }
         }
@@ -155,7 +194,9 @@ fn global_names(exe: &std::path::Path) -> Vec<String> {
     let mut v: Vec<String> = file
         .symbols()
         .filter_map(|s| s.name().ok().map(str::to_string))
-        .filter(|n| n.starts_with("__CC_arr_") || n.starts_with("__BBC_arr_") || n.starts_with("__FC_arr_"))
+        .filter(|n| {
+            n.starts_with("__CC_arr_") || n.starts_with("__BBC_arr_") || n.starts_with("__FC_arr_")
+        })
         .collect();
     v.sort();
     v.dedup();

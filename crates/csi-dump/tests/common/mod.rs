@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! Finding the checked-in fixture crashes (`fixtures/crashes/**/{<exe>,core}`).
 
 use std::path::{Path, PathBuf};
@@ -28,7 +29,9 @@ pub fn fixtures_root() -> PathBuf {
 fn is_elf_exe(p: &Path) -> bool {
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::metadata(p) else { return false };
+    let Ok(meta) = std::fs::metadata(p) else {
+        return false;
+    };
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
         return false;
     }
@@ -44,14 +47,22 @@ pub fn fixture_crashes() -> Vec<FixtureCrash> {
     let mut out = Vec::new();
     let mut stack = vec![fixtures_root()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         let entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
         let core = d.join("core");
         if core.is_file() {
-            if let Some(exe) = entries.iter().find(|p| is_elf_exe(p) && p.file_name() != Some("core".as_ref())) {
-                let oracle = [d.join("coverage.json"), d.join("../oracle").join("coverage.json")]
-                    .into_iter()
-                    .find(|p| p.is_file());
+            if let Some(exe) = entries
+                .iter()
+                .find(|p| is_elf_exe(p) && p.file_name() != Some("core".as_ref()))
+            {
+                let oracle = [
+                    d.join("coverage.json"),
+                    d.join("../oracle").join("coverage.json"),
+                ]
+                .into_iter()
+                .find(|p| p.is_file());
                 out.push(FixtureCrash {
                     dir: d.clone(),
                     exe: exe.clone(),
@@ -64,7 +75,10 @@ pub fn fixture_crashes() -> Vec<FixtureCrash> {
     }
     out.sort_by(|a, b| a.dir.cmp(&b.dir));
     if out.is_empty() {
-        eprintln!("no fixture crashes under {}; skipping", fixtures_root().display());
+        eprintln!(
+            "no fixture crashes under {}; skipping",
+            fixtures_root().display()
+        );
     }
     out
 }
