@@ -2,6 +2,13 @@
 //! on it surely ran, **never** if every node on it surely did not, **may** otherwise; it is
 //! also **partial** when it has both surely-run and never-run nodes (so `partial ⊆ must`).
 //! Lines without code get nothing.
+//!
+//! Optimized code is different: an instruction may keep the line of a statement it was moved
+//! out of (hoisted address arithmetic), and the executed copy of a line may have lost its
+//! line entirely (folded into an inlined copy) while an unexecuted copy kept it. So a line
+//! with a node of an optimized function is **must** only if all its nodes surely ran, and
+//! **never** only if all its nodes are in functions that never started and were not inlined
+//! anywhere; everything else there is **may**.
 
 use std::collections::BTreeMap;
 
@@ -34,6 +41,11 @@ struct Seen {
     yes: bool,
     no: bool,
     maybe: bool,
+    /// Some node on the line is in an optimized function.
+    optimized: bool,
+    /// Some node on the line is an optimized function's, and that function may have run
+    /// (or has inlined copies elsewhere).
+    optimized_unsure_never: bool,
 }
 
 /// Projects `(node, answer)` pairs onto lines, keyed by file name.
@@ -42,6 +54,15 @@ pub fn project_lines(
     answers: impl IntoIterator<Item = (NodeId, Coverage)>,
 ) -> BTreeMap<String, FileLines> {
     let mut per_file: BTreeMap<u32, BTreeMap<u32, Seen>> = BTreeMap::new();
+    let answers: Vec<(NodeId, Coverage)> = answers.into_iter().collect();
+    // Functions whose entry surely did not run (per these answers).
+    let mut entry_no = vec![false; g.functions.len()];
+    for &(node, c) in &answers {
+        let f = g.node(node).function;
+        if g.function(f).entry == node && c == Coverage::No {
+            entry_no[f as usize] = true;
+        }
+    }
     for (node, c) in answers {
         let Some(file) = g.file_of(node) else {
             continue;
@@ -54,6 +75,13 @@ pub fn project_lines(
                 Coverage::No => s.no = true,
                 Coverage::Maybe => s.maybe = true,
             }
+            let func = g.function(g.node(node).function);
+            if func.optimized {
+                s.optimized = true;
+                if !entry_no[g.node(node).function as usize] || func.inlined_elsewhere {
+                    s.optimized_unsure_never = true;
+                }
+            }
         }
     }
     per_file
@@ -61,6 +89,12 @@ pub fn project_lines(
         .map(|(file, lines)| {
             let mut out = FileLines::default();
             for (line, s) in lines {
+                if s.optimized
+                    && ((s.yes && (s.no || s.maybe)) || (!s.yes && s.optimized_unsure_never))
+                {
+                    out.may.push(line);
+                    continue;
+                }
                 if s.yes {
                     out.must.push(line);
                     if s.no {

@@ -70,6 +70,9 @@ pub struct Options {
     pub pt_size: u32,
     /// The source path as given on the command line (for `<mash>`).
     pub source: String,
+    /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
+    /// approximate, which the line projection must know.
+    pub optimized: bool,
 }
 
 /// Outcome of instrumenting one module.
@@ -488,6 +491,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let mut cfg = CfgFunction {
             csi_cfg: CFG_FORMAT_VERSION,
             address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
+            optimized: opts.optimized,
             name: name.clone(),
             linkage_name: Some(name.clone()),
             file: if fn_file.is_empty() {

@@ -291,6 +291,12 @@ fn main() {
             per_function: per_function.clone(),
             pt_size,
             source: src.clone(),
+            // The last -O flag wins, as in clang; -O0 and none mean unoptimized.
+            optimized: flags
+                .iter()
+                .rev()
+                .find(|f| f.starts_with("-O"))
+                .is_some_and(|f| f != "-O0"),
         };
         match instrument::instrument_file(&bc, &ibc, &opts) {
             Ok(r) => {

@@ -206,6 +206,7 @@ pub fn csiclipse(i: &Inputs) -> String {
 /// input's directory.
 pub fn source_text(input: &Path, file: &str) -> Option<Vec<String>> {
     let p = Path::new(file);
+    let input = std::fs::canonicalize(input).unwrap_or_else(|_| input.to_path_buf());
     let dir = input.parent().unwrap_or(Path::new("."));
     let mut candidates: Vec<PathBuf> = vec![p.to_path_buf()];
     if p.is_relative() {

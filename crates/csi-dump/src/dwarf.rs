@@ -74,6 +74,8 @@ pub struct DebugInfo {
     subprograms: Vec<(u64, u64, usize, UnitOffset<usize>)>,
     /// Global variables by name: (unit, DIE).
     globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>>,
+    /// Names of functions with inlined instances somewhere.
+    pub inlined: std::collections::HashSet<String>,
 }
 
 /// Is there any DWARF at all in this image?
@@ -107,6 +109,7 @@ impl DebugInfo {
         }
         let mut subprograms = Vec::new();
         let mut globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>> = HashMap::new();
+        let mut inlined_offsets: Vec<(usize, UnitOffset<usize>)> = Vec::new();
         for (ui, unit) in units.iter().enumerate() {
             let mut entries = unit.entries();
             while let Ok(Some(e)) = entries.next_dfs() {
@@ -119,6 +122,13 @@ impl DebugInfo {
                                     subprograms.push((r.begin, r.end, ui, e.offset()));
                                 }
                             }
+                        }
+                    }
+                    gimli::DW_TAG_inlined_subroutine => {
+                        if let Some(AttributeValue::UnitRef(o)) =
+                            e.attr_value(gimli::DW_AT_abstract_origin)
+                        {
+                            inlined_offsets.push((ui, o));
                         }
                     }
                     gimli::DW_TAG_variable if depth == 1 => {
@@ -139,13 +149,25 @@ impl DebugInfo {
             }
         }
         subprograms.sort_by_key(|s| (s.0, s.1));
-        Ok(DebugInfo {
+        let mut info = DebugInfo {
             dwarf,
             ctx,
             units,
             subprograms,
             globals,
-        })
+            inlined: Default::default(),
+        };
+        let mut inlined = std::collections::HashSet::new();
+        for (ui, o) in inlined_offsets {
+            let unit = &info.units[ui];
+            if let Ok(e) = unit.entry(o) {
+                if let Some(n) = info.die_name(unit, &e) {
+                    inlined.insert(n);
+                }
+            }
+        }
+        info.inlined = inlined;
+        Ok(info)
     }
 
     /// Source position of a link-time address.

@@ -49,6 +49,9 @@ pub struct CrashFrame {
     pub module: String,
     pub function: Option<String>,
     pub location: Option<SourceLoc>,
+    /// Position in the frame's own function: `location` unless code inlined into it is running,
+    /// then the position of the outermost inlined call.
+    pub call_location: Option<SourceLoc>,
     /// Inlined calls at this pc, innermost first (empty when nothing is inlined here).
     pub inlined: Vec<InlineFrame>,
     pub variables: Vec<Variable>,
@@ -232,6 +235,12 @@ fn load_parts(
         (ProgramGraph::default(), Metadata::None)
     };
     drop(elf);
+    let mut graph = graph;
+    if let Some(d) = &debug {
+        for f in &mut graph.functions {
+            f.inlined_elsewhere = d.inlined.contains(&f.name);
+        }
+    }
 
     let signal = process.core.siginfo.as_ref().map(|s| SignalInfo {
         signo: s.signo,
@@ -446,6 +455,7 @@ impl<'a> Extract<'a> {
             module: module.map(|m| m.name.clone()).unwrap_or_else(|| "?".into()),
             function: None,
             location: None,
+            call_location: None,
             inlined: Vec::new(),
             variables: Vec::new(),
             graph_function: None,
@@ -479,8 +489,12 @@ impl<'a> Extract<'a> {
         cf.function = name
             .clone()
             .or_else(|| m.symbolize(lookup_pc).map(|(n, _)| n));
+        cf.call_location = cf.location.clone();
         if inl.len() > 1 {
-            inl.pop();
+            cf.call_location = inl
+                .pop()
+                .and_then(|f| f.location)
+                .or(cf.call_location.take());
             cf.inlined = inl;
         }
         if let Some(sp) = sp {
@@ -533,10 +547,11 @@ impl<'a> Extract<'a> {
             .filter(|r| r.path_traced && r.pt.is_some())
         {
             match self.decode_path(f, rec, &cf.variables, &point) {
-                Ok((path, current, from_entry)) => {
+                Ok((path, current, from_entry, note)) => {
                     point = current;
                     rf.path = path;
                     rf.path_from_entry = from_entry;
+                    cf.path_note = note;
                 }
                 Err(why) => cf.path_note = Some(why),
             }
@@ -648,7 +663,7 @@ impl<'a> Extract<'a> {
         rec: &CfgFunction,
         vars: &[Variable],
         point: &[NodeId],
-    ) -> Result<(Vec<NodeId>, Vec<NodeId>, bool), String> {
+    ) -> Result<(Vec<NodeId>, Vec<NodeId>, bool, Option<String>), String> {
         let pt = rec.pt.as_ref().ok_or("no path graph")?;
         let var = |name: &str| {
             vars.iter()
@@ -726,6 +741,13 @@ impl<'a> Extract<'a> {
             .copied()
             .filter(|&n| block_of(n) == Some(cur_block))
             .collect();
+        if point.len() > 1 {
+            // The path must run exactly up to the point; with several candidate nodes in the
+            // block, which nodes of the block ran before the crash is unknown.
+            let note =
+                "the current position matches several nodes of its block; path trace not used";
+            return Ok((Vec::new(), point, false, Some(note.into())));
+        }
         let wrapped = *arr.last().unwrap() != -1;
         let ids = unrotate_ring(&arr, idx as usize);
         let mut completed: Vec<DecodedPath> = Vec::new();
@@ -765,7 +787,7 @@ impl<'a> Extract<'a> {
         } else {
             !wrapped && completed[0].start == PathStart::Entry
         };
-        Ok((path, point, from_entry))
+        Ok((path, point, from_entry, None))
     }
 
     fn global_coverage(&self, notices: &mut Vec<String>) -> BTreeMap<NodeId, bool> {

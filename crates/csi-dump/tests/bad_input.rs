@@ -26,25 +26,35 @@ fn first() -> Option<FixtureCrash> {
 #[test]
 fn core_of_another_program_is_refused() {
     let all = fixture_crashes();
-    let Some(b) = all.iter().find(|b| {
-        std::fs::read(&b.exe).ok() != std::fs::read(&all[0].exe).ok()
-    }) else {
+    let Some(b) = all
+        .iter()
+        .find(|b| std::fs::read(&b.exe).ok() != std::fs::read(&all[0].exe).ok())
+    else {
         eprintln!("need two different fixture programs; skipping");
         return;
     };
     let a = &all[0];
-    let e = open(&a.exe, &b.core).err().expect("mismatch must be refused");
+    let e = open(&a.exe, &b.core)
+        .err()
+        .expect("mismatch must be refused");
     assert!(matches!(e, DumpError::Mismatch { .. }), "{e}");
     let msg = e.to_string();
-    assert!(msg.contains("was not produced by") && !msg.contains('\n'), "{msg}");
+    assert!(
+        msg.contains("was not produced by") && !msg.contains('\n'),
+        "{msg}"
+    );
 }
 
 #[test]
 fn executable_given_as_core_and_core_as_executable() {
     let Some(fx) = first() else { return };
-    let e = open(&fx.exe, &fx.exe).err().expect("an executable is not a core");
+    let e = open(&fx.exe, &fx.exe)
+        .err()
+        .expect("an executable is not a core");
     assert!(matches!(e, DumpError::NotCore { .. }), "{e}");
-    let e = open(&fx.core, &fx.core).err().expect("a core is not an executable");
+    let e = open(&fx.core, &fx.core)
+        .err()
+        .expect("a core is not an executable");
     assert!(matches!(e, DumpError::CoreGivenAsExe { .. }), "{e}");
     let junk = scratch("junk");
     std::fs::write(&junk, b"this is not an ELF file at all").unwrap();
@@ -60,7 +70,15 @@ fn truncated_cores_load_partially_or_fail_cleanly() {
     let bytes = std::fs::read(&fx.core).unwrap();
     let whole = open(&fx.exe, &fx.core).unwrap();
     let mut partial_loads = 0;
-    for cut in [64, 1000, 4096, bytes.len() / 4, bytes.len() / 2, bytes.len() - 4096, bytes.len() - 1] {
+    for cut in [
+        64,
+        1000,
+        4096,
+        bytes.len() / 4,
+        bytes.len() / 2,
+        bytes.len() - 4096,
+        bytes.len() - 1,
+    ] {
         let p = scratch(&format!("core-cut-{cut}"));
         std::fs::write(&p, &bytes[..cut]).unwrap();
         match open(&fx.exe, &p) {
@@ -71,15 +89,25 @@ fn truncated_cores_load_partially_or_fail_cleanly() {
                     "cut at {cut}: no notice in {:?}",
                     c.notices
                 );
-                assert_eq!(c.threads.len(), whole.threads.len(), "thread list comes from the notes");
+                assert_eq!(
+                    c.threads.len(),
+                    whole.threads.len(),
+                    "thread list comes from the notes"
+                );
             }
             Err(e) => {
-                assert!(matches!(e, DumpError::Corrupt { .. } | DumpError::NotElf { .. }), "cut at {cut}: {e}");
+                assert!(
+                    matches!(e, DumpError::Corrupt { .. } | DumpError::NotElf { .. }),
+                    "cut at {cut}: {e}"
+                );
                 assert!(!e.to_string().contains('\n'));
             }
         }
     }
-    assert!(partial_loads > 0, "a core cut in its memory part still loads");
+    assert!(
+        partial_loads > 0,
+        "a core cut in its memory part still loads"
+    );
 }
 
 #[test]
@@ -97,7 +125,11 @@ fn corrupted_cores_never_panic() {
     };
     for round in 0..300 {
         let mut c = core.clone();
-        let hot = if round % 2 == 0 { 8192.min(c.len()) } else { c.len() };
+        let hot = if round % 2 == 0 {
+            8192.min(c.len())
+        } else {
+            c.len()
+        };
         for _ in 0..(1 + next() % 8) {
             let i = (next() as usize) % hot;
             c[i] = next() as u8;
@@ -122,8 +154,13 @@ fn stripped_executable_still_shows_the_stack() {
         .unwrap()
         .success();
     assert!(ok);
-    let c = open(&stripped, &fx.core).expect("a stripped build of the same program matches its core");
-    assert!(c.notices.iter().any(|n| n.contains("no debug info")), "{:?}", c.notices);
+    let c =
+        open(&stripped, &fx.core).expect("a stripped build of the same program matches its core");
+    assert!(
+        c.notices.iter().any(|n| n.contains("no debug info")),
+        "{:?}",
+        c.notices
+    );
     assert_eq!(c.metadata, csi_dump::Metadata::None);
     assert!(!c.threads[0].frames.is_empty());
 }
@@ -137,14 +174,28 @@ fn executable_without_csi_metadata_falls_back_to_the_stack() {
     }
     let plain = scratch("no-metadata");
     let mut cmd = std::process::Command::new("objcopy");
-    for s in [".debug_CSI_CFG", ".debug_PT", ".debug_CC", ".debug_BBC", ".debug_FC"] {
+    for s in [
+        ".debug_CSI_CFG",
+        ".debug_PT",
+        ".debug_CC",
+        ".debug_BBC",
+        ".debug_FC",
+    ] {
         cmd.arg(format!("--remove-section={s}"));
     }
     assert!(cmd.arg(&fx.exe).arg(&plain).status().unwrap().success());
     let c = open(&plain, &fx.core).unwrap();
     assert_eq!(c.metadata, csi_dump::Metadata::None);
-    assert!(c.notices.iter().any(|n| n.contains("no CSI metadata")), "{:?}", c.notices);
+    assert!(
+        c.notices.iter().any(|n| n.contains("no CSI metadata")),
+        "{:?}",
+        c.notices
+    );
     // Frames still have functions, lines and variables from DWARF.
-    let f0 = c.threads[0].frames.iter().find(|f| f.location.is_some()).expect("a frame with a line");
+    let f0 = c.threads[0]
+        .frames
+        .iter()
+        .find(|f| f.location.is_some())
+        .expect("a frame with a line");
     assert!(!f0.variables.is_empty());
 }

@@ -99,6 +99,12 @@ pub struct Function {
     pub nodes: Vec<NodeId>,
     pub path_traced: bool,
     pub coverage_instrumented: bool,
+    /// Compiled with optimization: instructions may carry the line of code moved out of its
+    /// statement, and executed copies of a line may have lost their line, so line answers
+    /// are made conservative (see `csi_analysis::project_lines`).
+    pub optimized: bool,
+    /// Copies of this function were inlined into others (their code is accounted there).
+    pub inlined_elsewhere: bool,
 }
 
 /// The immutable program graph. Build it with [`ProgramGraphBuilder`].
@@ -235,6 +241,8 @@ impl ProgramGraphBuilder {
             nodes: Vec::new(),
             path_traced: false,
             coverage_instrumented: false,
+            optimized: false,
+            inlined_elsewhere: false,
         });
         self.entries.push(Vec::new());
         self.exits.push(Vec::new());

@@ -22,8 +22,13 @@ impl FixtureCrash {
     }
 }
 
+/// `fixtures/crashes` (checked in), or the directory in `CSI_FIXTURES` (e.g. the full
+/// matrix `fixtures/build.sh` writes to `fixtures/build`).
 pub fn fixtures_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/crashes")
+    match std::env::var_os("CSI_FIXTURES") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/crashes"),
+    }
 }
 
 fn is_elf_exe(p: &Path) -> bool {
@@ -59,7 +64,14 @@ pub fn fixture_crashes() -> Vec<FixtureCrash> {
             {
                 let oracle = [
                     d.join("coverage.json"),
-                    d.join("../oracle").join("coverage.json"),
+                    // `../oracle-O<n>/` in a build directory.
+                    d.join(format!(
+                        "../oracle-{}/coverage.json",
+                        d.file_name()
+                            .and_then(|n| n.to_str())
+                            .and_then(|n| n.rsplit_once('-'))
+                            .map_or("", |(_, o)| o)
+                    )),
                 ]
                 .into_iter()
                 .find(|p| p.is_file());

@@ -126,6 +126,9 @@ pub struct CfgFunction {
     /// library code may call it). `None` in version-1 records: unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address_taken: Option<bool>,
+    /// Compiled with optimization: code may have moved between source lines.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optimized: bool,
     /// Why path tracing was requested but not done (e.g. too many paths).
     #[serde(default)]
     pub pt_skipped: Option<String>,
@@ -250,6 +253,7 @@ pub fn cfg_program_graph(
             func.linkage_name = f.linkage_name.clone();
             func.path_traced = f.path_traced;
             func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
+            func.optimized = f.optimized;
         }
         by_name.entry(f.name.as_str()).or_default().push((i, fid));
         let prefix = if count[f.name.as_str()] > 1 {
