@@ -62,9 +62,34 @@ pub struct Coverages {
     /// The plain csi-grissom-equivalent answer (context-insensitive UTL without our
     /// refinements), kept for comparison and reporting.
     pub context_insensitive: Vec<Coverage>,
+    /// Point nodes that ran only up to a position (frames stopped inside them).
+    pub stopped: Vec<(NodeId, csi_model::SourcePos)>,
 }
 
 impl Coverages {
+    /// Global answer per source line.
+    pub fn global_lines(
+        &self,
+        g: &ProgramGraph,
+    ) -> std::collections::BTreeMap<String, crate::FileLines> {
+        let answers = self
+            .global
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (i as NodeId, c));
+        crate::lines::project_lines_cut(g, answers, &self.stopped)
+    }
+
+    /// One frame's answer per source line.
+    pub fn frame_lines(
+        &self,
+        g: &ProgramGraph,
+        frame: &FrameCoverage,
+    ) -> std::collections::BTreeMap<String, crate::FileLines> {
+        let answers = frame.status.iter().map(|(&n, &c)| (n, c));
+        crate::lines::project_lines_cut(g, answers, &self.stopped)
+    }
+
     pub fn count(&self, c: Coverage) -> usize {
         self.global.iter().filter(|&&x| x == c).count()
     }
@@ -208,10 +233,18 @@ pub fn best_effort_coverage(
             status,
         });
     }
+    let stopped = report
+        .threads
+        .iter()
+        .flat_map(|t| &t.frames)
+        .filter_map(|f| f.stopped_at.map(|p| f.point.iter().map(move |&n| (n, p))))
+        .flatten()
+        .collect();
     Ok(Coverages {
         global,
         frames: out_frames,
         context_insensitive: plain,
+        stopped,
     })
 }
 

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use csi_model::{Coverage, LineStatus, NodeId, ProgramGraph};
+use csi_model::{Coverage, LineStatus, NodeId, ProgramGraph, SourcePos};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FileLines {
@@ -53,6 +53,32 @@ pub fn project_lines(
     g: &ProgramGraph,
     answers: impl IntoIterator<Item = (NodeId, Coverage)>,
 ) -> BTreeMap<String, FileLines> {
+    project_lines_cut(g, answers, &[])
+}
+
+/// Lines of a node that ran only up to a position: the point node of a frame that stopped
+/// inside it (the crash). Lines of its instructions after `pos` are not known to have run.
+fn lines_up_to(g: &ProgramGraph, node: NodeId, pos: SourcePos) -> Vec<u32> {
+    let ps = &g.node(node).positions;
+    let cut = ps
+        .iter()
+        .position(|p| *p == pos)
+        .or_else(|| ps.iter().position(|p| p.line == pos.line))
+        .unwrap_or(ps.len());
+    ps[..=cut.min(ps.len().saturating_sub(1))]
+        .iter()
+        .map(|p| p.line)
+        .filter(|&l| l > 0)
+        .collect()
+}
+
+/// [`project_lines`] where some Yes nodes ran only partly (`cuts`: node and the position it
+/// stopped at). Their later lines count as Maybe unless known otherwise.
+pub fn project_lines_cut(
+    g: &ProgramGraph,
+    answers: impl IntoIterator<Item = (NodeId, Coverage)>,
+    cuts: &[(NodeId, SourcePos)],
+) -> BTreeMap<String, FileLines> {
     let mut per_file: BTreeMap<u32, BTreeMap<u32, Seen>> = BTreeMap::new();
     let answers: Vec<(NodeId, Coverage)> = answers.into_iter().collect();
     // Functions whose entry surely did not run (per these answers).
@@ -68,8 +94,22 @@ pub fn project_lines(
             continue;
         };
         let lines = per_file.entry(file).or_default();
+        let ran_to: Option<Vec<u32>> = (c == Coverage::Yes)
+            .then(|| {
+                let cut: Vec<u32> = cuts
+                    .iter()
+                    .filter(|(n, _)| *n == node)
+                    .flat_map(|&(n, p)| lines_up_to(g, n, p))
+                    .collect();
+                (!cut.is_empty()).then_some(cut)
+            })
+            .flatten();
         for line in g.node(node).lines() {
             let s = lines.entry(line).or_default();
+            let c = match &ran_to {
+                Some(ok) if !ok.contains(&line) => Coverage::Maybe,
+                _ => c,
+            };
             match c {
                 Coverage::Yes => s.yes = true,
                 Coverage::No => s.no = true,

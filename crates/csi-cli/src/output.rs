@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use csi_analysis::{project_lines, ActiveSet, Coverages, FileLines};
+use csi_analysis::{ActiveSet, Coverages, FileLines};
 use csi_dump::Crash;
 use csi_model::{Coverage, FailureReport, FuncId, LineStatus, NodeId, ProgramGraph};
 
@@ -70,7 +70,7 @@ pub fn json(i: &Inputs) -> String {
                 v["file"] = json!(file);
                 v["line"] = json!(line);
             }
-            v["lines"] = json!(project_lines(g, answers));
+            v["lines"] = json!(i.coverage.frame_lines(g, f));
             v
         })
         .collect();
@@ -94,7 +94,7 @@ pub fn json(i: &Inputs) -> String {
         },
         "global": out.take(),
         "frames": frames,
-        "lines": project_lines(g, global),
+        "lines": i.coverage.global_lines(g),
         "active": {
             "nodes": ids(g, (0..g.node_count() as NodeId).filter(|&n| i.active.nodes[n as usize])),
             "edges": edges,
@@ -167,7 +167,6 @@ pub fn csiclipse(i: &Inputs) -> String {
     let g = i.graph;
     let mut out = String::new();
     for f in &i.coverage.frames {
-        let answers: Vec<(NodeId, Coverage)> = f.status.iter().map(|(&n, &c)| (n, c)).collect();
         let fr = &i.report.threads[f.thread].frames[f.frame];
         let path: Vec<u32> = fr
             .path
@@ -175,7 +174,7 @@ pub fn csiclipse(i: &Inputs) -> String {
             .chain(&fr.point)
             .filter_map(|&n| g.node(n).lines().next())
             .collect();
-        for (file, l) in project_lines(g, answers) {
+        for (file, l) in i.coverage.frame_lines(g, f) {
             let _ = writeln!(
                 out,
                 "{};{};local;{};{};{};{}",
@@ -188,7 +187,7 @@ pub fn csiclipse(i: &Inputs) -> String {
             );
         }
     }
-    for (file, l) in project_lines(g, global_answers(i.coverage)) {
+    for (file, l) in i.coverage.global_lines(g) {
         let _ = writeln!(
             out,
             "unused;{};global;{};{};{};0",
@@ -269,7 +268,7 @@ pub fn text(i: &Inputs, color: bool) -> String {
         );
         frame_of.entry(f.function).or_default().push(k);
     }
-    let global = project_lines(g, global_answers(cov));
+    let global = cov.global_lines(g);
     // Group functions by file, ordered by their first line.
     let mut by_file: BTreeMap<String, Vec<(u32, FuncId)>> = BTreeMap::new();
     for (f, func) in g.functions.iter().enumerate() {
@@ -297,8 +296,7 @@ pub fn text(i: &Inputs, color: bool) -> String {
                     ks.iter()
                         .map(|&k| {
                             let fc = &cov.frames[k];
-                            let answers = fc.status.iter().map(|(&n, &c)| (n, c));
-                            let pl = project_lines(g, answers);
+                            let pl = cov.frame_lines(g, fc);
                             (fc.frame, pl.get(&file).cloned().unwrap_or_default())
                         })
                         .collect()

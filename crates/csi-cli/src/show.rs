@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use csi_analysis::{project_lines, Coverages, FileLines};
+use csi_analysis::{Coverages, FileLines};
 use csi_dump::{Crash, CrashFrame};
-use csi_model::{Coverage, LineStatus, NodeId};
+use csi_model::{Coverage, LineStatus};
 
 use crate::output::source_text;
 
@@ -131,13 +131,7 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
         return out;
     };
     // Each program frame of the crashing thread: its function with local and global status.
-    let global_answers: Vec<(NodeId, Coverage)> = cov
-        .global
-        .iter()
-        .enumerate()
-        .map(|(i, &x)| (i as NodeId, x))
-        .collect();
-    let global = project_lines(g, global_answers.iter().copied());
+    let global = cov.global_lines(g);
     let empty = FileLines::default();
     let mut sources: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
     for t in c.threads.iter().filter(|t| t.report_thread.is_some()) {
@@ -153,7 +147,7 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
             let Some(file) = gf.file.map(|x| g.file_name(x).to_string()) else {
                 continue;
             };
-            let local = project_lines(g, fc.status.iter().map(|(&n, &c)| (n, c)));
+            let local = cov.frame_lines(g, fc);
             let ll = local.get(&file).unwrap_or(&empty);
             let gl = global.get(&file).unwrap_or(&empty);
             let lines: Vec<u32> = gf

@@ -579,6 +579,14 @@ impl<'a> Extract<'a> {
             ));
         }
         rf.point = point;
+        rf.stopped_at = (!at_call)
+            .then(|| {
+                cf.location.as_ref().map(|l| csi_model::SourcePos {
+                    line: l.line,
+                    column: l.column,
+                })
+            })
+            .flatten();
         cf.path = rf
             .path
             .iter()
@@ -593,6 +601,16 @@ impl<'a> Extract<'a> {
                 }
                 acc
             });
+        // The point node ran only up to the stop position: its later lines are not steps.
+        if let (Some(stop), [p]) = (rf.stopped_at, rf.point.as_slice()) {
+            if let Some(k) = cf
+                .path
+                .iter()
+                .rposition(|s| s.node == *p && s.line == stop.line)
+            {
+                cf.path.truncate(k + 1);
+            }
+        }
         (cf, Some(rf))
     }
 

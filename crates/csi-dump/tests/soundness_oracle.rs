@@ -16,8 +16,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use csi_analysis::{best_effort_coverage, project_lines};
-use csi_model::{Coverage, NodeId};
+use csi_analysis::best_effort_coverage;
 
 use common::fixture_crashes;
 
@@ -97,12 +96,6 @@ fn must_and_never_agree_with_clang_coverage() {
                 .map(|f| active.get(&f.name).copied().unwrap_or(0))
                 .sum()
         };
-        let global: Vec<(NodeId, Coverage)> = cov
-            .global
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| (i as NodeId, c))
-            .collect();
         let mut check = |scope: &str, file: &str, line: u32, must: bool| {
             let Some(count) = oracle_count(&oracle, file, line) else {
                 return;
@@ -127,7 +120,7 @@ fn must_and_never_agree_with_clang_coverage() {
                 checked += 1;
             }
         };
-        for (file, l) in project_lines(g, global.iter().copied()) {
+        for (file, l) in cov.global_lines(g) {
             for &line in &l.must {
                 check("global", &file, line, true);
             }
@@ -136,7 +129,7 @@ fn must_and_never_agree_with_clang_coverage() {
             }
         }
         for f in &cov.frames {
-            for (file, l) in project_lines(g, f.status.iter().map(|(&n, &c)| (n, c))) {
+            for (file, l) in cov.frame_lines(g, f) {
                 for &line in &l.must {
                     check(
                         &format!("frame #{} of thread {}", f.frame, f.thread),

@@ -35,6 +35,9 @@ pub struct Frame {
     /// or `pthread_create`'s thread start, or the C runtime calling `main`): the next frame
     /// out, if any, is not its caller in the graph.
     pub called_from_outside: bool,
+    /// Where the frame stopped inside its point node (the crash position), when the frame is
+    /// not at a call: the node ran only up to here in this activation.
+    pub stopped_at: Option<crate::graph::SourcePos>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
