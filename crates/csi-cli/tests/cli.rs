@@ -27,9 +27,83 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
 }
 
+const EXE: &str = "fixtures/crashes/null_deref/realistic-O0/null_deref";
+const CORE: &str = "fixtures/crashes/null_deref/realistic-O0/core";
+
 #[test]
-fn no_arguments_runs_the_bundled_example() {
+fn no_arguments_shows_the_bundled_crash() {
     let o = csi(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("Program terminated with signal SIGSEGV"), "{out}");
+    assert!(out.contains("#0   charge (list="), "{out}");
+    assert!(out.contains("who=") && out.contains("\"zed\""), "argument values from the core: {out}");
+    let row = |n: u32| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{n} ")) && l.contains('│'))
+            .unwrap_or_else(|| panic!("no line {n} in\n{out}"))
+            .to_string()
+    };
+    // The crash line ran; the branch not taken and the code after the crash never did.
+    assert!(row(31).contains("must"), "{}", row(31));
+    assert!(row(30).contains("never"), "{}", row(30));
+    assert!(row(42).contains("never"), "{}", row(42));
+    assert!(out.contains("path trace (oldest → current): 27 → 28 → 29 → 31\n"), "{out}");
+}
+
+#[test]
+fn crash_json_contract() {
+    let o = csi(&["analyze", "--exe", EXE, "--core", CORE, "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for k in ["yes", "no", "maybe"] {
+        assert!(v["global"][k].is_array(), "{k}");
+        assert!(v["frames"][0][k].is_array(), "{k}");
+    }
+    let file = "./src/null_deref.c";
+    let lines = &v["lines"][file];
+    assert!(lines["must"].as_array().unwrap().contains(&serde_json::json!(31)), "{lines}");
+    assert!(lines["never"].as_array().unwrap().contains(&serde_json::json!(42)), "{lines}");
+    let t0 = &v["threads"][0];
+    assert_eq!(t0["crashed"], true);
+    let f0 = &t0["frames"][0];
+    assert_eq!(f0["function"], "charge");
+    assert_eq!(f0["file"], file);
+    assert_eq!(f0["line"], 31);
+    assert!(f0["column"].as_u64().unwrap() > 0);
+    let steps: Vec<u64> = f0["path"].as_array().unwrap().iter().map(|s| s[1].as_u64().unwrap()).collect();
+    assert_eq!(steps, [27, 28, 29, 31]);
+    assert_eq!(v["signal"]["name"], "SIGSEGV");
+    // Frame ids are the graph's own node ids.
+    assert!(v["frames"][0]["point"][0].as_str().unwrap().starts_with("charge#"));
+}
+
+#[test]
+fn crash_bad_input_exit_codes() {
+    let other = "fixtures/crashes/oob_write/realistic-O0/core";
+    let o = csi(&["analyze", "--exe", EXE, "--core", other]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("was not produced by") && err.lines().count() == 1, "{err}");
+    let o = csi(&["show", "--exe", EXE, "--core", EXE]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a core dump"), "{}", stderr(&o));
+}
+
+#[test]
+fn show_lists_every_thread() {
+    let d = "fixtures/crashes/thread_crash/realistic-O0";
+    let o = csi(&["show", "--exe", &format!("{d}/thread_crash"), "--core", &format!("{d}/core")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.matches("\nThread ").count(), 3, "{out}");
+    assert!(out.contains("(crashed)\n  #0   compute"), "{out}");
+    assert!(out.contains("parker"), "{out}");
+}
+
+#[test]
+fn analyze_without_arguments_runs_the_bundled_example() {
+    let o = csi(&["analyze"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("Crash stack"), "{out}");
