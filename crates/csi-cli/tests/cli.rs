@@ -35,9 +35,15 @@ fn no_arguments_shows_the_bundled_crash() {
     let o = csi(&[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains("Program terminated with signal SIGSEGV"), "{out}");
+    assert!(
+        out.contains("Program terminated with signal SIGSEGV"),
+        "{out}"
+    );
     assert!(out.contains("#0   charge (list="), "{out}");
-    assert!(out.contains("who=") && out.contains("\"zed\""), "argument values from the core: {out}");
+    assert!(
+        out.contains("who=") && out.contains("\"zed\""),
+        "argument values from the core: {out}"
+    );
     let row = |n: u32| {
         out.lines()
             .find(|l| l.trim_start().starts_with(&format!("{n} ")) && l.contains('│'))
@@ -48,7 +54,10 @@ fn no_arguments_shows_the_bundled_crash() {
     assert!(row(31).contains("must"), "{}", row(31));
     assert!(row(30).contains("never"), "{}", row(30));
     assert!(row(42).contains("never"), "{}", row(42));
-    assert!(out.contains("path trace (oldest → current): 27 → 28 → 29 → 31\n"), "{out}");
+    assert!(
+        out.contains("path trace (oldest → current): 27 → 28 → 29 → 31\n"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -62,8 +71,20 @@ fn crash_json_contract() {
     }
     let file = "./src/null_deref.c";
     let lines = &v["lines"][file];
-    assert!(lines["must"].as_array().unwrap().contains(&serde_json::json!(31)), "{lines}");
-    assert!(lines["never"].as_array().unwrap().contains(&serde_json::json!(42)), "{lines}");
+    assert!(
+        lines["must"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(31)),
+        "{lines}"
+    );
+    assert!(
+        lines["never"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(42)),
+        "{lines}"
+    );
     let t0 = &v["threads"][0];
     assert_eq!(t0["crashed"], true);
     let f0 = &t0["frames"][0];
@@ -71,11 +92,19 @@ fn crash_json_contract() {
     assert_eq!(f0["file"], file);
     assert_eq!(f0["line"], 31);
     assert!(f0["column"].as_u64().unwrap() > 0);
-    let steps: Vec<u64> = f0["path"].as_array().unwrap().iter().map(|s| s[1].as_u64().unwrap()).collect();
+    let steps: Vec<u64> = f0["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[1].as_u64().unwrap())
+        .collect();
     assert_eq!(steps, [27, 28, 29, 31]);
     assert_eq!(v["signal"]["name"], "SIGSEGV");
     // Frame ids are the graph's own node ids.
-    assert!(v["frames"][0]["point"][0].as_str().unwrap().starts_with("charge#"));
+    assert!(v["frames"][0]["point"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("charge#"));
 }
 
 #[test]
@@ -84,7 +113,10 @@ fn crash_bad_input_exit_codes() {
     let o = csi(&["analyze", "--exe", EXE, "--core", other]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("was not produced by") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("was not produced by") && err.lines().count() == 1,
+        "{err}"
+    );
     let o = csi(&["show", "--exe", EXE, "--core", EXE]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not a core dump"), "{}", stderr(&o));
@@ -93,7 +125,13 @@ fn crash_bad_input_exit_codes() {
 #[test]
 fn show_lists_every_thread() {
     let d = "fixtures/crashes/thread_crash/realistic-O0";
-    let o = csi(&["show", "--exe", &format!("{d}/thread_crash"), "--core", &format!("{d}/core")]);
+    let o = csi(&[
+        "show",
+        "--exe",
+        &format!("{d}/thread_crash"),
+        "--core",
+        &format!("{d}/core"),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert_eq!(out.matches("\nThread ").count(), 3, "{out}");

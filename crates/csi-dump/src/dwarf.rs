@@ -896,7 +896,7 @@ impl Formatter<'_> {
     fn c_string(&self, p: u64) -> Option<String> {
         let mut bytes = Vec::new();
         for chunk in 0..(MAX_STRING / 40 + 1) {
-            let addr = p + (chunk * 40) as u64;
+            let addr = p.wrapping_add((chunk * 40) as u64);
             let mut got = None;
             for n in [40usize, 8, 1] {
                 if let Some(b) = (self.read)(addr, n) {

@@ -153,7 +153,7 @@ fn memory_build_id(core: &CoreFile, base: u64) -> Option<Vec<u8>> {
     let h = object::elf::FileHeader64::<LE>::parse(head).ok()?;
     let phoff = h.e_phoff(LE);
     let phnum = h.e_phnum(LE) as usize;
-    let table = core.memory(base + phoff, phnum * 56);
+    let table = core.memory(base.wrapping_add(phoff), phnum * 56);
     if table.len() < phnum * 56 {
         return None;
     }
@@ -172,7 +172,10 @@ fn memory_build_id(core: &CoreFile, base: u64) -> Option<Vec<u8>> {
         let vaddr = u64::from_le_bytes(p[16..24].try_into().ok()?);
         let size = u64::from_le_bytes(p[32..40].try_into().ok()?) as usize;
         let align = u64::from_le_bytes(p[48..56].try_into().ok()?);
-        let bytes = core.memory(base + vaddr - first_vaddr, size);
+        let bytes = core.memory(
+            base.wrapping_add(vaddr).wrapping_sub(first_vaddr),
+            size.min(1 << 16),
+        );
         let Ok(mut it) = object::read::elf::NoteIterator::<object::elf::FileHeader64<LE>>::new(
             LE,
             align.max(4),
@@ -413,9 +416,9 @@ impl Process {
         }
         let bytes = m.bytes.as_ref()?;
         let &(start, end, off) = m.maps.iter().find(|x| x.0 <= addr && addr < x.1)?;
-        let pos = (off + (addr - start)) as usize;
+        let pos = off.wrapping_add(addr - start) as usize;
         let n = buf.len().min((end - addr) as usize);
-        let src = bytes.get(pos..pos + n)?;
+        let src = bytes.get(pos..pos.checked_add(n)?)?;
         // Stop at the next dumped byte so the core's (possibly written) copy wins.
         buf[..n].copy_from_slice(src);
         Some(n)

@@ -113,9 +113,9 @@ impl<'p> Unwinder<'p> {
             let sp = f.regs[RSP].ok_or("no stack pointer")?;
             let ra = p.read_u64(sp).ok_or("stack top not readable")?;
             let mut regs = f.regs;
-            regs[RSP] = Some(sp + 8);
+            regs[RSP] = Some(sp.wrapping_add(8));
             regs[RIP] = Some(ra);
-            f.cfa = Some(sp + 8);
+            f.cfa = Some(sp.wrapping_add(8));
             return Ok(Some(PhysFrame {
                 pc: ra,
                 regs,
@@ -142,14 +142,14 @@ impl<'p> Unwinder<'p> {
         if bp == 0 {
             return Ok(None);
         }
-        let ra = p.read_u64(bp + 8);
+        let ra = p.read_u64(bp.wrapping_add(8));
         let saved_bp = p.read_u64(bp);
         match (ra, saved_bp) {
             (Some(0), _) => Ok(None),
             (Some(ra), Some(saved)) if p.core.is_executable(ra) || p.module_at(ra).is_some() => {
-                f.cfa = Some(bp + 16);
+                f.cfa = Some(bp.wrapping_add(16));
                 let mut regs: Registers = [None; 17];
-                regs[RSP] = Some(bp + 16);
+                regs[RSP] = Some(bp.wrapping_add(16));
                 regs[RBP] = Some(saved);
                 regs[RIP] = Some(ra);
                 Ok(Some(PhysFrame {
