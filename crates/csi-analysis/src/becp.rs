@@ -264,6 +264,34 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
     for (&node, &ran) in &report.global_coverage {
         never[node as usize] = !ran;
     }
+    // A candidate for a frame's point that is recorded as never run cannot be the point; with
+    // other candidates left, drop it rather than call the report inconsistent.
+    let narrowed;
+    let report = if report.threads.iter().flat_map(|t| &t.frames).any(|f| {
+        f.point.len() > 1
+            && f.point
+                .iter()
+                .any(|x| never[*x as usize] || f.local_coverage.get(x) == Some(&false))
+    }) {
+        let mut r = report.clone();
+        for f in r.threads.iter_mut().flat_map(|t| &mut t.frames) {
+            let keep: Vec<NodeId> = f
+                .point
+                .iter()
+                .copied()
+                .filter(|x| !never[*x as usize] && f.local_coverage.get(x) != Some(&false))
+                .collect();
+            if !keep.is_empty() {
+                f.point = keep;
+            }
+        }
+        narrowed = r;
+        &narrowed
+    } else {
+        report
+    };
+    let crashing = report.crashing_thread().ok_or(ReportError::NoFrames)?;
+    let innermost = crashing.frames.first().ok_or(ReportError::NoFrames)?;
     let ctx = Context::new(g, never);
 
     // Step 2: every frame's activation.

@@ -239,6 +239,15 @@ pub fn cfg_program_graph(
     file: &str,
 ) -> Result<ProgramGraph, InputError> {
     let mut b = ProgramGraphBuilder::new();
+    // A function's address may be taken in another unit, which sees only a declaration and
+    // lists it among its module record's `address_taken_externals`.
+    let taken_elsewhere: std::collections::HashSet<&str> = modules
+        .iter()
+        .flat_map(|m| m.address_taken_externals.iter().map(String::as_str))
+        .collect();
+    let address_taken = |f: &CfgFunction| {
+        f.address_taken != Some(false) || taken_elsewhere.contains(f.name.as_str())
+    };
     let mut count: HashMap<&str, usize> = HashMap::new();
     for f in funcs {
         *count.entry(f.name.as_str()).or_default() += 1;
@@ -319,7 +328,7 @@ pub fn cfg_program_graph(
                 v.extend(
                     funcs
                         .iter()
-                        .filter(|g| g.file != f.file && g.address_taken != Some(false))
+                        .filter(|g| g.file != f.file && address_taken(g))
                         .map(|g| g.name.as_str()),
                 );
                 v.sort_unstable();
@@ -363,12 +372,12 @@ pub fn cfg_program_graph(
     }) || modules.iter().any(|m| {
         m.address_taken_externals
             .iter()
-            .any(|x| !crate::libc::never_calls_back(x))
+            .any(|x| !defined(x) && !crate::libc::never_calls_back(x))
     });
     let mut roots: Vec<u32> = Vec::new();
     for (i, f) in funcs.iter().enumerate() {
         let init = modules.iter().any(|m| m.init_fini.contains(&f.name));
-        if init || (unknown_library_call && f.address_taken != Some(false)) {
+        if init || (unknown_library_call && address_taken(f)) {
             roots.push(i as u32);
         }
     }
