@@ -22,9 +22,10 @@
 //! back edges are exactly the Ball–Larus path ids; a back edge stores `sum − ψ(u)` and
 //! re-initialises the sum to the phony root's increment `weight + ψ(h)`. Edges into the virtual
 //! exit and phony roots cost the same whatever their increment (a store happens there anyway),
-//! so they are preferred as chords. The frequency estimate: each loop iterates 10 times, branches
-//! split by the given probabilities (LLVM `!prof` branch weights) or evenly; critical edges
-//! count double (an increment there needs a new block).
+//! so they are preferred as chords. The frequency estimate: each loop iterates 10 times (edges
+//! leaving a loop carry a tenth of their block's frequency), branches split by the given
+//! probabilities (LLVM `!prof` branch weights) or evenly; critical edges count double (an
+//! increment there needs a new block).
 //!
 //! The decoder does not rely on any particular placement: it accepts csi-cc v1.4.0 metadata as
 //! well, whose phony-exit weights are not recorded. It uses the fact that when all ENTRY→EXIT sums
@@ -350,6 +351,31 @@ fn potential(
             preds[t as usize] += 1;
         }
     }
+    // Natural-loop bodies per loop head (blocks reaching a latch without passing the head),
+    // to keep flow roughly conserved: an edge leaving k loops is divided by LOOP_TRIPS^k.
+    let mut rpreds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for &u in order {
+        for &t in &succ[u as usize] {
+            rpreds[t as usize].push(u);
+        }
+    }
+    let mut loops_of: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for &h in heads {
+        let mut inside = vec![false; n];
+        inside[h as usize] = true;
+        let mut stack: Vec<u32> = back.iter().filter(|e| e.1 == h).map(|e| e.0).collect();
+        while let Some(v) = stack.pop() {
+            if !inside[v as usize] {
+                inside[v as usize] = true;
+                stack.extend(rpreds[v as usize].iter().copied());
+            }
+        }
+        for (v, &i) in inside.iter().enumerate() {
+            if i {
+                loops_of[v].push(h);
+            }
+        }
+    }
     // Block frequencies in topological order (reverse postorder) over the DAG.
     let mut freq = vec![0f64; n];
     freq[entry as usize] = 1.0;
@@ -363,7 +389,11 @@ fn potential(
         };
         freq[u as usize] = f;
         for (k, &t) in succ[u as usize].iter().enumerate() {
-            let ef = f * prob[u as usize][k];
+            let left = loops_of[u as usize]
+                .iter()
+                .filter(|h| !loops_of[t as usize].contains(h))
+                .count();
+            let ef = f * prob[u as usize][k] / LOOP_TRIPS.powi(left as i32);
             if back.contains(&(u, t)) {
                 // Phony exit u → EXIT: its increment is folded into the store.
                 cand.push((0.0, u, exit, weight_of[&(u, 0, exit)]));
