@@ -20,9 +20,9 @@
 //! ψ(EXIT) = 0` and `increment(e) = weight(e) + ψ(head) − ψ(tail)` (0 on tree edges). Every
 //! ENTRY→EXIT sum of increments then equals the sum of weights, so the values stored at exits and
 //! back edges are exactly the Ball–Larus path ids; a back edge stores `sum − ψ(u)` and
-//! re-initialises the sum to the phony root's increment `weight + ψ(h)`. Edges into the virtual
-//! exit and phony roots cost the same whatever their increment (a store happens there anyway),
-//! so they are preferred as chords. The frequency estimate: each loop iterates 10 times (edges
+//! re-initialises the sum to the phony root's increment `weight + ψ(h)`. Phony roots cost the
+//! same whatever their increment (the re-initialisation stores a constant anyway) and edges into
+//! the virtual exit only a register add before the path store, so they are preferred as chords. The frequency estimate: each loop iterates 10 times (edges
 //! leaving a loop carry a tenth of their block's frequency), branches split by the given
 //! probabilities (LLVM `!prof` branch weights) or evenly; critical edges count double (an
 //! increment there needs a new block).
@@ -344,6 +344,9 @@ fn potential(
     weight_of: &HashMap<(u32, u8, u32), i64>,
 ) -> Vec<i64> {
     const LOOP_TRIPS: f64 = 10.0;
+    // Relative cost of an increment folded into a path store (a register add) against one on
+    // an edge (a read-modify-write of the volatile running sum).
+    const FOLDED: f64 = 0.5;
     let n = succ.len();
     let mut preds = vec![0usize; n];
     for s in succ {
@@ -395,8 +398,8 @@ fn potential(
                 .count();
             let ef = f * prob[u as usize][k] / LOOP_TRIPS.powi(left as i32);
             if back.contains(&(u, t)) {
-                // Phony exit u → EXIT: its increment is folded into the store.
-                cand.push((0.0, u, exit, weight_of[&(u, 0, exit)]));
+                // Phony exit u → EXIT: its increment is one register add before the store.
+                cand.push((FOLDED * ef, u, exit, weight_of[&(u, 0, exit)]));
             } else {
                 freq[t as usize] += ef;
                 let critical = succ[u as usize].len() > 1 && preds[t as usize] > 1;
@@ -405,7 +408,7 @@ fn potential(
             }
         }
         if succ[u as usize].is_empty() {
-            cand.push((0.0, u, exit, weight_of[&(u, 2, exit)]));
+            cand.push((FOLDED * f, u, exit, weight_of[&(u, 2, exit)]));
         }
     }
     for &h in heads {
