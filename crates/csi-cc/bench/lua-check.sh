@@ -1,41 +1,100 @@
 #!/usr/bin/env bash
-# Builds Lua 5.4 (Debian's lua5.4 source, upstream tarball inside it) three ways — plain clang-19,
-# csi-cc realistic, csi-cc bb — in a scratch dir outside the repo, checks that bench/lua/programs.lua
-# prints the same and exits the same, then runs the overhead benchmark (bench/lua/heavy.lua,
-# medians of RUNS runs, ratios to plain, max RSS).
+# Builds Lua 5.4 (Debian's lua5.4 source, upstream tarball inside it) with plain clang-19 and with
+# csi-cc in several tracing configurations, in a scratch dir outside the repo; checks that
+# bench/lua/programs.lua prints the same and exits the same in every build; then runs the overhead
+# benchmark bench/lua/heavy.lua: medians of RUNS interleaved runs, time and max-RSS ratios to plain,
+# and (CALLGRIND=1, the default when valgrind is installed) instruction counts under callgrind
+# (profiles left in <scratch>/<config>.callgrind for callgrind_annotate).
+#
+# Configurations:
+#   plain      clang-19 -g (same -O2 flags from Lua's makefile)
+#   cc         --csi-scheme=cc         call-site coverage everywhere
+#   pt         --csi-scheme=pt         path tracing everywhere
+#   realistic  --csi-scheme=realistic  CC + PT everywhere (csi-cc's default)
+#   fixed      --csi-scheme=cc --csi-schema=<file>: CC everywhere, PT only in the functions a
+#              Lua crash stack shows (the dissertation's "Realistic (fixed)")
+#   bb         --csi-scheme=bb         basic-block coverage everywhere
+#
 # Usage: crates/csi-cc/bench/lua-check.sh [scratch-dir]   (needs deb-src in apt sources)
+# Environment: RUNS (default 5), SCALE (heavy.lua scale, default 70 ≈ 2.3 s plain), CG_SCALE
+# (scale under callgrind, default 2), CALLGRIND=0 to skip instruction counts, BUILD=0 to reuse
+# the builds already in the scratch dir, CONFIGS to choose configurations.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 CSI="${CSI_CC:-$HERE/../target/release/csi-cc}"
 W="${1:-/tmp/csi-lua}"
 RUNS="${RUNS:-5}"
+SCALE="${SCALE:-70}"
+CG_SCALE="${CG_SCALE:-2}"
+BUILD="${BUILD:-1}"
+CALLGRIND="${CALLGRIND:-$(command -v valgrind >/dev/null && echo 1 || echo 0)}"
+read -r -a CONFIGS <<<"${CONFIGS:-plain cc pt realistic fixed bb}"
 mkdir -p "$W" && cd "$W"
-[ -f lua5.4_*.orig.tar.gz ] || apt-get source --download-only lua5.4 >/dev/null
-rm -rf o plain realistic bb && mkdir o && tar xzf lua5.4_*.orig.tar.gz -C o
-SRC=$(ls -d o/*/)
-for v in plain realistic bb; do cp -r "$SRC" "$v"; done
-(cd plain/src && make -s -j2 linux CC="clang-19 -g" >/dev/null)
-(cd realistic/src && make -s -j2 linux CC="$CSI --csi-scheme=realistic" >/dev/null)
-(cd bb/src && make -s -j2 linux CC="$CSI --csi-scheme=bb" >/dev/null)
+# PT only where a crash stack in the Lua interpreter would point (lua.c → API → VM → tables).
+cat >fixed.schema <<'SCHEMA'
+main;{CC,PT}
+pmain;{CC,PT}
+docall;{CC,PT}
+lua_pcallk;{CC,PT}
+lua_getfield;{CC,PT}
+luaD_call;{CC,PT}
+luaD_callnoyield;{CC,PT}
+luaD_precall;{CC,PT}
+luaV_execute;{CC,PT}
+luaV_finishget;{CC,PT}
+luaH_get;{CC,PT}
+luaH_getint;{CC,PT}
+luaH_getshortstr;{CC,PT}
+SCHEMA
+cc_for() {
+  case "$1" in
+    plain) echo "clang-19 -g" ;;
+    fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/fixed.schema" ;;
+    *) echo "$CSI --csi-scheme=$1" ;;
+  esac
+}
+if [ "$BUILD" = 1 ]; then
+  [ -f lua5.4_*.orig.tar.gz ] || apt-get source --download-only lua5.4 >/dev/null
+  rm -rf o && mkdir o && tar xzf lua5.4_*.orig.tar.gz -C o
+  SRC=$(ls -d o/*/)
+  for v in "${CONFIGS[@]}"; do
+    rm -rf "$v" && cp -r "$SRC" "$v"
+    (cd "$v/src" && make -s -j2 linux CC="$(cc_for "$v")" >/dev/null)
+  done
+fi
 status=0
-for v in plain realistic bb; do
+for v in "${CONFIGS[@]}"; do
   set +e; "./$v/src/lua" "$HERE/lua/programs.lua" >"$v.out" 2>&1; echo "exit=$?" >>"$v.out"; set -e
+  "./$v/src/lua" "$HERE/lua/heavy.lua" 1 >>"$v.out" 2>&1
 done
-for v in realistic bb; do
-  if cmp -s plain.out "$v.out"; then echo "lua programs: $v output identical to plain"; else echo "lua programs: $v DIFFERS"; diff plain.out "$v.out" || true; status=1; fi
+for v in "${CONFIGS[@]}"; do
+  [ "$v" = plain ] && continue
+  if cmp -s plain.out "$v.out"; then echo "lua programs: $v output identical to plain"
+  else echo "lua programs: $v DIFFERS"; diff plain.out "$v.out" || true; status=1; fi
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-declare -A T R
-for v in plain realistic bb; do
-  : >"$v.times"; : >"$v.rss"
-  for i in $(seq "$RUNS"); do
-    /usr/bin/env time -f "%e %M" -o t.txt "./$v/src/lua" "$HERE/lua/heavy.lua" >/dev/null 2>&1 || \
-      { s=$(date +%s.%N); "./$v/src/lua" "$HERE/lua/heavy.lua" >/dev/null; e=$(date +%s.%N); echo "$(echo "$e - $s" | bc) 0" >t.txt; }
+for v in "${CONFIGS[@]}"; do : >"$v.times"; : >"$v.rss"; done
+# Interleaved rounds, so that load from other processes spreads over all configurations.
+for i in $(seq "$RUNS"); do
+  for v in "${CONFIGS[@]}"; do
+    /usr/bin/env time -f "%e %M" -o t.txt "./$v/src/lua" "$HERE/lua/heavy.lua" "$SCALE" >/dev/null
     awk '{print $1}' t.txt >>"$v.times"; awk '{print $2}' t.txt >>"$v.rss"
   done
-  T[$v]=$(median <"$v.times"); R[$v]=$(median <"$v.rss")
 done
-for v in plain realistic bb; do
-  echo "$v: median ${T[$v]} s, max RSS ${R[$v]} KiB, time ratio $(echo "scale=3; ${T[$v]} / ${T[plain]}" | bc)"
+declare -A T R I
+for v in "${CONFIGS[@]}"; do
+  T[$v]=$(median <"$v.times"); R[$v]=$(median <"$v.rss"); I[$v]=-
+  if [ "$CALLGRIND" = 1 ]; then
+    # valgrind 3.19 cannot read clang-19's DWARF 5; the symbol table is enough here.
+    objcopy --strip-debug "./$v/src/lua" "$v.nodebug"
+    I[$v]=$(valgrind --tool=callgrind --callgrind-out-file="$v.callgrind" "./$v.nodebug" \
+      "$HERE/lua/heavy.lua" "$CG_SCALE" 2>&1 >/dev/null | awk '/Collected/ {print $NF}')
+  fi
+done
+ratio() { if [ "$2" = - ] || [ "$3" = - ]; then echo -; else echo "scale=3; $2 / $3" | bc; fi; }
+printf '%-10s %9s %7s %9s %7s %14s %7s\n' config "time(s)" ratio "RSS(KiB)" ratio "instr" ratio
+for v in "${CONFIGS[@]}"; do
+  printf '%-10s %9s %7s %9s %7s %14s %7s\n' "$v" "${T[$v]}" "$(ratio x "${T[$v]}" "${T[plain]}")" \
+    "${R[$v]}" "$(ratio x "${R[$v]}" "${R[plain]}")" "${I[$v]}" "$(ratio x "${I[$v]}" "${I[plain]}")"
 done
 exit $status

@@ -225,6 +225,27 @@ impl Ctx {
         l
     }
 
+    /// `len` zero bytes at `p` (8-aligned) as one volatile `llvm.memset`, which the backend
+    /// lowers to the widest stores available (16-byte vector stores on x86-64).
+    unsafe fn vmemset0(&self, p: LLVMValueRef, len: u64) {
+        let name = "llvm.memset";
+        let id = LLVMLookupIntrinsicID(name.as_ptr() as _, name.len());
+        let mut tys = [LLVMTypeOf(p), self.i64t];
+        let decl = LLVMGetIntrinsicDeclaration(self.module, id, tys.as_mut_ptr(), 2);
+        let fty = LLVMIntrinsicGetType(self.ctx, id, tys.as_mut_ptr(), 2);
+        let mut args = [
+            p,
+            LLVMConstInt(self.i8t, 0, 0),
+            LLVMConstInt(self.i64t, len, 0),
+            LLVMConstInt(LLVMInt1TypeInContext(self.ctx), 1, 0),
+        ];
+        let call = LLVMBuildCall2(self.builder, fty, decl, args.as_mut_ptr(), 4, c"".as_ptr());
+        // Destination alignment 8 (the allocas are 8-aligned).
+        let kind = LLVMGetEnumAttributeKindForName(c"align".as_ptr(), 5);
+        let attr = LLVMCreateEnumAttribute(self.ctx, kind, 8);
+        LLVMAddCallSiteAttribute(call, 1, attr);
+    }
+
     unsafe fn position_before(&self, i: LLVMValueRef) {
         LLVMPositionBuilderBefore(self.builder, i);
     }
@@ -645,7 +666,8 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             if has_indirectbr {
                 cfg.pt_skipped = Some("indirect branch (computed goto)".into());
             } else {
-                match ballarus::number(0, &succs) {
+                let probs: Vec<Vec<f64>> = bbs.iter().map(|&b| branch_weights(c, b)).collect();
+                match ballarus::number_with_probabilities(0, &succs, &probs) {
                     Ok(nb) => numbering = Some(nb),
                     Err(e) => cfg.pt_skipped = Some(e.to_string()),
                 }
@@ -842,10 +864,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         {
             let len = LLVMGetArrayLength2(lty);
             c.position_before(after_allocas(bbs[0]));
-            for k in 0..len / 8 {
-                let p = c.gep(lty, a, LLVMConstInt(c.i64t, k * 8, 0));
-                c.vstore(LLVMConstInt(c.i64t, 0, 0), p);
-            }
+            c.vmemset0(a, len);
         }
         cfg_text.push_str(&cfg.to_line());
     }
@@ -888,6 +907,49 @@ fn push_unique(v: &mut Vec<String>, s: String) {
     if !v.contains(&s) {
         v.push(s);
     }
+}
+
+/// The `!prof` branch weights of a block's terminator (`branch_weights`, one per successor, as
+/// clang attaches for `__builtin_expect` and LLVM's heuristics keep); empty when absent.
+unsafe fn branch_weights(c: &Ctx, bb: LLVMBasicBlockRef) -> Vec<f64> {
+    let term = LLVMGetBasicBlockTerminator(bb);
+    if term.is_null() {
+        return Vec::new();
+    }
+    let kind = LLVMGetMDKindIDInContext(c.ctx, c"prof".as_ptr(), 4);
+    let md = LLVMGetMetadata(term, kind);
+    if md.is_null() {
+        return Vec::new();
+    }
+    let n = LLVMGetMDNodeNumOperands(md) as usize;
+    let mut ops = vec![ptr::null_mut(); n];
+    LLVMGetMDNodeOperands(md, ops.as_mut_ptr());
+    let mut len = 0u32;
+    let tag = if n > 0 && !ops[0].is_null() {
+        LLVMGetMDString(ops[0], &mut len)
+    } else {
+        ptr::null()
+    };
+    if tag.is_null()
+        || std::slice::from_raw_parts(tag as *const u8, len as usize) != b"branch_weights"
+    {
+        return Vec::new();
+    }
+    let mut w = Vec::new();
+    for &op in &ops[1..] {
+        if op.is_null() {
+            return Vec::new();
+        }
+        if !LLVMIsAConstantInt(op).is_null() {
+            w.push(LLVMConstIntGetZExtValue(op) as f64);
+        } else if LLVMGetMDString(op, &mut len).is_null() {
+            return Vec::new(); // neither a weight nor a tag such as "expected"
+        }
+    }
+    if w.len() != LLVMGetNumSuccessors(term) as usize {
+        return Vec::new();
+    }
+    w
 }
 
 /// First instruction after the leading allocas of the entry block.
@@ -941,7 +1003,7 @@ unsafe fn instrument_paths(
         }
     };
     // Emits "store the completed path (+inc) and advance the index".
-    let store_path = |inc: i64| {
+    let store_path = |inc: i64, idx_known_zero: bool| {
         let s = c.vload(c.i64t, cur);
         let s = if inc != 0 {
             LLVMBuildAdd(
@@ -953,6 +1015,13 @@ unsafe fn instrument_paths(
         } else {
             s
         };
+        if idx_known_zero {
+            // Without back edges this is the only store this frame ever makes: the index is
+            // still 0, so the same memory results without loading it.
+            c.vstore(s, c.gep(arr_ty, arr, LLVMConstInt(c.i64t, 0, 0)));
+            c.vstore(LLVMConstInt(c.i64t, u64::from(n > 1), 0), idx);
+            return;
+        }
         let i = c.vload(c.i64t, idx);
         let p = c.gep(arr_ty, arr, i);
         c.vstore(s, p);
@@ -1012,7 +1081,7 @@ unsafe fn instrument_paths(
         match act {
             Act::Inc(i) => add(i),
             Act::Back(store_inc, reinit) => {
-                store_path(store_inc);
+                store_path(store_inc, false);
                 c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
             }
         }
@@ -1021,7 +1090,7 @@ unsafe fn instrument_paths(
     for (&u, &inc) in &nb.exits {
         if info[u as usize].is_ret {
             c.position_before(LLVMGetBasicBlockTerminator(bbs[u as usize]));
-            store_path(inc);
+            store_path(inc, nb.back_edges.is_empty());
         }
     }
 }

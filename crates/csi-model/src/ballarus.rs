@@ -13,13 +13,25 @@
 //! NumPaths(s1)+NumPaths(s2), …`. Every ENTRY→EXIT path then has a unique sum of weights in
 //! `0..NumPaths(ENTRY)`.
 //!
-//! Our numbering orders each block's phony exit first (weight 0) and uses increment = weight on
-//! every edge, so a back edge stores the running sum unchanged and re-initialises it to the phony
-//! root's weight. The decoder does not rely on that: it accepts csi-cc v1.4.0 metadata, whose
-//! increments come from a spanning-tree (chord) placement and whose phony-exit weights are not
-//! recorded. It uses the fact that when all ENTRY→EXIT sums of increments equal the sums of
-//! weights, `increment(e) − weight(e)` is a potential difference `ψ(head) − ψ(tail)`, so a partial
-//! sum of increments at `v` is the prefix's weight sum plus `ψ(v)`.
+//! Our numbering orders each block's phony exit first (weight 0). Increments are placed on the
+//! chords of a maximum-weight spanning tree (Ball & Larus's event counting): the tree — over the
+//! DAG's edges plus `EXIT — ENTRY` — is chosen so that the edges estimated to run most often
+//! carry no increment at all, and the increments follow from a potential `ψ` with `ψ(ENTRY) =
+//! ψ(EXIT) = 0` and `increment(e) = weight(e) + ψ(head) − ψ(tail)` (0 on tree edges). Every
+//! ENTRY→EXIT sum of increments then equals the sum of weights, so the values stored at exits and
+//! back edges are exactly the Ball–Larus path ids; a back edge stores `sum − ψ(u)` and
+//! re-initialises the sum to the phony root's increment `weight + ψ(h)`. Phony roots cost the
+//! same whatever their increment (the re-initialisation stores a constant anyway) and edges into
+//! the virtual exit only a register add before the path store, so they are preferred as chords. The frequency estimate: each loop iterates 10 times (edges
+//! leaving a loop carry a tenth of their block's frequency), branches split by the given
+//! probabilities (LLVM `!prof` branch weights) or evenly; critical edges count double (an
+//! increment there needs a new block).
+//!
+//! The decoder does not rely on any particular placement: it accepts csi-cc v1.4.0 metadata as
+//! well, whose phony-exit weights are not recorded. It uses the fact that when all ENTRY→EXIT sums
+//! of increments equal the sums of weights, `increment(e) − weight(e)` is a potential difference
+//! `ψ(head) − ψ(tail)`, so a partial sum of increments at `v` is the prefix's weight sum plus
+//! `ψ(v)`. All arithmetic on sums wraps (two's complement), like the instrumented code's.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -113,7 +125,7 @@ pub struct Numbering {
     /// Back edges `u → h` with the value the running sum is re-initialised to.
     pub back_edges: BTreeMap<(u32, u32), i64>,
     /// Value added to the running sum before storing it when a back edge leaves `u`
-    /// (the phony exit's weight; always 0 in our numbering).
+    /// (the phony exit's increment, `−ψ(u)`).
     pub back_edge_store_increment: BTreeMap<u32, i64>,
     /// Blocks that leave the function (no successors), with the increment of their exit edge.
     pub exits: BTreeMap<u32, i64>,
@@ -127,6 +139,17 @@ pub struct Numbering {
 /// merged) from `entry`. Fails with [`BallLarusError::TooManyPaths`] when the function has more
 /// than [`MAX_PATHS`] acyclic paths.
 pub fn number(entry: u32, succs: &[Vec<u32>]) -> Result<Numbering, BallLarusError> {
+    number_with_probabilities(entry, succs, &[])
+}
+
+/// [`number`] with branch probabilities for placing increments: `probs[u][k]` is the relative
+/// likelihood of `succs[u][k]` (any scale; a block whose entry is missing, of the wrong length or
+/// all zero splits evenly). Only where increments go depends on them, never the path ids.
+pub fn number_with_probabilities(
+    entry: u32,
+    succs: &[Vec<u32>],
+    probs: &[Vec<f64>],
+) -> Result<Numbering, BallLarusError> {
     let n = succs.len();
     if entry as usize >= n {
         return Err(BallLarusError::Malformed(format!(
@@ -135,20 +158,36 @@ pub fn number(entry: u32, succs: &[Vec<u32>]) -> Result<Numbering, BallLarusErro
     }
     let exit = n as u32;
     let mut succ: Vec<Vec<u32>> = Vec::with_capacity(n);
+    // Probability of each (deduplicated) successor edge.
+    let mut prob: Vec<Vec<f64>> = Vec::with_capacity(n);
     for (u, s) in succs.iter().enumerate() {
-        let mut seen = BTreeSet::new();
-        let mut v = Vec::new();
-        for &t in s {
+        let mut v: Vec<u32> = Vec::new();
+        let mut p: Vec<f64> = Vec::new();
+        let given = probs
+            .get(u)
+            .filter(|p| p.len() == s.len() && p.iter().all(|x| x.is_finite() && *x >= 0.0))
+            .filter(|p| p.iter().sum::<f64>() > 0.0);
+        for (k, &t) in s.iter().enumerate() {
             if t as usize >= n {
                 return Err(BallLarusError::Malformed(format!(
                     "edge {u} -> {t}: no such block"
                 )));
             }
-            if seen.insert(t) {
-                v.push(t);
+            let pk = given.map_or(1.0, |g| g[k]);
+            match v.iter().position(|&x| x == t) {
+                Some(i) => p[i] += pk,
+                None => {
+                    v.push(t);
+                    p.push(pk);
+                }
             }
         }
+        let total: f64 = p.iter().sum();
+        for x in &mut p {
+            *x /= total;
+        }
         succ.push(v);
+        prob.push(p);
     }
     // Iterative DFS from the entry: retreating edges (target on the stack) are back edges.
     let mut state = vec![0u8; n]; // 0 white, 1 on stack, 2 done
@@ -226,48 +265,53 @@ pub fn number(entry: u32, succs: &[Vec<u32>]) -> Result<Numbering, BallLarusErro
         }
         np[u as usize] = total;
     }
+    let mut order: Vec<u32> = postorder.clone();
+    order.reverse();
+    let psi = potential(entry, exit, &order, &succ, &prob, &back, &heads, &weight_of);
     let mut increments = BTreeMap::new();
     let mut back_edges = BTreeMap::new();
     let mut back_store = BTreeMap::new();
     let mut exits = BTreeMap::new();
     let mut edges = Vec::new();
-    let mut order: Vec<u32> = postorder.clone();
-    order.reverse();
     for &u in &order {
+        let pu = psi[u as usize];
         for &t in &succ[u as usize] {
             if back.contains(&(u, t)) {
                 let w = weight_of[&(entry, 3, t)];
-                back_edges.insert((u, t), w);
-                back_store.insert(u, weight_of[&(u, 0, exit)]);
+                let reinit = w.wrapping_add(psi[t as usize]);
+                back_edges.insert((u, t), reinit);
+                back_store.insert(u, weight_of[&(u, 0, exit)].wrapping_sub(pu));
                 edges.push(PathEdge {
                     from: u,
                     to: t,
                     back: true,
-                    increment: w,
+                    increment: reinit,
                     weight: w,
                 });
             } else {
                 let w = weight_of[&(u, 1, t)];
-                if w != 0 {
-                    increments.insert((u, t), w);
+                let inc = w.wrapping_add(psi[t as usize]).wrapping_sub(pu);
+                if inc != 0 {
+                    increments.insert((u, t), inc);
                 }
                 edges.push(PathEdge {
                     from: u,
                     to: t,
                     back: false,
-                    increment: w,
+                    increment: inc,
                     weight: w,
                 });
             }
         }
         if succ[u as usize].is_empty() {
             let w = weight_of[&(u, 2, exit)];
-            exits.insert(u, w);
+            let inc = w.wrapping_sub(pu);
+            exits.insert(u, inc);
             edges.push(PathEdge {
                 from: u,
                 to: exit,
                 back: false,
-                increment: w,
+                increment: inc,
                 weight: w,
             });
         }
@@ -283,6 +327,129 @@ pub fn number(entry: u32, succs: &[Vec<u32>]) -> Result<Numbering, BallLarusErro
         num_paths: np[entry as usize],
         graph: PathGraph { entry, exit, edges },
     })
+}
+
+/// The potential `ψ` (indexed by block; the virtual exit's is 0) of a maximum-weight spanning
+/// tree of the DAG plus `EXIT — ENTRY`, weighted by estimated edge frequency (see the module
+/// documentation). Tree edges get increment 0.
+#[allow(clippy::too_many_arguments)]
+fn potential(
+    entry: u32,
+    exit: u32,
+    order: &[u32],
+    succ: &[Vec<u32>],
+    prob: &[Vec<f64>],
+    back: &BTreeSet<(u32, u32)>,
+    heads: &BTreeSet<u32>,
+    weight_of: &HashMap<(u32, u8, u32), i64>,
+) -> Vec<i64> {
+    const LOOP_TRIPS: f64 = 10.0;
+    // Relative cost of an increment folded into a path store (a register add) against one on
+    // an edge (a read-modify-write of the volatile running sum).
+    const FOLDED: f64 = 0.5;
+    let n = succ.len();
+    let mut preds = vec![0usize; n];
+    for s in succ {
+        for &t in s {
+            preds[t as usize] += 1;
+        }
+    }
+    // Natural-loop bodies per loop head (blocks reaching a latch without passing the head),
+    // to keep flow roughly conserved: an edge leaving k loops is divided by LOOP_TRIPS^k.
+    let mut rpreds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for &u in order {
+        for &t in &succ[u as usize] {
+            rpreds[t as usize].push(u);
+        }
+    }
+    let mut loops_of: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for &h in heads {
+        let mut inside = vec![false; n];
+        inside[h as usize] = true;
+        let mut stack: Vec<u32> = back.iter().filter(|e| e.1 == h).map(|e| e.0).collect();
+        while let Some(v) = stack.pop() {
+            if !inside[v as usize] {
+                inside[v as usize] = true;
+                stack.extend(rpreds[v as usize].iter().copied());
+            }
+        }
+        for (v, &i) in inside.iter().enumerate() {
+            if i {
+                loops_of[v].push(h);
+            }
+        }
+    }
+    // Block frequencies in topological order (reverse postorder) over the DAG.
+    let mut freq = vec![0f64; n];
+    freq[entry as usize] = 1.0;
+    // (cost, from, to, weight): candidate tree edges. `to == exit` for exit edges.
+    let mut cand: Vec<(f64, u32, u32, i64)> = Vec::new();
+    for &u in order {
+        let f = if heads.contains(&u) {
+            (freq[u as usize] * LOOP_TRIPS).min(1e300)
+        } else {
+            freq[u as usize]
+        };
+        freq[u as usize] = f;
+        for (k, &t) in succ[u as usize].iter().enumerate() {
+            let left = loops_of[u as usize]
+                .iter()
+                .filter(|h| !loops_of[t as usize].contains(h))
+                .count();
+            let ef = f * prob[u as usize][k] / LOOP_TRIPS.powi(left as i32);
+            if back.contains(&(u, t)) {
+                // Phony exit u → EXIT: its increment is one register add before the store.
+                cand.push((FOLDED * ef, u, exit, weight_of[&(u, 0, exit)]));
+            } else {
+                freq[t as usize] += ef;
+                let critical = succ[u as usize].len() > 1 && preds[t as usize] > 1;
+                let cost = if critical { 2.0 * ef } else { ef };
+                cand.push((cost, u, t, weight_of[&(u, 1, t)]));
+            }
+        }
+        if succ[u as usize].is_empty() {
+            cand.push((FOLDED * f, u, exit, weight_of[&(u, 2, exit)]));
+        }
+    }
+    for &h in heads {
+        cand.push((0.0, entry, h, weight_of[&(entry, 3, h)]));
+    }
+    // Kruskal, most frequent first (stable: ties keep the deterministic candidate order).
+    cand.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut parent: Vec<u32> = (0..=n as u32).collect();
+    fn find(p: &mut [u32], mut x: u32) -> u32 {
+        while p[x as usize] != x {
+            p[x as usize] = p[p[x as usize] as usize];
+            x = p[x as usize];
+        }
+        x
+    }
+    parent[exit as usize] = entry; // EXIT — ENTRY is always in the tree
+    let mut adj: Vec<Vec<(u32, i64)>> = vec![Vec::new(); n + 1];
+    for &(_, a, b, w) in &cand {
+        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+        if ra != rb {
+            parent[ra as usize] = rb;
+            // ψ(b) = ψ(a) − w along a tree edge a → b.
+            adj[a as usize].push((b, w.wrapping_neg()));
+            adj[b as usize].push((a, w));
+        }
+    }
+    let mut psi = vec![0i64; n + 1];
+    let mut seen = vec![false; n + 1];
+    seen[entry as usize] = true;
+    seen[exit as usize] = true;
+    let mut stack = vec![entry, exit];
+    while let Some(u) = stack.pop() {
+        for &(v, d) in &adj[u as usize] {
+            if !seen[v as usize] {
+                seen[v as usize] = true;
+                psi[v as usize] = psi[u as usize].wrapping_add(d);
+                stack.push(v);
+            }
+        }
+    }
+    psi
 }
 
 /// Per-node decoding tables derived from a [`PathGraph`].

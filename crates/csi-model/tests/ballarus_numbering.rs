@@ -2,13 +2,14 @@
 //! csi-cc v1.4.0's own `loop` example (chord increments ≠ weights).
 
 use csi_model::ballarus::{
-    number, unrotate_ring, BallLarusError, PathEdge, PathEnd, PathGraph, PathStart,
+    number, number_with_probabilities, unrotate_ring, BallLarusError, Numbering, PathEdge,
+    PathEnd, PathGraph, PathStart,
 };
 
 /// Enumerates every acyclic path the instrumentation can record, simulating the instrumented
 /// program: returns (stored id or running sum, block sequence, how it ends).
-fn simulate_paths(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64, bool)> {
-    let nb = number(entry, succs).unwrap();
+fn simulate_paths(succs: &[Vec<u32>], nb: &Numbering) -> Vec<(Vec<u32>, i64, bool)> {
+    let entry = nb.entry;
     let mut out = Vec::new();
     let mut starts: Vec<(u32, i64)> = vec![(entry, 0)];
     for (&(_, h), &w) in &nb.back_edges {
@@ -21,7 +22,7 @@ fn simulate_paths(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64, bool)> 
         while let Some((path, sum)) = stack.pop() {
             let u = *path.last().unwrap();
             if succs[u as usize].is_empty() {
-                out.push((path.clone(), sum + nb.exits[&u], true));
+                out.push((path.clone(), sum.wrapping_add(nb.exits[&u]), true));
             }
             let mut seen = Vec::new();
             for &t in &succs[u as usize] {
@@ -30,12 +31,25 @@ fn simulate_paths(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64, bool)> 
                 }
                 seen.push(t);
                 if nb.back_edges.contains_key(&(u, t)) {
-                    out.push((path.clone(), sum + nb.back_edge_store_increment[&u], false));
+                    // One path ends at `u` by a back edge, whichever loop head it goes to.
+                    if seen
+                        .iter()
+                        .filter(|&&x| nb.back_edges.contains_key(&(u, x)))
+                        .count()
+                        > 1
+                    {
+                        continue;
+                    }
+                    out.push((
+                        path.clone(),
+                        sum.wrapping_add(nb.back_edge_store_increment[&u]),
+                        false,
+                    ));
                 } else {
                     let inc = nb.increments.get(&(u, t)).copied().unwrap_or(0);
                     let mut p = path.clone();
                     p.push(t);
-                    stack.push((p, sum + inc));
+                    stack.push((p, sum.wrapping_add(inc)));
                 }
             }
         }
@@ -44,8 +58,8 @@ fn simulate_paths(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64, bool)> 
 }
 
 /// Every prefix (entry or loop head → v) with its running sum.
-fn simulate_prefixes(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64)> {
-    let nb = number(entry, succs).unwrap();
+fn simulate_prefixes(succs: &[Vec<u32>], nb: &Numbering) -> Vec<(Vec<u32>, i64)> {
+    let entry = nb.entry;
     let mut out = Vec::new();
     let mut starts: Vec<(u32, i64)> = vec![(entry, 0)];
     for (&(_, h), &w) in &nb.back_edges {
@@ -65,7 +79,7 @@ fn simulate_prefixes(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64)> {
                 let inc = nb.increments.get(&(u, t)).copied().unwrap_or(0);
                 let mut p = path.clone();
                 p.push(t);
-                stack.push((p, sum + inc));
+                stack.push((p, sum.wrapping_add(inc)));
             }
         }
     }
@@ -74,8 +88,11 @@ fn simulate_prefixes(succs: &[Vec<u32>], entry: u32) -> Vec<(Vec<u32>, i64)> {
 }
 
 fn check_exhaustive(succs: &[Vec<u32>]) {
-    let nb = number(0, succs).unwrap();
-    let paths = simulate_paths(succs, 0);
+    check_numbering(succs, &number(0, succs).unwrap());
+}
+
+fn check_numbering(succs: &[Vec<u32>], nb: &Numbering) {
+    let paths = simulate_paths(succs, nb);
     assert_eq!(paths.len() as u64, nb.num_paths, "one id per acyclic path");
     let mut ids: Vec<i64> = paths.iter().map(|p| p.1).collect();
     ids.sort_unstable();
@@ -92,7 +109,7 @@ fn check_exhaustive(succs: &[Vec<u32>]) {
         assert_eq!(matches!(d.end, PathEnd::Exit), *exits);
     }
     // Theorem 2.1: every (running sum, block) pair decodes to its unique prefix.
-    for (prefix, sum) in simulate_prefixes(succs, 0) {
+    for (prefix, sum) in simulate_prefixes(succs, nb) {
         let v = *prefix.last().unwrap();
         let d = nb.graph.decode_partial(sum, v).unwrap();
         assert_eq!(d.blocks, prefix, "partial ({sum}, {v})");
@@ -162,6 +179,71 @@ fn nested_loops_switch_and_self_loop() {
         vec![],
     ];
     check_exhaustive(&succs);
+}
+
+/// Increments sit on chords of a maximum-weight spanning tree: the hot way around a loop
+/// (by the given branch probabilities) carries no increment at all.
+#[test]
+fn hot_loop_path_has_no_increments() {
+    // 0 -> 1 head; 1 -> {2 body, 5 after}; 2 -> {3 hot, 4 cold}; 3,4 -> 6 latch; 6 -> 1; 5 ret
+    let succs = vec![
+        vec![1],
+        vec![2, 5],
+        vec![3, 4],
+        vec![6],
+        vec![6],
+        vec![],
+        vec![1],
+    ];
+    for (hot, cold) in [(3, 4), (4, 3)] {
+        let mut probs = vec![Vec::new(); succs.len()];
+        probs[1] = vec![0.99, 0.01];
+        probs[2] = if hot == 3 { vec![1000.0, 1.0] } else { vec![1.0, 1000.0] };
+        let nb = number_with_probabilities(0, &succs, &probs).unwrap();
+        for e in [(1, 2), (2, hot), (hot, 6)] {
+            assert!(!nb.increments.contains_key(&e), "{e:?} is hot: {nb:?}");
+        }
+        assert!(
+            nb.increments.contains_key(&(2, cold)) || nb.increments.contains_key(&(cold, 6)),
+            "{nb:?}"
+        );
+        assert_eq!(nb.num_paths, number(0, &succs).unwrap().num_paths);
+        check_numbering(&succs, &nb);
+    }
+}
+
+/// Random CFGs (loops, irreducible ones too, switches, unreachable blocks) with random branch probabilities: ids are
+/// dense and unique, complete and partial paths decode, whatever the tree.
+#[test]
+fn random_cfgs_with_random_probabilities() {
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rnd = move |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m
+    };
+    let mut checked = 0;
+    for _ in 0..300 {
+        let n = 2 + rnd(9) as usize;
+        let mut succs: Vec<Vec<u32>> = Vec::new();
+        let mut probs: Vec<Vec<f64>> = Vec::new();
+        for u in 0..n {
+            let k = if u + 1 == n { 0 } else { rnd(4) as usize };
+            // No edges into the entry block (LLVM's entry block has no predecessors).
+            let s: Vec<u32> = (0..k).map(|_| 1 + rnd(n as u64 - 1) as u32).collect();
+            probs.push(s.iter().map(|_| rnd(100) as f64).collect());
+            succs.push(s);
+        }
+        let nb = number_with_probabilities(0, &succs, &probs).unwrap();
+        if nb.num_paths > 2000 {
+            continue;
+        }
+        check_numbering(&succs, &nb);
+        check_numbering(&succs, &number(0, &succs).unwrap());
+        checked += 1;
+    }
+    assert!(checked > 200, "{checked}");
 }
 
 #[test]
