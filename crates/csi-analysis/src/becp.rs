@@ -140,6 +140,8 @@ struct FrameWork {
 /// Everything derived from the report before the global solve; shared by coverage and
 /// queries.
 pub struct Prepared {
+    /// False when the crashing thread has no program frame: no walk constrains anything.
+    pub walk: bool,
     pub icfg: Icfg,
     pub entry: NodeId,
     /// Per icfg node: excluded before solving (never ran, or impossible in context).
@@ -175,10 +177,13 @@ pub fn best_effort_coverage(
 ) -> Result<Coverages, ReportError> {
     let p = prepare(g, report)?;
     let n = g.node_count();
-    let refined = p
-        .problem()
-        .best_effort()
-        .map_err(|e| ReportError::Inconsistent(explain(g, &e)))?;
+    let refined = if p.walk {
+        p.problem()
+            .best_effort()
+            .map_err(|e| ReportError::Inconsistent(explain(g, &e)))?
+    } else {
+        vec![Coverage::No; n + 1]
+    };
     // csi-grissom's own question, for comparison: same graph, no refinement.
     let plain = UtlProblem {
         graph: &p.icfg.graph,
@@ -251,8 +256,14 @@ pub fn best_effort_coverage(
 pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, ReportError> {
     let entry = g.program_entry.ok_or(ReportError::NoEntry)?;
     let crashing = report.crashing_thread().ok_or(ReportError::NoFrames)?;
-    let innermost = crashing.frames.first().ok_or(ReportError::NoFrames)?;
-    if innermost.point.is_empty() {
+    // The crashing thread may have no frame in the program (it crashed in library code
+    // reached from a thread start the stack walk could not get past, or jumped to garbage):
+    // then there is no crashing walk, only what any thread may have run.
+    let walk = crashing.frames.iter().any(|f| f.function.is_some());
+    if !walk && report.threads.iter().all(|t| t.frames.is_empty()) {
+        return Err(ReportError::NoFrames);
+    }
+    if walk && crashing.frames.first().is_none_or(|f| f.point.is_empty()) {
         return Err(ReportError::Frame {
             thread: 0,
             frame: 0,
@@ -291,7 +302,7 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
         report
     };
     let crashing = report.crashing_thread().ok_or(ReportError::NoFrames)?;
-    let innermost = crashing.frames.first().ok_or(ReportError::NoFrames)?;
+    let crash_point: &[NodeId] = crashing.frames.first().map_or(&[], |f| f.point.as_slice());
     let ctx = Context::new(g, never);
 
     // Step 2: every frame's activation.
@@ -461,7 +472,7 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
         }
     }
     // Library code may have run the async roots at any time, in any thread.
-    for x in reach_from_roots(&ctx) {
+    for x in reach_from(&ctx, None) {
         elsewhere[x as usize] = true;
     }
     let mut observed_in_walk = vec![false; n];
@@ -480,7 +491,13 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
     }
 
     // Step 4: the global UTL problem on the csi-grissom graph.
-    let icfg = Icfg::build(g, &innermost.point);
+    if !walk {
+        // Whatever the crashing thread ran, it started at `main` or at a thread start.
+        for x in reach_from(&ctx, g.program_entry.map(|e| g.node(e).function)) {
+            elsewhere[x as usize] = true;
+        }
+    }
+    let icfg = Icfg::build(g, crash_point);
     let mut stack_vector: Vec<u32> = Vec::new();
     let mut walk_entry = entry;
     for (k, fr) in crashing.frames.iter().enumerate().take(walk_len).rev() {
@@ -519,6 +536,7 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
     let mut plain_removed = ctx.never.clone();
     plain_removed.push(false);
     Ok(Prepared {
+        walk,
         icfg,
         entry: walk_entry,
         removed,
@@ -544,14 +562,15 @@ fn walk_frames(report: &FailureReport) -> usize {
         .map_or(t.frames.len(), |k| k + 1)
 }
 
-/// Nodes that library code may run by calling the graph's async roots (and what they call),
-/// never-run nodes excluded.
-fn reach_from_roots(ctx: &Context<'_>) -> Vec<NodeId> {
+/// Nodes that library code may run by calling the graph's async roots (and `extra`), and
+/// what they call, never-run nodes excluded.
+fn reach_from(ctx: &Context<'_>, extra: Option<FuncId>) -> Vec<NodeId> {
     let g = ctx.graph;
     let mut seen_fn = vec![false; g.functions.len()];
     let mut seen = vec![false; g.node_count()];
     let mut out = Vec::new();
     let mut fstack: Vec<FuncId> = g.async_roots.clone();
+    fstack.extend(extra);
     while let Some(f) = fstack.pop() {
         if std::mem::replace(&mut seen_fn[f as usize], true) {
             continue;

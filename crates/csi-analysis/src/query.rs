@@ -20,6 +20,20 @@ pub fn answer_query(
     query: &Query,
 ) -> Result<QueryAnswer, ReportError> {
     let prepared = prepare(g, report)?;
+    if !prepared.walk {
+        // No crashing walk: only what may have run anywhere, and what surely ran.
+        let may = |x: &NodeId| prepared.elsewhere[*x as usize] || prepared.sure[*x as usize];
+        let possible = match query {
+            Query::MayRun(a) => a.iter().any(may),
+            Query::MayNotRun(a) => !a.iter().any(|&x| prepared.sure[x as usize]),
+            Query::MayRunBefore(a, b) => a.iter().any(may) && b.iter().any(may),
+        };
+        return Ok(if possible {
+            QueryAnswer::Possible
+        } else {
+            QueryAnswer::Impossible
+        });
+    }
     let base = prepared.problem();
     base.check()
         .map_err(|e| ReportError::Inconsistent(e.to_string()))?;

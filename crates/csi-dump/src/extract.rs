@@ -333,9 +333,9 @@ fn load_parts(
                 }
             }
         }
-        if threads.first().is_none_or(|t| t.report_thread != Some(0)) {
+        if report.threads.first().is_none_or(|t| t.frames.is_empty()) {
             notices.push(
-                "the crashing thread has no frame in instrumented code; the analysis uses coverage only"
+                "the crashing thread has no frame in the program; the analysis uses the other threads and coverage only"
                     .into(),
             );
         }

@@ -135,6 +135,13 @@ impl<'p> Unwinder<'p> {
                 }
             }
         }
+        // A leaf without call-frame information (hand-written assembly such as a system call
+        // wrapper) keeps its return address on top of the stack.
+        if innermost {
+            if let Some(next) = self.leaf_return(f) {
+                return Ok(Some(next));
+            }
+        }
         // Frame pointer chain.
         let Some(bp) = f.regs[RBP] else {
             return Err(format!("no unwind information for pc {:#x}", f.pc));
@@ -165,6 +172,40 @@ impl<'p> Unwinder<'p> {
                 f.pc
             )),
         }
+    }
+
+    /// The caller of an innermost leaf frame without CFI, if the stack top holds a return
+    /// address (code right after a call instruction).
+    fn leaf_return(&self, f: &mut PhysFrame) -> Option<PhysFrame> {
+        let p = self.process;
+        let sp = f.regs[RSP]?;
+        let ra = p.read_u64(sp)?;
+        p.module_at(ra)?;
+        // A call is 5 bytes (e8 rel32) or 2–7 bytes (ff /2); check the common encodings.
+        let mut before = [0u8; 7];
+        p.read(ra.wrapping_sub(7), &mut before).then_some(())?;
+        let is_call = before[2] == 0xe8
+            || (before[5] == 0xff && before[6] & 0x38 == 0x10)
+            || (before[4] == 0xff && before[5] & 0x38 == 0x10)
+            || (before[1] == 0xff && before[2] & 0x38 == 0x10)
+            || (before[0] == 0xff && before[1] & 0x38 == 0x10);
+        if !is_call {
+            return None;
+        }
+        f.cfa = Some(sp.wrapping_add(8));
+        let mut regs = f.regs;
+        for r in [0usize, 1, 2, 4, 5, 8, 9, 10, 11] {
+            regs[r] = None; // caller-saved
+        }
+        regs[RSP] = Some(sp.wrapping_add(8));
+        regs[RIP] = Some(ra);
+        Some(PhysFrame {
+            pc: ra,
+            regs,
+            cfa: None,
+            exact_pc: false,
+            method: UnwindMethod::StackTop,
+        })
     }
 
     fn step_cfi(

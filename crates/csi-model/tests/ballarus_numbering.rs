@@ -2,8 +2,8 @@
 //! csi-cc v1.4.0's own `loop` example (chord increments ≠ weights).
 
 use csi_model::ballarus::{
-    number, number_with_probabilities, unrotate_ring, BallLarusError, Numbering, PathEdge,
-    PathEnd, PathGraph, PathStart,
+    number, number_with_probabilities, unrotate_ring, BallLarusError, Numbering, PathEdge, PathEnd,
+    PathGraph, PathStart,
 };
 
 /// Enumerates every acyclic path the instrumentation can record, simulating the instrumented
@@ -198,7 +198,11 @@ fn hot_loop_path_has_no_increments() {
     for (hot, cold) in [(3, 4), (4, 3)] {
         let mut probs = vec![Vec::new(); succs.len()];
         probs[1] = vec![0.99, 0.01];
-        probs[2] = if hot == 3 { vec![1000.0, 1.0] } else { vec![1.0, 1000.0] };
+        probs[2] = if hot == 3 {
+            vec![1000.0, 1.0]
+        } else {
+            vec![1.0, 1000.0]
+        };
         let nb = number_with_probabilities(0, &succs, &probs).unwrap();
         for e in [(1, 2), (2, hot), (hot, 6)] {
             assert!(!nb.increments.contains_key(&e), "{e:?} is hot: {nb:?}");
