@@ -360,6 +360,18 @@ fn load_parts(
     })
 }
 
+/// A frame's decoded path trace.
+struct FramePath {
+    /// Nodes that ran in this activation before the point, oldest first.
+    path: Vec<NodeId>,
+    /// The point candidates, narrowed to the block the running sum decodes at.
+    point: Vec<NodeId>,
+    /// Nothing ran in this activation before `path[0]`.
+    from_entry: bool,
+    /// Why the path is missing, when it is.
+    note: Option<String>,
+}
+
 struct Extract<'a> {
     process: &'a Process,
     debug: Option<&'a DebugInfo>,
@@ -547,11 +559,11 @@ impl<'a> Extract<'a> {
             .filter(|r| r.path_traced && r.pt.is_some())
         {
             match self.decode_path(f, rec, &cf.variables, &point) {
-                Ok((path, current, from_entry, note)) => {
-                    point = current;
-                    rf.path = path;
-                    rf.path_from_entry = from_entry;
-                    cf.path_note = note;
+                Ok(fp) => {
+                    point = fp.point;
+                    rf.path = fp.path;
+                    rf.path_from_entry = fp.from_entry;
+                    cf.path_note = fp.note;
                 }
                 Err(why) => cf.path_note = Some(why),
             }
@@ -681,7 +693,7 @@ impl<'a> Extract<'a> {
         rec: &CfgFunction,
         vars: &[Variable],
         point: &[NodeId],
-    ) -> Result<(Vec<NodeId>, Vec<NodeId>, bool, Option<String>), String> {
+    ) -> Result<FramePath, String> {
         let pt = rec.pt.as_ref().ok_or("no path graph")?;
         let var = |name: &str| {
             vars.iter()
@@ -764,7 +776,12 @@ impl<'a> Extract<'a> {
             // block, which nodes of the block ran before the crash is unknown.
             let note =
                 "the current position matches several nodes of its block; path trace not used";
-            return Ok((Vec::new(), point, false, Some(note.into())));
+            return Ok(FramePath {
+                path: Vec::new(),
+                point,
+                from_entry: false,
+                note: Some(note.into()),
+            });
         }
         let wrapped = *arr.last().unwrap() != -1;
         let ids = unrotate_ring(&arr, idx as usize);
@@ -805,7 +822,12 @@ impl<'a> Extract<'a> {
         } else {
             !wrapped && completed[0].start == PathStart::Entry
         };
-        Ok((path, point, from_entry, None))
+        Ok(FramePath {
+            path,
+            point,
+            from_entry,
+            note: None,
+        })
     }
 
     fn global_coverage(&self, notices: &mut Vec<String>) -> BTreeMap<NodeId, bool> {
