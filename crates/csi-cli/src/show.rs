@@ -235,6 +235,19 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
             }
         }
     }
+    let missing: Vec<&str> = sources
+        .iter()
+        .filter(|(_, t)| t.is_none())
+        .map(|(f, _)| f.as_str())
+        .collect();
+    if !missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} sources not found (statuses shown by line number): {}",
+            paint.code("36", "note:"),
+            missing.join(", ")
+        );
+    }
     // Global summary.
     let mut totals = [0usize; 3];
     for l in global.values() {

@@ -348,3 +348,27 @@ fn inconsistent_report_exits_3() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("inconsistent"), "{}", stderr(&o));
 }
+
+#[test]
+fn missing_sources_still_analyse_and_say_which() {
+    let dir = std::env::temp_dir().join(format!("csi-cli-nosrc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (exe, core) = (dir.join("null_deref"), dir.join("core"));
+    std::fs::copy(root().join(EXE), &exe).unwrap();
+    std::fs::copy(root().join(CORE), &core).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_csi"))
+        .args(["show", "--exe"])
+        .arg(&exe)
+        .arg("--core")
+        .arg(&core)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("sources not found (statuses shown by line number): ./src/null_deref.c"),
+        "{out}"
+    );
+    assert!(out.contains("    31 must  must  ✘"), "{out}");
+}
