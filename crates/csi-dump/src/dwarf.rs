@@ -76,6 +76,8 @@ pub struct DebugInfo {
     globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>>,
     /// Names of functions with inlined instances somewhere.
     pub inlined: std::collections::HashSet<String>,
+    /// Declaration lines of out-of-line functions, by name (several for same-named statics).
+    pub decl_lines: HashMap<String, Vec<u32>>,
 }
 
 /// Is there any DWARF at all in this image?
@@ -110,12 +112,19 @@ impl DebugInfo {
         let mut subprograms = Vec::new();
         let mut globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>> = HashMap::new();
         let mut inlined_offsets: Vec<(usize, UnitOffset<usize>)> = Vec::new();
+        let mut decl_offsets: Vec<(usize, UnitOffset<usize>, u32)> = Vec::new();
         for (ui, unit) in units.iter().enumerate() {
             let mut entries = unit.entries();
             while let Ok(Some(e)) = entries.next_dfs() {
                 let depth = e.depth();
                 match e.tag() {
                     gimli::DW_TAG_subprogram => {
+                        if let Some(l) = e
+                            .attr_value(gimli::DW_AT_decl_line)
+                            .and_then(|a| a.udata_value())
+                        {
+                            decl_offsets.push((ui, e.offset(), l as u32));
+                        }
                         if let Ok(mut ranges) = dwarf.die_ranges(unit, e) {
                             while let Ok(Some(r)) = ranges.next() {
                                 if r.begin < r.end {
@@ -156,7 +165,17 @@ impl DebugInfo {
             subprograms,
             globals,
             inlined: Default::default(),
+            decl_lines: HashMap::new(),
         };
+        for (ui, o, line) in decl_offsets {
+            let unit = &info.units[ui];
+            if let Some(n) = unit.entry(o).ok().and_then(|e| info.die_name(unit, &e)) {
+                let v = info.decl_lines.entry(n).or_default();
+                if !v.contains(&line) {
+                    v.push(line);
+                }
+            }
+        }
         let mut inlined = std::collections::HashSet::new();
         for (ui, o) in inlined_offsets {
             let unit = &info.units[ui];

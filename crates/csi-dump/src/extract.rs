@@ -101,6 +101,14 @@ pub struct Crash {
 impl Crash {
     /// Values of global variables by name, formatted like frame variables (`None` when unknown
     /// or unreadable).
+    /// The line a function is declared on (its signature), when DWARF says so unambiguously.
+    pub fn decl_line(&self, function: &str) -> Option<u32> {
+        match self.debug.as_ref()?.decl_lines.get(function)?.as_slice() {
+            [l] => Some(*l),
+            _ => None,
+        }
+    }
+
     pub fn global_values(&self, names: &[String]) -> Vec<Option<String>> {
         names
             .iter()

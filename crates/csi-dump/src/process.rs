@@ -248,7 +248,12 @@ impl Process {
             };
             let core_build_id = memory_build_id(&core, base);
             let mut m = Module {
-                name: path,
+                // The executable as the user named it (the core may name a build path).
+                name: if is_exe {
+                    exe.display().to_string()
+                } else {
+                    path
+                },
                 file,
                 bytes,
                 start,

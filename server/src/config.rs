@@ -1,0 +1,196 @@
+//! Settings (`initializationOptions`, `workspace/didChangeConfiguration`, `.csi.toml`) and
+//! the mapping from source paths in debug info to files in the workspace.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Everything configurable. Unknown keys are ignored.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Config {
+    /// Workspace root (from `initialize`).
+    #[serde(skip)]
+    pub root: Option<PathBuf>,
+    /// Crash to open at start-up.
+    pub executable: Option<PathBuf>,
+    pub core: Option<PathBuf>,
+    /// csi-grissom GraphML for programs built by the original csi-cc.
+    pub graphml: Option<PathBuf>,
+    /// `from` → `to` prefixes for source paths, tried in order.
+    pub substitute_paths: Vec<SubstitutePath>,
+    /// Send `csi/lineStates` instead of Unnecessary hint diagnostics.
+    pub line_states: bool,
+    /// Per-line status glyphs as inlay hints.
+    pub status_hints: bool,
+}
+
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct SubstitutePath {
+    pub from: String,
+    pub to: String,
+}
+
+/// `.csi.toml` in the workspace root: `executable`, `core`, `graphml` (relative to the root),
+/// and `[[substitute-path]] from = "..." to = "..."` tables.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+struct CsiToml {
+    executable: Option<PathBuf>,
+    core: Option<PathBuf>,
+    graphml: Option<PathBuf>,
+    substitute_path: Vec<SubstitutePath>,
+}
+
+impl Config {
+    /// Merges a JSON settings object (initialization options or a configuration change;
+    /// either flat or under a `csi` key).
+    pub fn merge_json(&mut self, v: &serde_json::Value) -> Result<(), String> {
+        let v = v.get("csi").unwrap_or(v);
+        if !v.is_object() {
+            return Ok(());
+        }
+        let root = self.root.take();
+        let incoming: Config =
+            serde_json::from_value(v.clone()).map_err(|e| format!("settings: {e}"))?;
+        let has = |k: &str| v.get(k).is_some();
+        if has("executable") {
+            self.executable = incoming.executable;
+        }
+        if has("core") {
+            self.core = incoming.core;
+        }
+        if has("graphml") {
+            self.graphml = incoming.graphml;
+        }
+        if has("substitutePaths") {
+            self.substitute_paths = incoming.substitute_paths;
+        }
+        if has("lineStates") {
+            self.line_states = incoming.line_states;
+        }
+        if has("statusHints") {
+            self.status_hints = incoming.status_hints;
+        }
+        self.root = root;
+        Ok(())
+    }
+
+    /// Reads `.csi.toml` from the workspace root, if there is one. Settings already given
+    /// win over the file for the crash paths.
+    pub fn merge_csi_toml(&mut self) -> Result<bool, String> {
+        let Some(root) = &self.root else {
+            return Ok(false);
+        };
+        let path = root.join(".csi.toml");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(false);
+        };
+        let t: CsiToml = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let abs = |p: PathBuf| if p.is_relative() { root.join(p) } else { p };
+        if self.executable.is_none() {
+            self.executable = t.executable.map(abs);
+        }
+        if self.core.is_none() {
+            self.core = t.core.map(abs);
+        }
+        if self.graphml.is_none() {
+            self.graphml = t.graphml.map(abs);
+        }
+        self.substitute_paths.extend(t.substitute_path);
+        Ok(true)
+    }
+}
+
+/// Files of the workspace by file name, for suffix matching.
+pub struct WorkspaceIndex {
+    by_name: HashMap<String, Vec<PathBuf>>,
+}
+
+const SKIP_DIRS: &[&str] = &[".git", "target", "node_modules", ".cache", "build"];
+const MAX_FILES: usize = 200_000;
+
+impl WorkspaceIndex {
+    pub fn new(root: Option<&Path>) -> Self {
+        let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
+        let mut stack: Vec<PathBuf> = root.map(Path::to_path_buf).into_iter().collect();
+        let mut seen = 0usize;
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let Ok(ft) = e.file_type() else { continue };
+                let name = e.file_name().to_string_lossy().into_owned();
+                if ft.is_dir() {
+                    if !SKIP_DIRS.contains(&name.as_str()) {
+                        stack.push(e.path());
+                    }
+                } else if ft.is_file() {
+                    seen += 1;
+                    if seen > MAX_FILES {
+                        return WorkspaceIndex { by_name };
+                    }
+                    by_name.entry(name).or_default().push(e.path());
+                }
+            }
+        }
+        WorkspaceIndex { by_name }
+    }
+
+    /// The workspace file whose path ends with the most components of `p`.
+    fn suffix_match(&self, p: &Path) -> Option<PathBuf> {
+        let name = p.file_name()?.to_string_lossy();
+        let cands = self.by_name.get(name.as_ref())?;
+        let want: Vec<_> = p
+            .components()
+            .rev()
+            .filter(|c| c.as_os_str() != ".")
+            .collect();
+        cands
+            .iter()
+            .map(|c| {
+                let have: Vec<_> = c.components().rev().collect();
+                let n = want.iter().zip(&have).take_while(|(a, b)| a == b).count();
+                (n, c)
+            })
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, c)| c.clone())
+    }
+}
+
+/// Where a source path from the debug info lives: substitute paths first, then the path as
+/// written (absolute, or relative to the workspace or to the input's directories), then the
+/// workspace file with the longest matching path suffix.
+pub fn resolve_source(
+    key: &str,
+    config: &Config,
+    input_dir: Option<&Path>,
+    index: &WorkspaceIndex,
+) -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    for s in &config.substitute_paths {
+        if let Some(rest) = key.strip_prefix(&s.from) {
+            candidates.push(PathBuf::from(format!("{}{}", s.to, rest)));
+        }
+    }
+    let p = Path::new(key);
+    if p.is_absolute() {
+        candidates.push(p.to_path_buf());
+    } else {
+        if let Some(root) = &config.root {
+            candidates.push(root.join(p));
+        }
+        if let Some(d) = input_dir {
+            let d = std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
+            candidates.extend(d.ancestors().map(|a| a.join(p)));
+        }
+    }
+    for c in candidates {
+        if c.is_file() {
+            return Some(std::fs::canonicalize(&c).unwrap_or(c));
+        }
+    }
+    index
+        .suffix_match(p)
+        .map(|c| std::fs::canonicalize(&c).unwrap_or(c))
+}

@@ -1,0 +1,665 @@
+//! `csi-lsp`: the crash analysis in any LSP editor (DESIGN §7). Only this crate knows LSP;
+//! [`session`] holds an opened crash as plain data, [`to_proto`] converts it, and the handlers
+//! below are thin. The session is immutable and swapped whole when a crash is (re)opened.
+
+pub mod config;
+pub mod session;
+pub mod to_proto;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use dashmap::DashMap;
+use serde_json::{json, Value};
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService};
+
+use config::Config;
+use session::{Selection, Session};
+use to_proto::Text;
+
+/// Commands, also reachable as custom requests `csi/<name>`.
+pub const COMMANDS: &[&str] = &[
+    "csi.openCrash",
+    "csi.openReport",
+    "csi.selectFrame",
+    "csi.stepPath",
+    "csi.stack",
+    "csi.pathTrace",
+    "csi.query",
+    "csi.clear",
+];
+
+struct Doc {
+    version: i32,
+    text: String,
+    /// Edited since it was opened: the analysis' lines may no longer match, so nothing is
+    /// shown for it until it is reopened unchanged.
+    edited: bool,
+}
+
+#[derive(Default, Clone, Copy)]
+struct ClientCaps {
+    inlay_refresh: bool,
+    lens_refresh: bool,
+    work_done: bool,
+}
+
+#[derive(Default)]
+struct State {
+    session: RwLock<Option<Arc<Session>>>,
+    selection: Mutex<Selection>,
+    docs: DashMap<String, Doc>,
+    config: RwLock<Config>,
+    caps: RwLock<ClientCaps>,
+    /// Files we published diagnostics for (to clear them).
+    published: Mutex<Vec<Uri>>,
+}
+
+pub struct Backend {
+    client: Client,
+    state: Arc<State>,
+}
+
+/// The service with every custom method registered; serve it over stdio or any transport.
+pub fn service() -> (LspService<Backend>, ClientSocket) {
+    LspService::build(|client| Backend {
+        client,
+        state: Arc::new(State::default()),
+    })
+    .custom_method("csi/stack", Backend::stack_request)
+    .custom_method("csi/selectFrame", Backend::select_frame_request)
+    .custom_method("csi/stepPath", Backend::step_path_request)
+    .custom_method("csi/pathTrace", Backend::path_trace_request)
+    .custom_method("csi/query", Backend::query_request)
+    .custom_method("csi/openCrash", Backend::open_crash_request)
+    .custom_method("csi/openReport", Backend::open_report_request)
+    .finish()
+}
+
+macro_rules! custom_requests {
+    ($($method:ident => $command:literal),* $(,)?) => {
+        impl Backend {
+            $(
+                async fn $method(&self, params: Value) -> Result<Value> {
+                    self.command($command, params).await
+                }
+            )*
+        }
+    };
+}
+
+custom_requests! {
+    stack_request => "csi.stack",
+    select_frame_request => "csi.selectFrame",
+    step_path_request => "csi.stepPath",
+    path_trace_request => "csi.pathTrace",
+    query_request => "csi.query",
+    open_crash_request => "csi.openCrash",
+    open_report_request => "csi.openReport",
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error {
+        code: ErrorCode::InvalidParams,
+        message: msg.into().into(),
+        data: None,
+    }
+}
+
+fn path_of(uri: &Uri) -> Option<PathBuf> {
+    let p = uri.to_file_path()?.into_owned();
+    Some(std::fs::canonicalize(&p).unwrap_or(p))
+}
+
+impl Backend {
+    fn session(&self) -> Option<Arc<Session>> {
+        self.state.session.read().unwrap().clone()
+    }
+
+    fn selection(&self) -> Selection {
+        *self.state.selection.lock().unwrap()
+    }
+
+    /// Session, file keys and text of a document; `None` when nothing applies (no crash,
+    /// file not part of it, or edited since opened).
+    fn view(&self, uri: &Uri) -> Option<(Arc<Session>, Vec<String>, String)> {
+        let s = self.session()?;
+        let path = path_of(uri)?;
+        let keys: Vec<String> = s.keys_for(&path).into_iter().map(str::to_string).collect();
+        if keys.is_empty() {
+            return None;
+        }
+        let text = match self.state.docs.get(uri.as_str()) {
+            Some(d) if d.edited => return None,
+            Some(d) => d.text.clone(),
+            None => std::fs::read_to_string(&path).unwrap_or_default(),
+        };
+        Some((s, keys, text))
+    }
+
+    fn resolve_input(&self, p: &str) -> PathBuf {
+        let path = Path::new(p);
+        match (&self.state.config.read().unwrap().root, path.is_relative()) {
+            (Some(root), true) => root.join(path),
+            _ => path.to_path_buf(),
+        }
+    }
+
+    /// Runs a command (shared by `workspace/executeCommand` and the `csi/*` requests).
+    async fn command(&self, name: &str, arg: Value) -> Result<Value> {
+        let arg = match arg {
+            Value::Array(mut v) if !v.is_empty() => v.swap_remove(0),
+            Value::Array(_) | Value::Null => json!({}),
+            other => other,
+        };
+        let str_arg = |k: &str| arg.get(k).and_then(Value::as_str).map(str::to_string);
+        match name {
+            "csi.openCrash" => {
+                let (Some(exe), Some(core)) = (str_arg("executable"), str_arg("core")) else {
+                    return Err(invalid(
+                        "csi.openCrash needs {\"executable\": ..., \"core\": ...}",
+                    ));
+                };
+                let (exe, core) = (self.resolve_input(&exe), self.resolve_input(&core));
+                self.open(Source::Crash(exe, core)).await
+            }
+            "csi.openReport" => {
+                let (Some(graph), Some(report)) = (str_arg("graph"), str_arg("report")) else {
+                    return Err(invalid(
+                        "csi.openReport needs {\"graph\": ..., \"report\": ...}",
+                    ));
+                };
+                let (g, r) = (self.resolve_input(&graph), self.resolve_input(&report));
+                self.open(Source::Report(g, r)).await
+            }
+            "csi.clear" => {
+                *self.state.session.write().unwrap() = None;
+                self.after_change().await;
+                Ok(Value::Null)
+            }
+            _ => {
+                let Some(s) = self.session() else {
+                    let msg =
+                        "no crash is open: run csi.openCrash (or set executable/core in .csi.toml)";
+                    self.client.show_message(MessageType::WARNING, msg).await;
+                    return Err(invalid(msg));
+                };
+                self.session_command(&s, name, &arg).await
+            }
+        }
+    }
+
+    async fn session_command(&self, s: &Arc<Session>, name: &str, arg: &Value) -> Result<Value> {
+        let num = |k: &str| arg.get(k).and_then(Value::as_u64).map(|x| x as usize);
+        match name {
+            "csi.stack" => Ok(to_proto::stack(s, self.selection())),
+            "csi.selectFrame" => {
+                let sel = Selection {
+                    thread: num("thread").unwrap_or(0),
+                    frame: num("frame")
+                        .ok_or_else(|| invalid("csi.selectFrame needs {\"thread\", \"frame\"}"))?,
+                    step: None,
+                };
+                if s.frame(sel).is_none() {
+                    return Err(invalid(format!(
+                        "no frame #{} in thread {}",
+                        sel.frame, sel.thread
+                    )));
+                }
+                *self.state.selection.lock().unwrap() = sel;
+                self.after_change().await;
+                Ok(to_proto::path_trace(s, sel))
+            }
+            "csi.stepPath" => {
+                let delta = arg.get("delta").and_then(Value::as_i64).unwrap_or(-1);
+                let sel = {
+                    let mut sel = self.state.selection.lock().unwrap();
+                    let n = s.frame(*sel).map_or(0, |f| f.path.len());
+                    if n == 0 {
+                        return Err(invalid("the selected frame has no path trace"));
+                    }
+                    let cur = sel.step.unwrap_or(n - 1) as i64;
+                    sel.step = Some((cur + delta).clamp(0, n as i64 - 1) as usize);
+                    *sel
+                };
+                self.after_change().await;
+                let f = s.frame(sel).expect("checked above");
+                let step = &f.path[sel.step.unwrap()];
+                Ok(json!({
+                    "step": sel.step,
+                    "of": f.path.len(),
+                    "file": step.file,
+                    "uri": to_proto::uri_of(s, &step.file).map(|u| u.as_str().to_string()),
+                    "line": step.line - 1,
+                }))
+            }
+            "csi.pathTrace" => {
+                let mut sel = self.selection();
+                if let Some(f) = num("frame") {
+                    sel = Selection {
+                        thread: num("thread").unwrap_or(0),
+                        frame: f,
+                        step: None,
+                    };
+                }
+                Ok(to_proto::path_trace(s, sel))
+            }
+            "csi.query" => self.query(s, arg),
+            other => Err(invalid(format!("unknown command {other}"))),
+        }
+    }
+
+    fn query(&self, s: &Session, arg: &Value) -> Result<Value> {
+        let locate = |uk: &str, lk: &str| -> Result<Vec<csi_model::NodeId>> {
+            let uri = arg
+                .get(uk)
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid(format!("query needs `{uk}`")))?;
+            let line =
+                arg.get(lk)
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| invalid(format!("query needs `{lk}`")))? as u32
+                    + 1;
+            let path = uri
+                .parse::<Uri>()
+                .ok()
+                .and_then(|u| path_of(&u))
+                .unwrap_or_else(|| PathBuf::from(uri));
+            let nodes: Vec<_> = s
+                .keys_for(&path)
+                .into_iter()
+                .flat_map(|k| csi_analysis::nodes_on_line(&s.graph, k, line))
+                .collect();
+            if nodes.is_empty() {
+                return Err(invalid(format!(
+                    "no code of the program on line {} of {uri}",
+                    line
+                )));
+            }
+            Ok(nodes)
+        };
+        let kind = arg.get("kind").and_then(Value::as_str).unwrap_or("mayRun");
+        let q = match kind {
+            "mayRun" => csi_analysis::Query::MayRun(locate("uri", "line")?),
+            "mayNotRun" => csi_analysis::Query::MayNotRun(locate("uri", "line")?),
+            "mayRunBefore" => {
+                csi_analysis::Query::MayRunBefore(locate("uri", "line")?, locate("uri2", "line2")?)
+            }
+            other => return Err(invalid(format!("unknown query kind {other}"))),
+        };
+        let a = csi_analysis::answer_query(&s.graph, &s.report, &q)
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok(json!({"kind": kind, "answer": a}))
+    }
+
+    /// Loads a crash off the runtime, with progress, then swaps the session in.
+    async fn open(&self, source: Source) -> Result<Value> {
+        let progress = self.begin_progress("CSI: opening crash");
+        let config = self.state.config.read().unwrap().clone();
+        let loaded = tokio::task::spawn_blocking(move || match source {
+            Source::Crash(exe, core) => Session::open_crash(&exe, &core, &config),
+            Source::Report(g, r) => Session::open_report(&g, &r, &config),
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("internal error while loading: {e}")));
+        if let Some(tx) = progress {
+            let _ = tx.send(());
+        }
+        match loaded {
+            Ok(session) => {
+                let s = Arc::new(session);
+                *self.state.selection.lock().unwrap() = s.default_selection();
+                *self.state.session.write().unwrap() = Some(s.clone());
+                if !s.notices.is_empty() {
+                    self.client
+                        .show_message(
+                            MessageType::WARNING,
+                            format!("CSI: {}", s.notices.join(" · ")),
+                        )
+                        .await;
+                }
+                self.after_change().await;
+                Ok(to_proto::stack(&s, self.selection()))
+            }
+            Err(msg) => {
+                self.client
+                    .show_message(MessageType::ERROR, format!("CSI: {msg}"))
+                    .await;
+                Err(invalid(msg))
+            }
+        }
+    }
+
+    /// Work-done progress without awaiting the client inside the handler: a task creates
+    /// the token, begins, and ends when the returned sender fires.
+    fn begin_progress(&self, title: &'static str) -> Option<tokio::sync::oneshot::Sender<()>> {
+        if !self.state.caps.read().unwrap().work_done {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let token = ProgressToken::String(format!("csi-open-{n}"));
+            if client
+                .create_work_done_progress(token.clone())
+                .await
+                .is_err()
+            {
+                return;
+            }
+            let p = client.progress(token, title).begin().await;
+            let _ = rx.await;
+            p.finish().await;
+        });
+        Some(tx)
+    }
+
+    /// After a new session or selection: diagnostics (or line states) and refreshes.
+    async fn after_change(&self) {
+        let s = self.session();
+        let sel = self.selection();
+        let config = self.state.config.read().unwrap().clone();
+        // Clear what we published before.
+        let old: Vec<Uri> = std::mem::take(&mut *self.state.published.lock().unwrap());
+        if let Some(s) = &s {
+            let mut published = Vec::new();
+            let mut files: Vec<(&String, &PathBuf)> = s.sources.iter().collect();
+            files.sort();
+            let mut by_path: Vec<(PathBuf, Vec<&str>)> = Vec::new();
+            for (k, p) in files {
+                match by_path.iter_mut().find(|(q, _)| q == p) {
+                    Some((_, ks)) => ks.push(k.as_str()),
+                    None => by_path.push((p.clone(), vec![k.as_str()])),
+                }
+            }
+            for (path, keys) in by_path {
+                let Some(uri) = Uri::from_file_path(&path) else {
+                    continue;
+                };
+                let doc = self.state.docs.get(uri.as_str());
+                if doc.as_ref().is_some_and(|d| d.edited) {
+                    continue;
+                }
+                let text = match &doc {
+                    Some(d) => d.text.clone(),
+                    None => std::fs::read_to_string(&path).unwrap_or_default(),
+                };
+                let version = doc.as_ref().map(|d| d.version);
+                drop(doc);
+                if config.line_states {
+                    if version.is_some() {
+                        let v = to_proto::line_states(s, sel, &keys, &uri, version);
+                        self.client.send_notification::<LineStates>(v).await;
+                    }
+                } else {
+                    let diags = to_proto::diagnostics(s, &keys, &Text(&text));
+                    if !diags.is_empty() {
+                        self.client
+                            .publish_diagnostics(uri.clone(), diags, version)
+                            .await;
+                        published.push(uri);
+                    }
+                }
+            }
+            for u in old.iter().filter(|u| !published.contains(u)) {
+                self.client
+                    .publish_diagnostics(u.clone(), Vec::new(), None)
+                    .await;
+            }
+            *self.state.published.lock().unwrap() = published;
+        } else {
+            for u in old {
+                self.client.publish_diagnostics(u, Vec::new(), None).await;
+            }
+        }
+        self.spawn_refresh();
+    }
+
+    /// Refresh requests are spawned, never awaited in a handler.
+    fn spawn_refresh(&self) {
+        let caps = *self.state.caps.read().unwrap();
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            if caps.inlay_refresh {
+                let _ = client.inlay_hint_refresh().await;
+            }
+            if caps.lens_refresh {
+                let _ = client.code_lens_refresh().await;
+            }
+        });
+    }
+}
+
+enum Source {
+    Crash(PathBuf, PathBuf),
+    Report(PathBuf, PathBuf),
+}
+
+/// `csi/lineStates` (server → client): see docs/protocol.md.
+pub enum LineStates {}
+
+impl notification::Notification for LineStates {
+    type Params = Value;
+    const METHOD: &'static str = "csi/lineStates";
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let root = params
+            .workspace_folders
+            .as_ref()
+            .and_then(|f| f.first())
+            .and_then(|f| path_of(&f.uri))
+            .or_else(|| {
+                #[allow(deprecated)]
+                params.root_uri.as_ref().and_then(path_of)
+            });
+        let err = {
+            let mut c = self.state.config.write().unwrap();
+            c.root = root;
+            params
+                .initialization_options
+                .as_ref()
+                .and_then(|o| c.merge_json(o).err())
+        };
+        if let Some(e) = err {
+            self.client
+                .show_message(MessageType::ERROR, format!("CSI: {e}"))
+                .await;
+        }
+        let caps = &params.capabilities;
+        *self.state.caps.write().unwrap() = ClientCaps {
+            inlay_refresh: caps
+                .workspace
+                .as_ref()
+                .and_then(|w| w.inlay_hint.as_ref())
+                .and_then(|i| i.refresh_support)
+                .unwrap_or(false),
+            lens_refresh: caps
+                .workspace
+                .as_ref()
+                .and_then(|w| w.code_lens.as_ref())
+                .and_then(|i| i.refresh_support)
+                .unwrap_or(false),
+            work_done: caps
+                .window
+                .as_ref()
+                .and_then(|w| w.work_done_progress)
+                .unwrap_or(false),
+        };
+        Ok(InitializeResult {
+            server_info: Some(ServerInfo {
+                name: "csi-lsp".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            capabilities: ServerCapabilities {
+                text_document_sync: Some(TextDocumentSyncCapability::Kind(
+                    TextDocumentSyncKind::FULL,
+                )),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                code_lens_provider: Some(CodeLensOptions {
+                    resolve_provider: Some(false),
+                }),
+                inlay_hint_provider: Some(OneOf::Left(true)),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
+                    ..Default::default()
+                }),
+                experimental: Some(json!({"csi": {"lineStates": true, "version": 1}})),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let (exe, core) = {
+            let mut c = self.state.config.write().unwrap();
+            if let Err(e) = c.merge_csi_toml() {
+                let client = self.client.clone();
+                tokio::spawn(async move {
+                    client
+                        .show_message(MessageType::ERROR, format!("CSI: {e}"))
+                        .await
+                });
+            }
+            (c.executable.clone(), c.core.clone())
+        };
+        if let (Some(exe), Some(core)) = (exe, core) {
+            let _ = self.open(Source::Crash(exe, core)).await;
+        }
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn did_open(&self, p: DidOpenTextDocumentParams) {
+        self.state.docs.insert(
+            p.text_document.uri.as_str().to_string(),
+            Doc {
+                version: p.text_document.version,
+                text: p.text_document.text,
+                edited: false,
+            },
+        );
+        if self.state.config.read().unwrap().line_states {
+            if let (Some((s, keys, _)), uri) =
+                (self.view(&p.text_document.uri), &p.text_document.uri)
+            {
+                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                let v = to_proto::line_states(
+                    &s,
+                    self.selection(),
+                    &keys,
+                    uri,
+                    Some(p.text_document.version),
+                );
+                self.client.send_notification::<LineStates>(v).await;
+            }
+        }
+    }
+
+    async fn did_change(&self, p: DidChangeTextDocumentParams) {
+        let uri = p.text_document.uri;
+        if let Some(mut d) = self.state.docs.get_mut(uri.as_str()) {
+            let new_text = p.content_changes.into_iter().last().map(|c| c.text);
+            if let Some(t) = new_text {
+                if t != d.text {
+                    d.edited = true;
+                }
+                d.text = t;
+            }
+            d.version = p.text_document.version;
+        }
+        // The lines no longer match the analysis: drop what we show for this file.
+        self.client
+            .publish_diagnostics(uri.clone(), Vec::new(), Some(p.text_document.version))
+            .await;
+        if self.state.config.read().unwrap().line_states {
+            let empty = json!({"uri": uri.as_str(), "version": p.text_document.version,
+                "must": [], "may": [], "never": [], "partial": [], "frame": null, "stale": true});
+            self.client.send_notification::<LineStates>(empty).await;
+        }
+        self.spawn_refresh();
+    }
+
+    async fn did_close(&self, p: DidCloseTextDocumentParams) {
+        self.state.docs.remove(p.text_document.uri.as_str());
+    }
+
+    async fn did_change_configuration(&self, p: DidChangeConfigurationParams) {
+        let (reopen, err) = {
+            let mut c = self.state.config.write().unwrap();
+            let before = (c.executable.clone(), c.core.clone());
+            let err = c.merge_json(&p.settings).err();
+            let after = (c.executable.clone(), c.core.clone());
+            (
+                if before != after {
+                    after.0.zip(after.1)
+                } else {
+                    None
+                },
+                err,
+            )
+        };
+        if let Some(e) = err {
+            self.client
+                .show_message(MessageType::ERROR, format!("CSI: {e}"))
+                .await;
+        }
+        match reopen {
+            Some((exe, core)) => {
+                let _ = self.open(Source::Crash(exe, core)).await;
+            }
+            None => self.after_change().await,
+        }
+    }
+
+    async fn execute_command(&self, p: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        let arg = Value::Array(p.arguments);
+        self.command(&p.command, arg).await.map(Some)
+    }
+
+    async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        let Some((s, keys, text)) = self.view(&p.text_document.uri) else {
+            return Ok(None);
+        };
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let status = self.state.config.read().unwrap().status_hints;
+        Ok(Some(to_proto::inlay_hints(
+            &s,
+            self.selection(),
+            &keys,
+            &Text(&text),
+            p.range,
+            status,
+        )))
+    }
+
+    async fn code_lens(&self, p: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        let Some((s, keys, _)) = self.view(&p.text_document.uri) else {
+            return Ok(None);
+        };
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        Ok(Some(to_proto::code_lenses(&s, self.selection(), &keys)))
+    }
+
+    async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
+        let pos = p.text_document_position_params;
+        let Some((s, keys, _)) = self.view(&pos.text_document.uri) else {
+            return Ok(None);
+        };
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        Ok(to_proto::hover(
+            &s,
+            self.selection(),
+            &keys,
+            pos.position.line + 1,
+        ))
+    }
+}

@@ -1,0 +1,383 @@
+//! An opened crash as plain data: stacks, per-file and per-frame line states, functions, and
+//! where each source file of the program lives in the workspace. Built once (off the async
+//! runtime) and shared immutably as `Arc<Session>`; requests only read it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use csi_analysis::{best_effort_coverage, Coverages, FileLines};
+use csi_dump::dwarf::Variable;
+use csi_dump::{Crash, PathStep};
+use csi_model::{Coverage, FailureReport, FuncId, NodeId, ProgramGraph, SignalInfo};
+
+use crate::config::Config;
+
+/// One frame as the editor shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FrameView {
+    /// Position in its thread's stack (0 = innermost), library frames included.
+    pub index: usize,
+    pub function: Option<String>,
+    /// Source file key (as written in DWARF / the graph), when the frame has a line.
+    pub file: Option<String>,
+    /// 1-based line and column.
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub module: String,
+    pub pc: u64,
+    pub variables: Vec<Variable>,
+    pub path: Vec<PathStep>,
+    pub path_note: Option<String>,
+    /// Index into `Session::frame_lines` when the analysis has a local answer for the frame.
+    #[serde(skip)]
+    pub analysis: Option<usize>,
+    #[serde(skip)]
+    pub graph_function: Option<FuncId>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ThreadView {
+    pub tid: u64,
+    pub crashed: bool,
+    pub frames: Vec<FrameView>,
+}
+
+/// A function of the program graph, for code lenses.
+#[derive(Clone, Debug)]
+pub struct FunctionView {
+    pub id: FuncId,
+    pub name: String,
+    pub file: String,
+    /// 1-based line of the lens (declaration line, else first line with code).
+    pub line: u32,
+    pub first: u32,
+    pub last: u32,
+}
+
+pub struct Session {
+    pub title: String,
+    pub signal: Option<SignalInfo>,
+    pub threads: Vec<ThreadView>,
+    pub graph: ProgramGraph,
+    pub report: FailureReport,
+    pub coverage: Option<Coverages>,
+    /// Global line states per source file key.
+    pub global: BTreeMap<String, FileLines>,
+    /// Local line states per analysed frame.
+    pub frame_lines: Vec<BTreeMap<String, FileLines>>,
+    pub functions: Vec<FunctionView>,
+    /// Source file key → file on disk (workspace file when found).
+    pub sources: HashMap<String, PathBuf>,
+    /// Things the user should know, one sentence each.
+    pub notices: Vec<String>,
+}
+
+/// Which frame the editor looks at, and which path step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Selection {
+    pub thread: usize,
+    pub frame: usize,
+    /// Index into the frame's path steps (the newest when `None`).
+    pub step: Option<usize>,
+}
+
+impl Session {
+    /// Opens a crash: executable + core.
+    pub fn open_crash(exe: &Path, core: &Path, config: &Config) -> Result<Session, String> {
+        let opts = csi_dump::LoadOptions {
+            graphml: config.graphml.clone(),
+        };
+        let crash = Crash::open(exe, core, &opts).map_err(|e| e.to_string())?;
+        Ok(Self::from_crash(crash, config))
+    }
+
+    fn from_crash(crash: Crash, config: &Config) -> Session {
+        let mut notices = crash.notices.clone();
+        let coverage = if crash.metadata == csi_dump::Metadata::None {
+            None
+        } else {
+            match best_effort_coverage(&crash.graph, &crash.report) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    notices.push(format!(
+                        "the analysis could not run: {e}; showing the stack only"
+                    ));
+                    None
+                }
+            }
+        };
+        let mut threads = Vec::new();
+        for t in &crash.threads {
+            let frames = t
+                .frames
+                .iter()
+                .enumerate()
+                .map(|(k, f)| FrameView {
+                    index: k,
+                    function: f.function.clone(),
+                    file: f.location.as_ref().map(|l| l.file.clone()),
+                    line: f.location.as_ref().map(|l| l.line),
+                    column: f.location.as_ref().map(|l| l.column),
+                    module: f.module.clone(),
+                    pc: f.pc,
+                    variables: f.variables.clone(),
+                    path: f.path.clone(),
+                    path_note: f.path_note.clone(),
+                    analysis: match (t.report_thread, f.report_frame, &coverage) {
+                        (Some(rt), Some(rf), Some(c)) => c
+                            .frames
+                            .iter()
+                            .position(|x| x.thread == rt && x.frame == rf),
+                        _ => None,
+                    },
+                    graph_function: f.graph_function,
+                })
+                .collect();
+            threads.push(ThreadView {
+                tid: t.tid as u64,
+                crashed: t.crashed,
+                frames,
+            });
+        }
+        let title = format!(
+            "{} ({})",
+            crash
+                .exe
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            crash.core.display()
+        );
+        let exe_dir = crash.exe.parent().map(Path::to_path_buf);
+        let decls: HashMap<String, u32> = crash
+            .graph
+            .functions
+            .iter()
+            .filter_map(|f| Some((f.name.clone(), crash.decl_line(&f.name)?)))
+            .collect();
+        let decl = |name: &str| decls.get(name).copied();
+        Self::assemble(
+            title,
+            crash.signal.clone(),
+            threads,
+            crash.graph,
+            crash.report,
+            coverage,
+            notices,
+            config,
+            exe_dir.as_deref(),
+            &decl,
+        )
+    }
+
+    /// Opens a csi-grissom failure report with its GraphML CFG (no core: no variables).
+    pub fn open_report(graph: &Path, report: &Path, config: &Config) -> Result<Session, String> {
+        let g = csi_model::read_graphml(graph).map_err(|e| e.to_string())?;
+        let r = csi_model::read_grissom_report(report, &g).map_err(|e| e.to_string())?;
+        let mut notices: Vec<String> = r.dropped.clone();
+        let coverage = match best_effort_coverage(&g, &r) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                notices.push(format!("the analysis could not run: {e}"));
+                None
+            }
+        };
+        let mut threads = Vec::new();
+        for (ti, t) in r.threads.iter().enumerate() {
+            let frames = t
+                .frames
+                .iter()
+                .enumerate()
+                .map(|(k, f)| {
+                    let point = f.point.first().copied();
+                    let file = point
+                        .and_then(|n| g.file_of(n))
+                        .map(|x| g.file_name(x).to_string());
+                    FrameView {
+                        index: k,
+                        function: f.function.map(|x| g.function(x).name.clone()),
+                        file,
+                        line: point.and_then(|n| g.node(n).lines().next()),
+                        column: None,
+                        module: String::new(),
+                        pc: 0,
+                        variables: Vec::new(),
+                        path: f
+                            .path
+                            .iter()
+                            .chain(point.iter())
+                            .filter_map(|&n| {
+                                Some(PathStep {
+                                    file: g.file_name(g.file_of(n)?).to_string(),
+                                    line: g.node(n).lines().next()?,
+                                    node: n,
+                                })
+                            })
+                            .collect(),
+                        path_note: None,
+                        analysis: coverage.as_ref().and_then(|c| {
+                            c.frames.iter().position(|x| x.thread == ti && x.frame == k)
+                        }),
+                        graph_function: f.function,
+                    }
+                })
+                .collect();
+            threads.push(ThreadView {
+                tid: t.id.unwrap_or(ti as u64),
+                crashed: ti == 0,
+                frames,
+            });
+        }
+        let title = report.display().to_string();
+        Ok(Self::assemble(
+            title,
+            r.threads.first().and_then(|t| t.signal.clone()),
+            threads,
+            g,
+            r,
+            coverage,
+            notices,
+            config,
+            graph.parent(),
+            &|_| None,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        title: String,
+        signal: Option<SignalInfo>,
+        threads: Vec<ThreadView>,
+        graph: ProgramGraph,
+        report: FailureReport,
+        coverage: Option<Coverages>,
+        mut notices: Vec<String>,
+        config: &Config,
+        input_dir: Option<&Path>,
+        decl_line: &dyn Fn(&str) -> Option<u32>,
+    ) -> Session {
+        let (global, frame_lines) = match &coverage {
+            Some(c) => (
+                c.global_lines(&graph),
+                c.frames.iter().map(|f| c.frame_lines(&graph, f)).collect(),
+            ),
+            None => (BTreeMap::new(), Vec::new()),
+        };
+        let mut functions = Vec::new();
+        for (i, f) in graph.functions.iter().enumerate() {
+            let Some(file) = f.file.map(|x| graph.file_name(x).to_string()) else {
+                continue;
+            };
+            let lines: Vec<u32> = f
+                .nodes
+                .iter()
+                .filter(|&&n| graph.node(n).file.is_none())
+                .flat_map(|&n| graph.node(n).lines())
+                .collect();
+            let (Some(&first), Some(&last)) = (lines.iter().min(), lines.iter().max()) else {
+                continue;
+            };
+            let line = decl_line(&f.name).filter(|&d| d <= first).unwrap_or(first);
+            functions.push(FunctionView {
+                id: i as FuncId,
+                name: f.name.clone(),
+                file,
+                line,
+                first,
+                last,
+            });
+        }
+        // Where each source file is.
+        let mut keys: Vec<String> = graph.files.clone();
+        for t in &threads {
+            for f in &t.frames {
+                keys.extend(f.file.clone());
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let index = crate::config::WorkspaceIndex::new(config.root.as_deref());
+        let mut sources = HashMap::new();
+        let mut missing = Vec::new();
+        for k in keys {
+            match crate::config::resolve_source(&k, config, input_dir, &index) {
+                Some(p) => {
+                    sources.insert(k, p);
+                }
+                None => missing.push(k),
+            }
+        }
+        if !missing.is_empty() {
+            let shown: Vec<&str> = missing.iter().take(5).map(String::as_str).collect();
+            notices.push(format!(
+                "{} source files are not in the workspace (add substitute paths in .csi.toml): {}{}",
+                missing.len(),
+                shown.join(", "),
+                if missing.len() > 5 { ", ..." } else { "" }
+            ));
+        }
+        Session {
+            title,
+            signal,
+            threads,
+            graph,
+            report,
+            coverage,
+            global,
+            frame_lines,
+            functions,
+            sources,
+            notices,
+        }
+    }
+
+    /// The source file keys that map to `path`.
+    pub fn keys_for(&self, path: &Path) -> Vec<&str> {
+        self.sources
+            .iter()
+            .filter(|(_, p)| p.as_path() == path)
+            .map(|(k, _)| k.as_str())
+            .collect()
+    }
+
+    pub fn frame(&self, sel: Selection) -> Option<&FrameView> {
+        self.threads.get(sel.thread)?.frames.get(sel.frame)
+    }
+
+    /// The default selection: the crashing thread's innermost frame with source.
+    pub fn default_selection(&self) -> Selection {
+        let frame = self
+            .threads
+            .first()
+            .and_then(|t| {
+                t.frames
+                    .iter()
+                    .position(|f| f.analysis.is_some() || f.line.is_some())
+            })
+            .unwrap_or(0);
+        Selection {
+            thread: 0,
+            frame,
+            step: None,
+        }
+    }
+
+    /// Global and selected-frame line states of a file key.
+    pub fn lines_of(&self, key: &str, sel: Selection) -> (Option<&FileLines>, Option<&FileLines>) {
+        let local = self
+            .frame(sel)
+            .and_then(|f| f.analysis)
+            .and_then(|a| self.frame_lines.get(a))
+            .and_then(|m| m.get(key));
+        (self.global.get(key), local)
+    }
+
+    /// Node statuses of a frame's activation, when analysed.
+    pub fn frame_status(&self, f: &FrameView) -> Option<&BTreeMap<NodeId, Coverage>> {
+        Some(&self.coverage.as_ref()?.frames.get(f.analysis?)?.status)
+    }
+
+    pub fn global_status(&self, n: NodeId) -> Option<Coverage> {
+        self.coverage.as_ref()?.global.get(n as usize).copied()
+    }
+}

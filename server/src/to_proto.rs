@@ -1,0 +1,572 @@
+//! The one place that turns session data into LSP values. Lines are 1-based in the session
+//! and 0-based in LSP.
+
+use std::collections::BTreeMap;
+
+use csi_analysis::FileLines;
+use csi_model::{Coverage, LineStatus, NodeKind};
+use serde_json::{json, Value};
+use tower_lsp_server::ls_types::*;
+
+use crate::session::{FrameView, Selection, Session};
+
+/// Text of an open or on-disk document, for placing hints at line ends.
+pub struct Text<'a>(pub &'a str);
+
+impl Text<'_> {
+    fn line_len(&self, line0: u32) -> u32 {
+        self.0
+            .lines()
+            .nth(line0 as usize)
+            .map(|l| l.encode_utf16().count() as u32)
+            .unwrap_or(0)
+    }
+}
+
+fn eol(text: &Text<'_>, line1: u32) -> Position {
+    let l0 = line1.saturating_sub(1);
+    Position::new(l0, text.line_len(l0))
+}
+
+pub fn uri_of(s: &Session, key: &str) -> Option<Uri> {
+    Uri::from_file_path(s.sources.get(key)?)
+}
+
+fn signal_text(s: &Session) -> String {
+    match &s.signal {
+        Some(sig) => match sig.fault_address {
+            Some(a) => format!("{} at {a:#x}", sig.name),
+            None => sig.name.clone(),
+        },
+        None => "stopped".into(),
+    }
+}
+
+fn hint(pos: Position, label: String, tooltip: Option<String>) -> InlayHint {
+    InlayHint {
+        position: pos,
+        label: InlayHintLabel::String(label),
+        kind: None,
+        text_edits: None,
+        tooltip: tooltip.map(InlayHintTooltip::String),
+        padding_left: Some(true),
+        padding_right: None,
+        data: None,
+    }
+}
+
+fn status_word(s: Option<LineStatus>) -> &'static str {
+    match s {
+        Some(LineStatus::Must) => "must",
+        Some(LineStatus::May) => "may",
+        Some(LineStatus::Never) => "never",
+        _ => "",
+    }
+}
+
+/// Inlay hints of one file within `range` (0-based lines).
+pub fn inlay_hints(
+    s: &Session,
+    sel: Selection,
+    keys: &[&str],
+    text: &Text<'_>,
+    range: Range,
+    status_hints: bool,
+) -> Vec<InlayHint> {
+    let in_range = |l1: u32| {
+        let l0 = l1.saturating_sub(1);
+        l0 >= range.start.line && l0 <= range.end.line
+    };
+    let in_file = |f: &Option<String>| f.as_deref().is_some_and(|f| keys.contains(&f));
+    let mut out = Vec::new();
+    // Crash point and every frame's current line.
+    for (ti, t) in s.threads.iter().enumerate() {
+        for (k, f) in t.frames.iter().enumerate() {
+            let (Some(line), true) = (f.line, in_file(&f.file)) else {
+                continue;
+            };
+            if !in_range(line) {
+                continue;
+            }
+            let label = if k == 0 && t.crashed {
+                format!("⚡ {} — frame #{k}", signal_text(s))
+            } else if t.frames.iter().take(k).all(|x| x.line.is_none()) && t.crashed {
+                let callee = t.frames[k - 1].function.as_deref().unwrap_or("??");
+                format!("⚡ {} in {callee}() — frame #{k}", signal_text(s))
+            } else {
+                let callee = t
+                    .frames
+                    .get(k.wrapping_sub(1))
+                    .and_then(|x| x.function.as_deref())
+                    .unwrap_or("??");
+                format!("frame #{k} → {callee}()")
+            };
+            let label = if s.threads.len() > 1 {
+                format!("{label} (thread {})", ti + 1)
+            } else {
+                label
+            };
+            out.push(hint(eol(text, line), label, None));
+        }
+    }
+    // Path steps of the selected frame.
+    if let Some(f) = s.frame(sel) {
+        let n = f.path.len();
+        let current = sel.step.unwrap_or(n.saturating_sub(1));
+        let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, step) in f.path.iter().enumerate() {
+            if keys.contains(&step.file.as_str()) && in_range(step.line) {
+                by_line.entry(step.line).or_default().push(i + 1);
+            }
+        }
+        for (line, steps) in by_line {
+            let shown: Vec<String> = steps
+                .iter()
+                .map(|&i| {
+                    if i == current + 1 {
+                        format!("▶{i}")
+                    } else {
+                        i.to_string()
+                    }
+                })
+                .collect();
+            let label = if shown.len() > 6 {
+                format!(
+                    "steps {}…{} ({}×)/{n}",
+                    shown[0],
+                    shown[shown.len() - 1],
+                    shown.len()
+                )
+            } else {
+                format!("step {}/{n}", shown.join(","))
+            };
+            out.push(hint(eol(text, line), label, None));
+        }
+        // Branch outcomes in the selected frame's function.
+        if let (Some(func), Some(status)) = (f.graph_function, s.frame_status(f)) {
+            let g = &s.graph;
+            for &n in &g.function(func).nodes {
+                let succs = &g.succs[n as usize];
+                if succs.len() < 2 || g.node(n).kind == NodeKind::Entry {
+                    continue;
+                }
+                let Some(line) = g.node(n).lines().last() else {
+                    continue;
+                };
+                if !in_range(line) || !g.file_of(n).is_some_and(|x| keys.contains(&g.file_name(x)))
+                {
+                    continue;
+                }
+                if status.get(&n) != Some(&Coverage::Yes) {
+                    continue;
+                }
+                let parts: Vec<String> = succs
+                    .iter()
+                    .map(|&t| {
+                        let target = g
+                            .node(t)
+                            .lines()
+                            .next()
+                            .map_or("exit".to_string(), |l| format!("line {l}"));
+                        let mark = match status.get(&t) {
+                            Some(Coverage::Yes) => "✔",
+                            Some(Coverage::No) => "✘",
+                            _ => "?",
+                        };
+                        format!("{target} {mark}")
+                    })
+                    .collect();
+                out.push(hint(
+                    eol(text, line),
+                    format!("→ {}", parts.join(" · ")),
+                    Some("branch outcome in this frame".into()),
+                ));
+            }
+        }
+    }
+    if status_hints {
+        for key in keys {
+            let (global, local) = s.lines_of(key, sel);
+            let Some(global) = global else { continue };
+            for line in global.must.iter().chain(&global.may).chain(&global.never) {
+                if !in_range(*line) {
+                    continue;
+                }
+                let g = status_word(global.status(*line));
+                let label = match local.and_then(|l| l.status(*line)) {
+                    Some(ls) => format!("{g}/{}", status_word(Some(ls))),
+                    None => g.to_string(),
+                };
+                out.push(InlayHint {
+                    position: Position::new(line - 1, 0),
+                    label: InlayHintLabel::String(label),
+                    kind: None,
+                    text_edits: None,
+                    tooltip: Some(InlayHintTooltip::String(
+                        "CSI status: global/this frame".into(),
+                    )),
+                    padding_left: None,
+                    padding_right: Some(true),
+                    data: None,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|h| (h.position.line, h.position.character));
+    out
+}
+
+fn counts(l: Option<&FileLines>, first: u32, last: u32) -> (usize, usize, usize) {
+    let Some(l) = l else { return (0, 0, 0) };
+    let c = |v: &Vec<u32>| v.iter().filter(|&&x| x >= first && x <= last).count();
+    (c(&l.must), c(&l.may), c(&l.never))
+}
+
+/// Code lenses above every function of the file: its frames with local counts, and the
+/// global counts.
+pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> {
+    let mut out = Vec::new();
+    for f in s
+        .functions
+        .iter()
+        .filter(|f| keys.contains(&f.file.as_str()))
+    {
+        let range = Range::new(Position::new(f.line - 1, 0), Position::new(f.line - 1, 0));
+        for (ti, t) in s.threads.iter().enumerate() {
+            for (k, fr) in t.frames.iter().enumerate() {
+                if fr.graph_function != Some(f.id) {
+                    continue;
+                }
+                let local = fr
+                    .analysis
+                    .and_then(|a| s.frame_lines.get(a))
+                    .and_then(|m| m.get(&f.file));
+                let (m, y, n) = counts(local, f.first, f.last);
+                let selected = sel.thread == ti && sel.frame == k;
+                let title = format!(
+                    "{}frame #{k} (thread {}) · must {m} · may {y} · never {n}",
+                    if selected { "▶ " } else { "" },
+                    ti + 1
+                );
+                out.push(CodeLens {
+                    range,
+                    command: Some(Command {
+                        title,
+                        command: "csi.selectFrame".into(),
+                        arguments: Some(vec![json!({"thread": ti, "frame": k})]),
+                    }),
+                    data: None,
+                });
+                if selected && !fr.path.is_empty() {
+                    out.push(CodeLens {
+                        range,
+                        command: Some(Command {
+                            title: format!("◀ step back ({} path steps)", fr.path.len()),
+                            command: "csi.stepPath".into(),
+                            arguments: Some(vec![json!({"delta": -1})]),
+                        }),
+                        data: None,
+                    });
+                }
+            }
+        }
+        let (m, y, n) = counts(s.global.get(&f.file), f.first, f.last);
+        if m + y + n > 0 {
+            out.push(CodeLens {
+                range,
+                command: Some(Command {
+                    title: format!("global · must {m} · may {y} · never {n}"),
+                    command: String::new(),
+                    arguments: None,
+                }),
+                data: None,
+            });
+        }
+    }
+    out
+}
+
+/// Never-executed lines as faded hints.
+pub fn diagnostics(s: &Session, keys: &[&str], text: &Text<'_>) -> Vec<Diagnostic> {
+    let mut lines: Vec<u32> = keys
+        .iter()
+        .filter_map(|k| s.global.get(*k))
+        .flat_map(|l| l.never.iter().copied())
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    lines
+        .into_iter()
+        .map(|l| Diagnostic {
+            range: Range::new(Position::new(l - 1, 0), eol(text, l)),
+            severity: Some(DiagnosticSeverity::HINT),
+            code: None,
+            code_description: None,
+            source: Some("csi".into()),
+            message: "never executed before the crash".into(),
+            related_information: None,
+            tags: Some(vec![DiagnosticTag::UNNECESSARY]),
+            data: None,
+        })
+        .collect()
+}
+
+fn lines_json(l: Option<&FileLines>) -> Value {
+    let z = |v: Option<&Vec<u32>>| -> Vec<u32> {
+        v.map(|v| v.iter().map(|x| x - 1).collect())
+            .unwrap_or_default()
+    };
+    json!({
+        "must": z(l.map(|l| &l.must)),
+        "may": z(l.map(|l| &l.may)),
+        "never": z(l.map(|l| &l.never)),
+        "partial": z(l.map(|l| &l.partial)),
+    })
+}
+
+/// `csi/lineStates` for one document (0-based lines): global states at the top level, the
+/// selected frame's under `frame`.
+pub fn line_states(
+    s: &Session,
+    sel: Selection,
+    keys: &[&str],
+    uri: &Uri,
+    version: Option<i32>,
+) -> Value {
+    let merge = |pick: &dyn Fn(&str) -> Option<FileLines>| {
+        let mut acc = FileLines::default();
+        for k in keys {
+            if let Some(l) = pick(k) {
+                acc.must.extend(l.must);
+                acc.may.extend(l.may);
+                acc.never.extend(l.never);
+                acc.partial.extend(l.partial);
+            }
+        }
+        acc
+    };
+    let global = merge(&|k| s.global.get(k).cloned());
+    let local = merge(&|k| s.lines_of(k, sel).1.cloned());
+    let mut v = lines_json(Some(&global));
+    v["uri"] = json!(uri.as_str());
+    v["version"] = json!(version);
+    v["frame"] = if s.frame(sel).and_then(|f| f.analysis).is_some() {
+        let mut f = lines_json(Some(&local));
+        f["thread"] = json!(sel.thread);
+        f["frame"] = json!(sel.frame);
+        f
+    } else {
+        Value::Null
+    };
+    v
+}
+
+fn frame_json(s: &Session, f: &FrameView) -> Value {
+    json!({
+        "index": f.index,
+        "function": f.function,
+        "file": f.file,
+        "uri": f.file.as_deref().and_then(|k| uri_of(s, k)).map(|u| u.as_str().to_string()),
+        "line": f.line.map(|l| l - 1),
+        "column": f.column.map(|c| c.saturating_sub(1)),
+        "module": f.module,
+        "pc": format!("{:#x}", f.pc),
+        "analysed": f.analysis.is_some(),
+        "pathSteps": f.path.len(),
+    })
+}
+
+/// `csi/stack`: threads → frames.
+pub fn stack(s: &Session, sel: Selection) -> Value {
+    json!({
+        "title": s.title,
+        "signal": s.signal,
+        "selected": {"thread": sel.thread, "frame": sel.frame, "step": sel.step},
+        "notices": s.notices,
+        "threads": s.threads.iter().enumerate().map(|(i, t)| json!({
+            "index": i,
+            "tid": t.tid,
+            "crashed": t.crashed,
+            "frames": t.frames.iter().map(|f| frame_json(s, f)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `csi/pathTrace`: a frame's decoded path, oldest first (0-based lines).
+pub fn path_trace(s: &Session, sel: Selection) -> Value {
+    let Some(f) = s.frame(sel) else {
+        return Value::Null;
+    };
+    json!({
+        "thread": sel.thread,
+        "frame": sel.frame,
+        "current": sel.step.unwrap_or(f.path.len().saturating_sub(1)),
+        "note": f.path_note,
+        "steps": f.path.iter().map(|st| json!({
+            "file": st.file,
+            "uri": uri_of(s, &st.file).map(|u| u.as_str().to_string()),
+            "line": st.line - 1,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn var_lines(vars: &[csi_dump::dwarf::Variable], kind: csi_dump::dwarf::VarKind) -> String {
+    let mut out = String::new();
+    for v in vars.iter().filter(|v| v.kind == kind) {
+        let mut value = v.value.clone();
+        if value.chars().count() > 120 {
+            value = value.chars().take(117).collect::<String>() + "...";
+        }
+        let inl = v
+            .inlined_in
+            .as_deref()
+            .map(|f| format!(" (in inlined {f})"))
+            .unwrap_or_default();
+        out.push_str(&format!("    {} {} = {value}{inl}\n", v.type_name, v.name));
+    }
+    out
+}
+
+/// Hover on a line: the frame(s) stopped there with their variables, or the line's status
+/// and the evidence for it.
+pub fn hover(s: &Session, sel: Selection, keys: &[&str], line1: u32) -> Option<Hover> {
+    let mut md = String::new();
+    for (ti, t) in s.threads.iter().enumerate() {
+        for (k, f) in t.frames.iter().enumerate() {
+            if f.line != Some(line1) || !f.file.as_deref().is_some_and(|x| keys.contains(&x)) {
+                continue;
+            }
+            md.push_str(&format!(
+                "**frame #{k}** `{}` — thread {} (tid {}){}\n\n",
+                f.function.as_deref().unwrap_or("??"),
+                ti + 1,
+                t.tid,
+                if t.crashed && k == 0 {
+                    format!(", **{}**", signal_text(s))
+                } else if t.crashed {
+                    format!(", crashed with {}", signal_text(s))
+                } else {
+                    String::new()
+                }
+            ));
+            let args = var_lines(&f.variables, csi_dump::dwarf::VarKind::Parameter);
+            let locals = var_lines(&f.variables, csi_dump::dwarf::VarKind::Local);
+            if !args.is_empty() {
+                md.push_str("Arguments:\n```c\n");
+                md.push_str(&args);
+                md.push_str("```\n");
+            }
+            if !locals.is_empty() {
+                md.push_str("Locals:\n```c\n");
+                md.push_str(&locals);
+                md.push_str("```\n");
+            }
+            if !f.path.is_empty() {
+                let tail: Vec<String> = f
+                    .path
+                    .iter()
+                    .rev()
+                    .take(12)
+                    .rev()
+                    .map(|st| st.line.to_string())
+                    .collect();
+                md.push_str(&format!(
+                    "Path trace ({} steps, last {}): {}\n\n",
+                    f.path.len(),
+                    tail.len(),
+                    tail.join(" → ")
+                ));
+            } else if let Some(n) = &f.path_note {
+                md.push_str(&format!("Path trace: {n}\n\n"));
+            }
+            if let Some(status) = s.frame_status(f) {
+                let g = &s.graph;
+                let covered: Vec<String> = status
+                    .iter()
+                    .filter(|(n, _)| g.node(**n).kind == NodeKind::CallSite)
+                    .filter_map(|(n, c)| {
+                        let name = g
+                            .node(*n)
+                            .call
+                            .as_ref()?
+                            .name
+                            .clone()
+                            .unwrap_or_else(|| "(indirect)".into());
+                        let line = g.node(*n).lines().next()?;
+                        let mark = match c {
+                            Coverage::Yes => "yes",
+                            Coverage::No => "no",
+                            Coverage::Maybe => "?",
+                        };
+                        Some(format!("{name}@{line}: {mark}"))
+                    })
+                    .collect();
+                if !covered.is_empty() {
+                    md.push_str(&format!(
+                        "Call sites in this activation: {}\n\n",
+                        covered.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    if md.is_empty() {
+        // Status of the line and why.
+        let key = keys
+            .iter()
+            .find(|k| s.global.get(**k).is_some_and(|l| l.status(line1).is_some()))?;
+        let (global, local) = s.lines_of(key, sel);
+        let gs = global.and_then(|l| l.status(line1));
+        md.push_str(&format!("CSI: **{}** before the crash", status_word(gs)));
+        if let Some(ls) = local.and_then(|l| l.status(line1)) {
+            md.push_str(&format!(
+                " · in frame #{}: **{}**",
+                sel.frame,
+                status_word(Some(ls))
+            ));
+        }
+        md.push_str("\n\n");
+        let g = &s.graph;
+        let nodes = csi_analysis::nodes_on_line(g, key, line1);
+        let mut why = Vec::new();
+        for n in nodes {
+            if let Some(&ran) = s.report.global_coverage.get(&n) {
+                let what = match g.node(n).call.as_ref().and_then(|c| c.name.clone()) {
+                    Some(c) => format!(
+                        "call site `{c}()` covered: {}",
+                        if ran { "yes" } else { "no" }
+                    ),
+                    None => format!("coverage bit: {}", if ran { "set" } else { "clear" }),
+                };
+                why.push(what);
+            }
+            if s.threads.iter().any(|t| {
+                t.frames
+                    .iter()
+                    .any(|f| f.path.iter().any(|st| st.node == n))
+            }) {
+                why.push("on a frame's path trace".into());
+            }
+        }
+        why.dedup();
+        if why.is_empty() {
+            why.push(match gs {
+                Some(LineStatus::Never) => {
+                    "no execution consistent with the stack and traces reaches it".into()
+                }
+                Some(LineStatus::Must) => {
+                    "every execution consistent with the crash runs it".into()
+                }
+                _ => "the traces do not decide it".into(),
+            });
+        }
+        md.push_str(&format!("Why: {}", why.join("; ")));
+    }
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: md,
+        }),
+        range: None,
+    })
+}
