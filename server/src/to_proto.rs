@@ -492,7 +492,8 @@ pub fn hover(s: &Session, sel: Selection, keys: &[&str], line1: u32) -> Option<H
                             .name
                             .clone()
                             .unwrap_or_else(|| "(indirect)".into());
-                        let line = g.node(*n).lines().next()?;
+                        // A call-site node ends with its call: its last line is the call's.
+                        let line = g.node(*n).lines().last()?;
                         let mark = match c {
                             Coverage::Yes => "yes",
                             Coverage::No => "no",

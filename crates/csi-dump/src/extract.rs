@@ -793,17 +793,55 @@ impl<'a> Extract<'a> {
         }
         let wrapped = *arr.last().unwrap() != -1;
         let ids = unrotate_ring(&arr, idx as usize);
-        let mut completed: Vec<DecodedPath> = Vec::new();
-        let mut ok = true;
-        for r in pg.decode_all(&ids) {
-            match r {
-                Ok(d) => completed.push(d),
-                Err(_) => ok = false,
+        // The entry block has no predecessors, so a frame still in it took no back edge: its
+        // ring buffer and running sum may not even be initialised yet (a stack overflow
+        // faults in the prologue), and are not used.
+        let in_entry_block = cur_block == pt.entry;
+        let partial = if in_entry_block {
+            DecodedPath {
+                blocks: vec![pt.entry],
+                start: PathStart::Entry,
+                end: csi_model::ballarus::PathEnd::Partial,
             }
+        } else {
+            partial
+        };
+        let mut completed: Vec<DecodedPath> = Vec::new();
+        let mut ok = !in_entry_block;
+        if ok {
+            for r in pg.decode_all(&ids) {
+                match r {
+                    Ok(d) => completed.push(d),
+                    Err(_) => ok = false,
+                }
+            }
+        }
+        // A live frame stores a completed path only on a back edge, and consecutive paths
+        // chain through loop heads; anything else is not this activation's buffer.
+        let chains = |a: &DecodedPath, b_start: PathStart, b_first: Option<&u32>| match &a.end {
+            csi_model::ballarus::PathEnd::BackEdge(heads) => {
+                b_start == PathStart::LoopHead && b_first.is_some_and(|h| heads.contains(h))
+            }
+            _ => false,
+        };
+        if ok {
+            let mut next = completed
+                .iter()
+                .skip(1)
+                .map(|d| (d.start, d.blocks.first()))
+                .chain(std::iter::once((partial.start, partial.blocks.first())));
+            ok = completed.iter().all(|d| {
+                let (s, f) = next.next().expect("one successor per path");
+                chains(d, s, f)
+            }) && (wrapped
+                || completed
+                    .first()
+                    .is_none_or(|d| d.start == PathStart::Entry));
         }
         if !ok {
             completed.clear();
         }
+        let path_from_partial_only = completed.is_empty();
         let mut path: Vec<NodeId> = Vec::new();
         for d in &completed {
             for b in &d.blocks {
@@ -825,8 +863,9 @@ impl<'a> Extract<'a> {
                 .flatten()
                 .take(first_point),
         );
-        let from_entry = if completed.is_empty() {
-            !wrapped && ok && ids.is_empty() && partial.start == PathStart::Entry
+        let from_entry = if path_from_partial_only {
+            partial.start == PathStart::Entry
+                && (in_entry_block || (!wrapped && ok && ids.is_empty()))
         } else {
             !wrapped && completed[0].start == PathStart::Entry
         };

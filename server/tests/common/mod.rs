@@ -15,7 +15,11 @@ pub fn root() -> PathBuf {
 }
 
 pub fn fixture(rel: &str) -> String {
-    root().join("fixtures/crashes").join(rel).display().to_string()
+    root()
+        .join("fixtures/crashes")
+        .join(rel)
+        .display()
+        .to_string()
 }
 
 pub fn uri(rel: &str) -> String {
@@ -76,7 +80,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Client<R, W> {
     }
 
     pub async fn notify(&mut self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await;
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+            .await;
     }
 
     /// Sends a request and returns its response (`result` or `error` object), handling
@@ -84,7 +89,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Client<R, W> {
     pub async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
         loop {
             let msg = tokio::time::timeout(Duration::from_secs(30), self.read())
                 .await
@@ -101,7 +107,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Client<R, W> {
             (Some(id), Some(m)) => {
                 self.server_requests.push(m.to_string());
                 let id = id.clone();
-                self.send(&json!({"jsonrpc": "2.0", "id": id, "result": null})).await;
+                self.send(&json!({"jsonrpc": "2.0", "id": id, "result": null}))
+                    .await;
             }
             (None, Some(_)) => self.notifications.push_back(msg),
             _ => {}
@@ -110,7 +117,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Client<R, W> {
 
     /// Reads until a notification of `method` arrives (or `timeout`), returns it.
     pub async fn wait_notification(&mut self, method: &str, timeout: Duration) -> Option<Value> {
-        if let Some(i) = self.notifications.iter().position(|n| n["method"] == method) {
+        if let Some(i) = self
+            .notifications
+            .iter()
+            .position(|n| n["method"] == method)
+        {
             return self.notifications.remove(i);
         }
         let deadline = tokio::time::Instant::now() + timeout;
@@ -125,8 +136,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Client<R, W> {
     }
 
     pub fn take_notifications(&mut self, method: &str) -> Vec<Value> {
-        let (mine, rest): (Vec<Value>, Vec<Value>) =
-            self.notifications.drain(..).partition(|n| n["method"] == method);
+        let (mine, rest): (Vec<Value>, Vec<Value>) = self
+            .notifications
+            .drain(..)
+            .partition(|n| n["method"] == method);
         self.notifications = rest.into();
         mine
     }

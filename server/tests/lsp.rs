@@ -1,0 +1,610 @@
+//! The server end to end over JSON-RPC: in-process (tokio duplex) and over stdio against the
+//! built binary, on the checked-in fixture crashes. Responses are compared as whole JSON
+//! (with the checkout's path replaced by `$ROOT`).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+
+const SRC: &str = "fixtures/src/null_deref.c";
+
+type Duplex = Client<
+    tokio::io::ReadHalf<tokio::io::DuplexStream>,
+    tokio::io::WriteHalf<tokio::io::DuplexStream>,
+>;
+
+async fn in_process(options: Value) -> Duplex {
+    let (client_io, server_io) = tokio::io::duplex(1 << 22);
+    let (sr, sw) = tokio::io::split(server_io);
+    let (service, socket) = csi_lsp::service();
+    tokio::spawn(tower_lsp_server::Server::new(sr, sw, socket).serve(service));
+    let (cr, cw) = tokio::io::split(client_io);
+    let mut c = Client::new(cr, cw);
+    c.initialize(options).await;
+    c
+}
+
+fn open_args(dir: &str, exe: &str) -> Value {
+    json!({"command": "csi.openCrash", "arguments": [{
+        "executable": fixture(&format!("{dir}/{exe}")),
+        "core": fixture(&format!("{dir}/core")),
+    }]})
+}
+
+fn whole_file() -> Value {
+    json!({"start": {"line": 0, "character": 0}, "end": {"line": 1000, "character": 0}})
+}
+
+async fn hints<R, W>(c: &mut Client<R, W>, rel: &str) -> Value
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let r = c
+        .request(
+            "textDocument/inlayHint",
+            json!({"textDocument": {"uri": uri(rel)}, "range": whole_file()}),
+        )
+        .await;
+    r["result"].clone()
+}
+
+fn label(l: &str, line: u32, ch: u32) -> Value {
+    json!({"label": l, "paddingLeft": true, "position": {"line": line, "character": ch}})
+}
+
+fn lens(title: &str, line: u32, command: &str, args: Option<Value>) -> Value {
+    let range =
+        json!({"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}});
+    match args {
+        Some(a) => {
+            json!({"range": range, "command": {"title": title, "command": command, "arguments": [a]}})
+        }
+        None => json!({"range": range, "command": {"title": title, "command": command}}),
+    }
+}
+
+#[tokio::test]
+async fn open_crash_then_hints_lenses_hover_diagnostics() {
+    let mut c = in_process(json!({})).await;
+    // Before any crash is open: nothing to show, and a clear message for the custom requests.
+    assert_eq!(hints(&mut c, SRC).await, Value::Null);
+    let r = c.request("csi/stack", json!({})).await;
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no crash is open"),
+        "{r}"
+    );
+
+    let r = c
+        .request(
+            "workspace/executeCommand",
+            open_args("null_deref/realistic-O0", "null_deref"),
+        )
+        .await;
+    let stack = &r["result"];
+    assert_eq!(
+        stack["signal"],
+        json!({"signo": 11, "name": "SIGSEGV", "code": 1, "fault_address": 8})
+    );
+    // Program frames (library frames depend on the machine's libc and are left out).
+    let frames: Vec<Value> = stack["threads"][0]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["file"].is_null())
+        .cloned()
+        .collect();
+    assert_eq!(
+        scrub(&json!(frames)),
+        json!([
+            {"analysed": true, "column": 13, "file": "./src/null_deref.c", "function": "charge", "index": 0, "line": 30,
+             "module": "$ROOT/fixtures/crashes/null_deref/realistic-O0/null_deref", "pathSteps": 4, "pc": "0x5575f4a991ee",
+             "uri": "file://$ROOT/fixtures/src/null_deref.c"},
+            {"analysed": true, "column": 11, "file": "./src/null_deref.c", "function": "main", "index": 1, "line": 40,
+             "module": "$ROOT/fixtures/crashes/null_deref/realistic-O0/null_deref", "pathSteps": 11, "pc": "0x5575f4a9955c",
+             "uri": "file://$ROOT/fixtures/src/null_deref.c"}
+        ])
+    );
+    // Progress was reported and refreshes requested.
+    assert!(c
+        .server_requests
+        .contains(&"window/workDoneProgress/create".to_string()));
+    let diags = c
+        .wait_notification("textDocument/publishDiagnostics", Duration::from_secs(5))
+        .await
+        .unwrap();
+    let never = |line: u32, end: u32| {
+        json!({"message": "never executed before the crash", "severity": 4, "source": "csi", "tags": [1],
+               "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": end}}})
+    };
+    assert_eq!(
+        scrub(&diags["params"]),
+        json!({"uri": "file://$ROOT/fixtures/src/null_deref.c",
+               "diagnostics": [never(19, 41), never(29, 24), never(41, 38), never(42, 11)]})
+    );
+
+    c.open_doc(SRC).await;
+    assert_eq!(
+        hints(&mut c, SRC).await,
+        json!([
+            label("step 1/4", 26, 20),
+            label("step 2/4", 27, 38),
+            label("step 3/4", 28, 13),
+            {"label": "→ line 30 ✘ · line 31 ✔", "paddingLeft": true, "position": {"line": 28, "character": 13},
+             "tooltip": "branch outcome in this frame"},
+            label("⚡ SIGSEGV at 0x8 — frame #0", 30, 54),
+            label("step ▶4/4", 30, 54),
+            label("frame #1 → charge()", 40, 32),
+        ])
+    );
+    let lenses = c
+        .request(
+            "textDocument/codeLens",
+            json!({"textDocument": {"uri": uri(SRC)}}),
+        )
+        .await;
+    assert_eq!(
+        lenses["result"],
+        json!([
+            lens(
+                "▶ frame #0 (thread 1) · must 4 · may 1 · never 1",
+                25,
+                "csi.selectFrame",
+                Some(json!({"thread": 0, "frame": 0}))
+            ),
+            lens(
+                "◀ step back (4 path steps)",
+                25,
+                "csi.stepPath",
+                Some(json!({"delta": -1}))
+            ),
+            lens("global · must 4 · may 1 · never 1", 25, "", None),
+            lens("global · must 3 · may 3 · never 1", 14, "", None),
+            lens("global · must 2 · may 4 · never 0", 6, "", None),
+            lens(
+                "frame #1 (thread 1) · must 6 · may 0 · never 2",
+                34,
+                "csi.selectFrame",
+                Some(json!({"thread": 0, "frame": 1}))
+            ),
+            lens("global · must 6 · may 0 · never 2", 34, "", None),
+        ])
+    );
+    let hover = |line: u32| json!({"textDocument": {"uri": uri(SRC)}, "position": {"line": line, "character": 4}});
+    let h = c.request("textDocument/hover", hover(30)).await;
+    assert_eq!(
+        h["result"],
+        json!({"contents": {"kind": "markdown", "value":
+            "**frame #0** `charge` — thread 1 (tid 2446), **SIGSEGV at 0x8**\n\n\
+             Arguments:\n```c\n    struct account * list = 0x7ffe8dda6c68\n    const char * who = 0x5575f4a9a02a \"zed\"\n    int kind = 1\n```\n\
+             Locals:\n```c\n    volatile long __PT_current_path = 0\n    volatile long __PT_counter_idx = 0\n    \
+             volatile long [10] __PT_counter_arr = {0, 0, 0, 0, 0, 0, 0, 0, 0, -1}\n    volatile __csi_bool [3] __CC_arr = {true, true, false}\n    \
+             int f = 5\n    struct account * a = 0x0\n```\n\
+             Path trace (4 steps, last 4): 27 → 28 → 29 → 31\n\n\
+             Call sites in this activation: fee@27: yes, find@28: yes, puts@30: no\n\n"}})
+    );
+    let h = c.request("textDocument/hover", hover(29)).await;
+    assert_eq!(
+        h["result"]["contents"]["value"],
+        "CSI: **never** before the crash · in frame #0: **never**\n\nWhy: call site `puts()` covered: no"
+    );
+
+    // Selecting frame #1 changes the path steps and the lenses.
+    let r = c
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "csi.selectFrame", "arguments": [{"thread": 0, "frame": 1}]}),
+        )
+        .await;
+    assert_eq!(r["result"]["steps"].as_array().unwrap().len(), 11, "{r}");
+    let h = hints(&mut c, SRC).await;
+    let labels: Vec<&str> = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "⚡ SIGSEGV at 0x8 — frame #0",
+            "step 1/11",
+            "step 2/11",
+            "step 3,5,7,9/11",
+            "→ line 39 ✔ · line 40 ✔",
+            "step 4,6,8/11",
+            "step 10/11",
+            "frame #1 → charge()",
+            "step ▶11/11",
+        ]
+    );
+    // Stepping back moves the marker.
+    let r = c.request("csi/stepPath", json!({"delta": -2})).await;
+    assert_eq!(
+        scrub(&r["result"]),
+        json!({"step": 8, "of": 11, "file": "./src/null_deref.c",
+        "uri": "file://$ROOT/fixtures/src/null_deref.c", "line": 37})
+    );
+    let h = hints(&mut c, SRC).await;
+    assert!(
+        h.as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["label"] == "step 3,5,7,▶9/11"),
+        "{h}"
+    );
+    // A control-flow query.
+    let q = c
+        .request(
+            "csi/query",
+            json!({"kind": "mayRun", "uri": uri(SRC), "line": 29}),
+        )
+        .await;
+    assert_eq!(
+        q["result"],
+        json!({"kind": "mayRun", "answer": "impossible"})
+    );
+    let q = c.request("csi/query", json!({"kind": "mayRunBefore", "uri": uri(SRC), "line": 17, "uri2": uri(SRC), "line2": 40})).await;
+    assert_eq!(
+        q["result"],
+        json!({"kind": "mayRunBefore", "answer": "possible"})
+    );
+}
+
+#[tokio::test]
+async fn line_states_replace_diagnostics_when_asked() {
+    let mut c = in_process(json!({"lineStates": true})).await;
+    c.open_doc(SRC).await;
+    c.request(
+        "workspace/executeCommand",
+        open_args("null_deref/realistic-O0", "null_deref"),
+    )
+    .await;
+    let n = c
+        .wait_notification("csi/lineStates", Duration::from_secs(5))
+        .await
+        .expect("csi/lineStates");
+    assert_eq!(
+        scrub(&n["params"]),
+        json!({"uri": "file://$ROOT/fixtures/src/null_deref.c", "version": 1,
+               "must": [7, 12, 15, 16, 22, 26, 27, 28, 30, 35, 36, 37, 38, 39, 40],
+               "may": [8, 9, 10, 11, 17, 18, 20, 31],
+               "never": [19, 29, 41, 42],
+               "partial": [40],
+               "frame": {"thread": 0, "frame": 0,
+                         "must": [26, 27, 28, 30], "may": [31], "never": [29], "partial": []}})
+    );
+    assert!(c
+        .take_notifications("textDocument/publishDiagnostics")
+        .is_empty());
+}
+
+#[tokio::test]
+async fn edited_files_drop_their_hints() {
+    let mut c = in_process(json!({})).await;
+    c.request(
+        "workspace/executeCommand",
+        open_args("null_deref/realistic-O0", "null_deref"),
+    )
+    .await;
+    c.open_doc(SRC).await;
+    assert!(!hints(&mut c, SRC).await.as_array().unwrap().is_empty());
+    let text = format!(
+        "// a new first line\n{}",
+        std::fs::read_to_string(root().join(SRC)).unwrap()
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(SRC), "version": 2},
+        "contentChanges": [{"text": text}]}),
+    )
+    .await;
+    assert_eq!(
+        hints(&mut c, SRC).await,
+        Value::Null,
+        "no hints on shifted lines"
+    );
+    let lenses = c
+        .request(
+            "textDocument/codeLens",
+            json!({"textDocument": {"uri": uri(SRC)}}),
+        )
+        .await;
+    assert_eq!(lenses["result"], Value::Null);
+    let cleared = loop {
+        let d = c
+            .wait_notification("textDocument/publishDiagnostics", Duration::from_secs(5))
+            .await
+            .unwrap();
+        if d["params"]["version"] == 2 {
+            break d;
+        }
+    };
+    assert_eq!(cleared["params"]["diagnostics"], json!([]));
+}
+
+#[tokio::test]
+async fn thread_crash_shows_every_thread() {
+    let mut c = in_process(json!({})).await;
+    let r = c
+        .request(
+            "workspace/executeCommand",
+            open_args("thread_crash/realistic-O0", "thread_crash"),
+        )
+        .await;
+    let threads = r["result"]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 3);
+    let names: Vec<Vec<&str>> = threads
+        .iter()
+        .map(|t| {
+            t["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| !f["file"].is_null())
+                .map(|f| f["function"].as_str().unwrap())
+                .collect()
+        })
+        .collect();
+    assert!(names.contains(&vec!["compute", "worker"]), "{names:?}");
+    assert!(names.contains(&vec!["parker"]), "{names:?}");
+    assert!(names.contains(&vec!["main"]), "{names:?}");
+    let rel = "fixtures/src/thread_crash.c";
+    c.open_doc(rel).await;
+    let h = hints(&mut c, rel).await;
+    let labels: Vec<&str> = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["label"].as_str().unwrap())
+        .collect();
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("⚡ SIGSEGV at 0x0 — frame #0 (thread 1)")),
+        "{labels:?}"
+    );
+    assert!(
+        labels.iter().any(|l| l.contains("→ pthread_cond_wait()")),
+        "{labels:?}"
+    );
+}
+
+#[tokio::test]
+async fn bad_input_never_kills_the_server() {
+    let mut c = in_process(json!({})).await;
+    // A core of another program.
+    let r = c
+        .request("workspace/executeCommand", json!({"command": "csi.openCrash", "arguments": [{
+            "executable": fixture("null_deref/realistic-O0/null_deref"), "core": fixture("oob_write/realistic-O0/core")}]}))
+        .await;
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("was not produced by"),
+        "{r}"
+    );
+    let m = c
+        .wait_notification("window/showMessage", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(m["params"]["type"], 1);
+    assert!(m["params"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("was not produced by"));
+    // A missing executable, a truncated core, a non-core.
+    let tmp = std::env::temp_dir().join(format!("csi-lsp-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let core = std::fs::read(fixture("null_deref/realistic-O0/core")).unwrap();
+    std::fs::write(tmp.join("core.cut"), &core[..2000]).unwrap();
+    for (exe, core, want) in [
+        (
+            "/nonexistent/app".to_string(),
+            fixture("null_deref/realistic-O0/core"),
+            "No such file",
+        ),
+        (
+            fixture("null_deref/realistic-O0/null_deref"),
+            tmp.join("core.cut").display().to_string(),
+            "truncated",
+        ),
+        (
+            fixture("null_deref/realistic-O0/null_deref"),
+            fixture("null_deref/realistic-O0/null_deref"),
+            "not a core dump",
+        ),
+    ] {
+        let r = c
+            .request("workspace/executeCommand", json!({"command": "csi.openCrash", "arguments": [{"executable": exe, "core": core}]}))
+            .await;
+        assert!(
+            r["error"]["message"].as_str().unwrap().contains(want),
+            "{want}: {r}"
+        );
+    }
+    // A stripped executable still gives the stack (a partial view) with a warning.
+    if std::process::Command::new("objcopy")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let stripped = tmp.join("null_deref");
+        assert!(std::process::Command::new("objcopy")
+            .arg("--strip-all")
+            .arg(fixture("null_deref/realistic-O0/null_deref"))
+            .arg(&stripped)
+            .status()
+            .unwrap()
+            .success());
+        c.take_notifications("window/showMessage");
+        let r = c
+            .request("workspace/executeCommand", json!({"command": "csi.openCrash", "arguments": [{
+                "executable": stripped.display().to_string(), "core": fixture("null_deref/realistic-O0/core")}]}))
+            .await;
+        // No symbols and no DWARF: the frames are there, their names are not.
+        assert!(
+            r["result"]["threads"][0]["frames"][0]["pc"].is_string(),
+            "{r}"
+        );
+        let m = loop {
+            let m = c
+                .wait_notification("window/showMessage", Duration::from_secs(5))
+                .await
+                .unwrap();
+            if m["params"]["type"] == 2 {
+                break m;
+            }
+        };
+        assert!(
+            m["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("no debug info"),
+            "{m}"
+        );
+    }
+    // Still alive and answering.
+    let r = c.request("csi/stack", json!({})).await;
+    assert!(r["result"]["threads"].is_array(), "{r}");
+}
+
+#[tokio::test]
+async fn sources_outside_the_workspace_are_reported() {
+    let tmp = std::env::temp_dir().join(format!("csi-lsp-nosrc-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::copy(
+        fixture("null_deref/realistic-O0/null_deref"),
+        tmp.join("null_deref"),
+    )
+    .unwrap();
+    std::fs::copy(fixture("null_deref/realistic-O0/core"), tmp.join("core")).unwrap();
+    let (client_io, server_io) = tokio::io::duplex(1 << 22);
+    let (sr, sw) = tokio::io::split(server_io);
+    let (service, socket) = csi_lsp::service();
+    tokio::spawn(tower_lsp_server::Server::new(sr, sw, socket).serve(service));
+    let (cr, cw) = tokio::io::split(client_io);
+    let mut c = Client::new(cr, cw);
+    c.request("initialize", json!({"processId": null, "rootUri": format!("file://{}", tmp.display()), "capabilities": {}})).await;
+    c.notify("initialized", json!({})).await;
+    let r = c
+        .request("workspace/executeCommand", json!({"command": "csi.openCrash", "arguments": [{
+            "executable": tmp.join("null_deref").display().to_string(), "core": tmp.join("core").display().to_string()}]}))
+        .await;
+    assert_eq!(r["result"]["threads"][0]["frames"][0]["uri"], Value::Null);
+    let m = c
+        .wait_notification("window/showMessage", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(
+        m["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not in the workspace"),
+        "{m}"
+    );
+}
+
+#[tokio::test]
+async fn csi_toml_opens_the_crash_at_start() {
+    let tmp = std::env::temp_dir().join(format!("csi-lsp-toml-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        tmp.join(".csi.toml"),
+        format!(
+            "executable = \"{}\"\ncore = \"{}\"\n[[substitute-path]]\nfrom = \"./src\"\nto = \"{}\"\n",
+            fixture("null_deref/realistic-O0/null_deref"),
+            fixture("null_deref/realistic-O0/core"),
+            root().join("fixtures/src").display()
+        ),
+    )
+    .unwrap();
+    let (client_io, server_io) = tokio::io::duplex(1 << 22);
+    let (sr, sw) = tokio::io::split(server_io);
+    let (service, socket) = csi_lsp::service();
+    tokio::spawn(tower_lsp_server::Server::new(sr, sw, socket).serve(service));
+    let (cr, cw) = tokio::io::split(client_io);
+    let mut c = Client::new(cr, cw);
+    c.request("initialize", json!({"processId": null, "rootUri": format!("file://{}", tmp.display()), "capabilities": {}})).await;
+    c.notify("initialized", json!({})).await;
+    let d = c
+        .wait_notification("textDocument/publishDiagnostics", Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(d["params"]["uri"], uri(SRC));
+    let r = c.request("csi/stack", json!({})).await;
+    assert_eq!(r["result"]["threads"][0]["frames"][0]["uri"], uri(SRC));
+}
+
+/// The real binary over stdio, the way editors run it.
+#[tokio::test]
+async fn stdio_binary_end_to_end() {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_csi-lsp"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut c = Client::new(stdout, stdin);
+    let init = c.initialize(json!({})).await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "csi-lsp");
+    let r = c
+        .request(
+            "workspace/executeCommand",
+            open_args("null_deref/realistic-O0", "null_deref"),
+        )
+        .await;
+    assert_eq!(r["result"]["threads"][0]["frames"][0]["function"], "charge");
+    c.open_doc(SRC).await;
+    let h = hints(&mut c, SRC).await;
+    assert_eq!(h[4], label("⚡ SIGSEGV at 0x8 — frame #0", 30, 54));
+    // The hover shows the crash frame's real locals: check them against gdb when installed.
+    let hv = c
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri(SRC)}, "position": {"line": 30, "character": 4}}),
+        )
+        .await;
+    let text = hv["result"]["contents"]["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    if let Ok(out) = std::process::Command::new("gdb")
+        .args(["-batch", "-nx", "-ex", "info locals", "-ex", "info args"])
+        .arg(fixture("null_deref/realistic-O0/null_deref"))
+        .arg(fixture("null_deref/realistic-O0/core"))
+        .output()
+    {
+        let gdb = String::from_utf8_lossy(&out.stdout);
+        let mut checked = 0;
+        for line in gdb
+            .lines()
+            .filter(|l| l.contains(" = ") && !l.starts_with('#'))
+        {
+            let (name, value) = line.split_once(" = ").unwrap();
+            assert!(
+                text.contains(&format!(" {name} = {value}")),
+                "gdb says {line}; hover:\n{text}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 6, "gdb printed {gdb}");
+    }
+    let r = c.request("shutdown", Value::Null).await;
+    assert!(r.get("error").is_none());
+    c.notify("exit", Value::Null).await;
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}
