@@ -194,7 +194,13 @@ impl Backend {
     async fn session_command(&self, s: &Arc<Session>, name: &str, arg: &Value) -> Result<Value> {
         let num = |k: &str| arg.get(k).and_then(Value::as_u64).map(|x| x as usize);
         match name {
-            "csi.stack" => Ok(to_proto::stack(s, self.selection())),
+            "csi.stack" => {
+                let range = arg.get("range").map(|r| {
+                    let g = |k: &str| r.get(k).and_then(Value::as_u64).unwrap_or(0) as usize;
+                    (g("thread"), g("from"), g("to"))
+                });
+                Ok(to_proto::stack(s, self.selection(), range))
+            }
             "csi.selectFrame" => {
                 let sel = Selection {
                     thread: num("thread").unwrap_or(0),
@@ -209,7 +215,7 @@ impl Backend {
                     )));
                 }
                 *self.state.selection.lock().unwrap() = sel;
-                self.after_change().await;
+                self.after_selection().await;
                 Ok(to_proto::path_trace(s, sel))
             }
             "csi.stepPath" => {
@@ -224,7 +230,7 @@ impl Backend {
                     sel.step = Some((cur + delta).clamp(0, n as i64 - 1) as usize);
                     *sel
                 };
-                self.after_change().await;
+                self.after_selection().await;
                 let f = s.frame(sel).expect("checked above");
                 let step = &f.path[sel.step.unwrap()];
                 Ok(json!({
@@ -321,7 +327,7 @@ impl Backend {
                         .await;
                 }
                 self.after_change().await;
-                Ok(to_proto::stack(&s, self.selection()))
+                Ok(to_proto::stack(&s, self.selection(), None))
             }
             Err(msg) => {
                 self.client
@@ -396,7 +402,7 @@ impl Backend {
                         self.client.send_notification::<LineStates>(v).await;
                     }
                 } else {
-                    let diags = to_proto::diagnostics(s, &keys, &Text(&text));
+                    let diags = to_proto::diagnostics(s, &keys, &Text::new(&text));
                     if !diags.is_empty() {
                         self.client
                             .publish_diagnostics(uri.clone(), diags, version)
@@ -414,6 +420,33 @@ impl Backend {
         } else {
             for u in old {
                 self.client.publish_diagnostics(u, Vec::new(), None).await;
+            }
+        }
+        self.spawn_refresh();
+    }
+
+    /// After a new selection: only what depends on it (line states of open documents, hints,
+    /// lenses); diagnostics are global and stay.
+    async fn after_selection(&self) {
+        if self.state.config.read().unwrap().line_states {
+            if let Some(s) = self.session() {
+                let sel = self.selection();
+                let open: Vec<(String, i32)> = self
+                    .state
+                    .docs
+                    .iter()
+                    .filter(|d| !d.edited)
+                    .map(|d| (d.key().clone(), d.version))
+                    .collect();
+                for (u, version) in open {
+                    let Ok(uri) = u.parse::<Uri>() else { continue };
+                    let Some(path) = path_of(&uri) else { continue };
+                    let keys = s.keys_for(&path);
+                    if !keys.is_empty() {
+                        let v = to_proto::line_states(&s, sel, &keys, &uri, Some(version));
+                        self.client.send_notification::<LineStates>(v).await;
+                    }
+                }
             }
         }
         self.spawn_refresh();
@@ -635,7 +668,7 @@ impl LanguageServer for Backend {
             &s,
             self.selection(),
             &keys,
-            &Text(&text),
+            &Text::new(&text),
             p.range,
             status,
         )))

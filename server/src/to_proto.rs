@@ -11,15 +11,28 @@ use tower_lsp_server::ls_types::*;
 use crate::session::{FrameView, Selection, Session};
 
 /// Text of an open or on-disk document, for placing hints at line ends.
-pub struct Text<'a>(pub &'a str);
+pub struct Text<'a> {
+    text: &'a str,
+    /// UTF-16 length of every line, computed on first use.
+    lens: std::cell::OnceCell<Vec<u32>>,
+}
 
-impl Text<'_> {
+impl<'a> Text<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Text {
+            text,
+            lens: std::cell::OnceCell::new(),
+        }
+    }
+
     fn line_len(&self, line0: u32) -> u32 {
-        self.0
-            .lines()
-            .nth(line0 as usize)
-            .map(|l| l.encode_utf16().count() as u32)
-            .unwrap_or(0)
+        let lens = self.lens.get_or_init(|| {
+            self.text
+                .lines()
+                .map(|l| l.encode_utf16().count() as u32)
+                .collect()
+        });
+        lens.get(line0 as usize).copied().unwrap_or(0)
     }
 }
 
@@ -79,8 +92,11 @@ pub fn inlay_hints(
     };
     let in_file = |f: &Option<String>| f.as_deref().is_some_and(|f| keys.contains(&f));
     let mut out = Vec::new();
-    // Crash point and every frame's current line.
+    // Crash point and every frame's current line; frames stopped on the same line (deep
+    // recursion) share one hint.
+    let mut calls: BTreeMap<(u32, usize, String), Vec<usize>> = BTreeMap::new();
     for (ti, t) in s.threads.iter().enumerate() {
+        let first_with_line = t.frames.iter().position(|x| x.line.is_some());
         for (k, f) in t.frames.iter().enumerate() {
             let (Some(line), true) = (f.line, in_file(&f.file)) else {
                 continue;
@@ -88,26 +104,45 @@ pub fn inlay_hints(
             if !in_range(line) {
                 continue;
             }
-            let label = if k == 0 && t.crashed {
-                format!("⚡ {} — frame #{k}", signal_text(s))
-            } else if t.frames.iter().take(k).all(|x| x.line.is_none()) && t.crashed {
-                let callee = t.frames[k - 1].function.as_deref().unwrap_or("??");
-                format!("⚡ {} in {callee}() — frame #{k}", signal_text(s))
+            let thread = if s.threads.len() > 1 {
+                format!(" (thread {})", ti + 1)
             } else {
-                let callee = t
-                    .frames
-                    .get(k.wrapping_sub(1))
-                    .and_then(|x| x.function.as_deref())
-                    .unwrap_or("??");
-                format!("frame #{k} → {callee}()")
+                String::new()
             };
-            let label = if s.threads.len() > 1 {
-                format!("{label} (thread {})", ti + 1)
-            } else {
-                label
-            };
-            out.push(hint(eol(text, line), label, None));
+            if t.crashed && Some(k) == first_with_line {
+                let label = if k == 0 {
+                    format!("⚡ {} — frame #{k}{thread}", signal_text(s))
+                } else {
+                    let callee = t.frames[k - 1].function.as_deref().unwrap_or("??");
+                    format!("⚡ {} in {callee}() — frame #{k}{thread}", signal_text(s))
+                };
+                out.push(hint(eol(text, line), label, None));
+                continue;
+            }
+            let callee = t
+                .frames
+                .get(k.wrapping_sub(1))
+                .and_then(|x| x.function.as_deref())
+                .unwrap_or("??");
+            calls
+                .entry((line, ti, format!("{callee}(){thread}")))
+                .or_default()
+                .push(k);
         }
+    }
+    for ((line, _, callee), ks) in calls {
+        let label = match ks.as_slice() {
+            [k] => format!("frame #{k} → {callee}"),
+            [a, b] => format!("frames #{a}, #{b} → {callee}"),
+            _ => format!(
+                "frames #{}, #{} … #{} ({}×) → {callee}",
+                ks[0],
+                ks[1],
+                ks[ks.len() - 1],
+                ks.len()
+            ),
+        };
+        out.push(hint(eol(text, line), label, None));
     }
     // Path steps of the selected frame.
     if let Some(f) = s.frame(sel) {
@@ -216,6 +251,9 @@ pub fn inlay_hints(
     out
 }
 
+/// Frames of one function that get their own lens.
+const MAX_FRAME_LENSES: usize = 5;
+
 fn counts(l: Option<&FileLines>, first: u32, last: u32) -> (usize, usize, usize) {
     let Some(l) = l else { return (0, 0, 0) };
     let c = |v: &Vec<u32>| v.iter().filter(|&&x| x >= first && x <= last).count();
@@ -232,17 +270,25 @@ pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> 
         .filter(|f| keys.contains(&f.file.as_str()))
     {
         let range = Range::new(Position::new(f.line - 1, 0), Position::new(f.line - 1, 0));
+        let mut shown = 0usize;
+        let mut more = 0usize;
         for (ti, t) in s.threads.iter().enumerate() {
             for (k, fr) in t.frames.iter().enumerate() {
                 if fr.graph_function != Some(f.id) {
                     continue;
                 }
+                let selected = sel.thread == ti && sel.frame == k;
+                // Deep recursion: lenses for the first few frames and the selected one.
+                if shown >= MAX_FRAME_LENSES && !selected {
+                    more += 1;
+                    continue;
+                }
+                shown += 1;
                 let local = fr
                     .analysis
                     .and_then(|a| s.frame_lines.get(a))
                     .and_then(|m| m.get(&f.file));
                 let (m, y, n) = counts(local, f.first, f.last);
-                let selected = sel.thread == ti && sel.frame == k;
                 let title = format!(
                     "{}frame #{k} (thread {}) · must {m} · may {y} · never {n}",
                     if selected { "▶ " } else { "" },
@@ -269,6 +315,17 @@ pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> 
                     });
                 }
             }
+        }
+        if more > 0 {
+            out.push(CodeLens {
+                range,
+                command: Some(Command {
+                    title: format!("… {more} more frames of {}", f.name),
+                    command: String::new(),
+                    arguments: None,
+                }),
+                data: None,
+            });
         }
         let (m, y, n) = counts(s.global.get(&f.file), f.first, f.last);
         if m + y + n > 0 {
@@ -361,12 +418,12 @@ pub fn line_states(
     v
 }
 
-fn frame_json(s: &Session, f: &FrameView) -> Value {
+fn frame_json(f: &FrameView, uris: &std::collections::HashMap<&str, Option<String>>) -> Value {
     json!({
         "index": f.index,
         "function": f.function,
         "file": f.file,
-        "uri": f.file.as_deref().and_then(|k| uri_of(s, k)).map(|u| u.as_str().to_string()),
+        "uri": f.file.as_deref().and_then(|k| uris.get(k).cloned().flatten()),
         "line": f.line.map(|l| l - 1),
         "column": f.column.map(|c| c.saturating_sub(1)),
         "module": f.module,
@@ -377,18 +434,71 @@ fn frame_json(s: &Session, f: &FrameView) -> Value {
 }
 
 /// `csi/stack`: threads → frames.
-pub fn stack(s: &Session, sel: Selection) -> Value {
+/// Frames per thread `csi/stack` returns unless asked for a range: the innermost ones and
+/// the outermost few (deep recursion has thousands).
+pub const STACK_PAGE: usize = 200;
+
+/// `csi/stack`: threads → frames. Long stacks are cut to their innermost `STACK_PAGE - 20`
+/// and outermost 20 frames, with `omitted: {from, to}`; `range: {thread, from, to}` fetches
+/// any slice.
+pub fn stack(s: &Session, sel: Selection, range: Option<(usize, usize, usize)>) -> Value {
+    let uris: std::collections::HashMap<&str, Option<String>> = s
+        .threads
+        .iter()
+        .flat_map(|t| &t.frames)
+        .filter_map(|f| f.file.as_deref())
+        .map(|k| (k, uri_of(s, k).map(|u| u.as_str().to_string())))
+        .collect();
+    let threads: Vec<Value> = s
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let n = t.frames.len();
+            let (frames, omitted): (Vec<Value>, Value) = match range {
+                Some((ti, from, to)) if ti == i => (
+                    t.frames[from.min(n)..to.min(n)]
+                        .iter()
+                        .map(|f| frame_json(f, &uris))
+                        .collect(),
+                    Value::Null,
+                ),
+                Some(_) => (Vec::new(), Value::Null),
+                None if n > STACK_PAGE => {
+                    let head = STACK_PAGE - 20;
+                    (
+                        t.frames[..head]
+                            .iter()
+                            .chain(&t.frames[n - 20..])
+                            .map(|f| frame_json(f, &uris))
+                            .collect(),
+                        json!({"from": head, "to": n - 20}),
+                    )
+                }
+                None => (
+                    t.frames.iter().map(|f| frame_json(f, &uris)).collect(),
+                    Value::Null,
+                ),
+            };
+            let mut v = json!({
+                "index": i,
+                "tid": t.tid,
+                "crashed": t.crashed,
+                "frameCount": n,
+                "frames": frames,
+            });
+            if !omitted.is_null() {
+                v["omitted"] = omitted;
+            }
+            v
+        })
+        .collect();
     json!({
         "title": s.title,
         "signal": s.signal,
         "selected": {"thread": sel.thread, "frame": sel.frame, "step": sel.step},
         "notices": s.notices,
-        "threads": s.threads.iter().enumerate().map(|(i, t)| json!({
-            "index": i,
-            "tid": t.tid,
-            "crashed": t.crashed,
-            "frames": t.frames.iter().map(|f| frame_json(s, f)).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
+        "threads": threads,
     })
 }
 
