@@ -622,6 +622,37 @@ pub fn hover(s: &Session, sel: Selection, keys: &[&str], line1: u32) -> Option<H
         }
     }
     if md.is_empty() {
+        // On a function's declaration: its frames, and its counts globally.
+        for f in s
+            .functions
+            .iter()
+            .filter(|f| f.line == line1 && keys.contains(&f.file.as_str()))
+        {
+            md.push_str(&format!("**{}**", f.name));
+            let (m, y, n) = counts(s.global.get(&f.file), f.first, f.last);
+            md.push_str(&format!(
+                " — globally: must {m} · may {y} · never {n} lines\n\n"
+            ));
+            for (ti, t) in s.threads.iter().enumerate() {
+                let ks: Vec<String> = t
+                    .frames
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, fr)| fr.graph_function == Some(f.id))
+                    .map(|(k, _)| format!("#{k}"))
+                    .take(20)
+                    .collect();
+                if !ks.is_empty() {
+                    md.push_str(&format!(
+                        "On the stack of thread {} as frame {}\n\n",
+                        ti + 1,
+                        ks.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    if md.is_empty() {
         // Status of the line and why.
         let key = keys
             .iter()

@@ -189,6 +189,11 @@ async fn open_crash_then_hints_lenses_hover_diagnostics() {
              Path trace (4 steps, last 4): 27 → 28 → 29 → 31\n\n\
              Call sites in this activation: fee@27: yes, find@28: yes, puts@30: no\n\n"}})
     );
+    let h = c.request("textDocument/hover", hover(25)).await;
+    assert_eq!(
+        h["result"]["contents"]["value"],
+        "**charge** — globally: must 4 · may 1 · never 1 lines\n\nOn the stack of thread 1 as frame #0\n\n"
+    );
     let h = c.request("textDocument/hover", hover(29)).await;
     assert_eq!(
         h["result"]["contents"]["value"],
