@@ -7,8 +7,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MIB="${1:-1024}"
 RUNS="${RUNS:-5}"
-CSI_CC="${CSI_CC:-$ROOT/crates/csi-cc/target/release/csi-cc}"
-CSI="$ROOT/target/release/csi"
+CSI_CC="${CSI_CC:-${CARGO_TARGET_DIR:-$ROOT/crates/csi-cc/target}/release/csi-cc}"
+CSI="${CARGO_TARGET_DIR:-$ROOT/target}/release/csi"
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
 [ -x "$CSI" ] || cargo build --release -q --manifest-path "$ROOT/Cargo.toml" -p csi-cli
