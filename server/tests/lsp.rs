@@ -16,14 +16,29 @@ type Duplex = Client<
     tokio::io::WriteHalf<tokio::io::DuplexStream>,
 >;
 
-async fn in_process(options: Value) -> Duplex {
+/// A server on a duplex stream, not yet initialized.
+fn spawn_in_process() -> Duplex {
     let (client_io, server_io) = tokio::io::duplex(1 << 22);
     let (sr, sw) = tokio::io::split(server_io);
     let (service, socket) = csi_lsp::service();
     tokio::spawn(tower_lsp_server::Server::new(sr, sw, socket).serve(service));
     let (cr, cw) = tokio::io::split(client_io);
-    let mut c = Client::new(cr, cw);
+    Client::new(cr, cw)
+}
+
+/// Initialized with the repository as workspace.
+async fn in_process(options: Value) -> Duplex {
+    let mut c = spawn_in_process();
     c.initialize(options).await;
+    c
+}
+
+/// Initialized with another directory as workspace (no client capabilities).
+async fn in_process_at(dir: &std::path::Path) -> Duplex {
+    let mut c = spawn_in_process();
+    c.request("initialize", json!({"processId": null, "rootUri": format!("file://{}", dir.display()), "capabilities": {}}))
+        .await;
+    c.notify("initialized", json!({})).await;
     c
 }
 
@@ -491,14 +506,7 @@ async fn sources_outside_the_workspace_are_reported() {
     )
     .unwrap();
     std::fs::copy(fixture("null_deref/realistic-O0/core"), tmp.join("core")).unwrap();
-    let (client_io, server_io) = tokio::io::duplex(1 << 22);
-    let (sr, sw) = tokio::io::split(server_io);
-    let (service, socket) = csi_lsp::service();
-    tokio::spawn(tower_lsp_server::Server::new(sr, sw, socket).serve(service));
-    let (cr, cw) = tokio::io::split(client_io);
-    let mut c = Client::new(cr, cw);
-    c.request("initialize", json!({"processId": null, "rootUri": format!("file://{}", tmp.display()), "capabilities": {}})).await;
-    c.notify("initialized", json!({})).await;
+    let mut c = in_process_at(&tmp).await;
     let r = c
         .request("workspace/executeCommand", json!({"command": "csi.openCrash", "arguments": [{
             "executable": tmp.join("null_deref").display().to_string(), "core": tmp.join("core").display().to_string()}]}))
@@ -531,14 +539,7 @@ async fn csi_toml_opens_the_crash_at_start() {
         ),
     )
     .unwrap();
-    let (client_io, server_io) = tokio::io::duplex(1 << 22);
-    let (sr, sw) = tokio::io::split(server_io);
-    let (service, socket) = csi_lsp::service();
-    tokio::spawn(tower_lsp_server::Server::new(sr, sw, socket).serve(service));
-    let (cr, cw) = tokio::io::split(client_io);
-    let mut c = Client::new(cr, cw);
-    c.request("initialize", json!({"processId": null, "rootUri": format!("file://{}", tmp.display()), "capabilities": {}})).await;
-    c.notify("initialized", json!({})).await;
+    let mut c = in_process_at(&tmp).await;
     let d = c
         .wait_notification("textDocument/publishDiagnostics", Duration::from_secs(10))
         .await

@@ -170,7 +170,7 @@ fn load(
     let g = read_graphml(graph)?;
     let mut r = read_grissom_report(report, &g)?;
     if stack_only {
-        r = stack_only_report(r);
+        r = r.stack_only();
     }
     for d in &r.dropped {
         eprintln!("csi: note: {}: {d}", report.display());
@@ -211,22 +211,6 @@ fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
     Ok(crash)
 }
 
-/// Keeps only the stacks (§6.8.1): no coverage, no path traces.
-fn stack_only_report(r: FailureReport) -> FailureReport {
-    let mut threads = r.threads;
-    for t in &mut threads {
-        for f in &mut t.frames {
-            f.path.clear();
-            f.path_from_entry = false;
-            f.local_coverage.clear();
-        }
-    }
-    FailureReport {
-        threads,
-        ..FailureReport::default()
-    }
-}
-
 fn run(cli: Cli) -> Result<(), Failure> {
     let command = cli.command.unwrap_or(Command::Show {
         crash: CrashArgs::default(),
@@ -263,7 +247,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 eprintln!("csi: note: {n}");
             }
             if stack_only {
-                c.report = stack_only_report(c.report);
+                c.report = c.report.stack_only();
             }
             let cov = best_effort_coverage(&c.graph, &c.report)?;
             let active = active_nodes_edges(&c.graph, &c.report);
@@ -276,12 +260,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 active: &active,
                 crash: Some(&c),
             };
-            let text = match format {
-                Format::Text => output::text(&inputs, color_wanted()),
-                Format::Json => output::json(&inputs),
-                Format::Csiclipse => output::csiclipse(&inputs),
-            };
-            print!("{text}");
+            print!("{}", render(&inputs, format));
             Ok(())
         }
         Command::Analyze {
@@ -307,12 +286,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 active: &active,
                 crash: None,
             };
-            let text = match format {
-                Format::Text => output::text(&inputs, color_wanted()),
-                Format::Json => output::json(&inputs),
-                Format::Csiclipse => output::csiclipse(&inputs),
-            };
-            print!("{text}");
+            print!("{}", render(&inputs, format));
             Ok(())
         }
         Command::Query {
@@ -364,6 +338,14 @@ fn locate(g: &ProgramGraph, loc: &str) -> Result<Vec<NodeId>, Failure> {
     Err(Failure::BadInput(format!(
         "`{loc}` is neither a node id of the graph nor FILE:LINE"
     )))
+}
+
+fn render(inputs: &output::Inputs, format: Format) -> String {
+    match format {
+        Format::Text => output::text(inputs, color_wanted()),
+        Format::Json => output::json(inputs),
+        Format::Csiclipse => output::csiclipse(inputs),
+    }
 }
 
 fn color_wanted() -> bool {

@@ -29,21 +29,6 @@ fn decided(crash: &csi_dump::Crash, report: &FailureReport) -> Option<(f64, f64)
     Some((global, frame))
 }
 
-fn stack_only(r: &FailureReport) -> FailureReport {
-    let mut threads = r.threads.clone();
-    for t in &mut threads {
-        for f in &mut t.frames {
-            f.path.clear();
-            f.path_from_entry = false;
-            f.local_coverage.clear();
-        }
-    }
-    FailureReport {
-        threads,
-        ..FailureReport::default()
-    }
-}
-
 fn main() {
     let root = std::env::args()
         .nth(1)
@@ -72,7 +57,7 @@ fn main() {
             let realistic = load("realistic");
             let so = realistic
                 .as_ref()
-                .and_then(|c| decided(c, &stack_only(&c.report)));
+                .and_then(|c| decided(c, &c.report.stack_only()));
             let re = realistic.as_ref().and_then(|c| decided(c, &c.report));
             let bb = load("bb").and_then(|c| decided(&c, &c.report));
             let fc = load("fc").and_then(|c| decided(&c, &c.report));

@@ -384,16 +384,7 @@ impl DebugInfo {
                     let value = match (&loc, &bytes, ty) {
                         (Loc::OptimizedOut, ..) => "<optimized out>".to_string(),
                         (Loc::Unavailable, ..) => "<unavailable>".to_string(),
-                        (_, Some(b), Some(t)) => {
-                            let reader = |a: u64, n: usize| process.read_vec(a, n);
-                            let fmt = Formatter {
-                                info: self,
-                                unit,
-                                read: &reader,
-                                process,
-                            };
-                            fmt.value(t, b, 0)
-                        }
+                        (_, Some(b), Some(t)) => self.format(unit, t, b, process),
                         (Loc::Memory(a), None, _) => format!("<memory at {a:#x} not in the core>"),
                         _ => "<unavailable>".to_string(),
                     };
@@ -581,14 +572,23 @@ impl DebugInfo {
         let addr = self.global_address(name, bias, process)?;
         let size = self.type_size(unit, t, 0)? as usize;
         let bytes = process.read_vec(addr, size)?;
-        let reader = |a: u64, n: usize| process.read_vec(a, n);
-        let fmt = Formatter {
+        Some(self.format(unit, t, &bytes, process))
+    }
+
+    /// A value of type `t` held in `bytes`, as gdb prints it.
+    fn format(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        t: UnitOffset<usize>,
+        bytes: &[u8],
+        process: &Process,
+    ) -> String {
+        Formatter {
             info: self,
             unit,
-            read: &reader,
             process,
-        };
-        Some(fmt.value(t, &bytes, 0))
+        }
+        .value(t, bytes, 0)
     }
 
     fn strip(
@@ -730,7 +730,6 @@ enum Loc {
 struct Formatter<'a> {
     info: &'a DebugInfo,
     unit: &'a gimli::Unit<Rd>,
-    read: &'a dyn Fn(u64, usize) -> Option<Vec<u8>>,
     process: &'a Process,
 }
 
@@ -918,7 +917,7 @@ impl Formatter<'_> {
             let addr = p.wrapping_add((chunk * 40) as u64);
             let mut got = None;
             for n in [40usize, 8, 1] {
-                if let Some(b) = (self.read)(addr, n) {
+                if let Some(b) = self.process.read_vec(addr, n) {
                     got = Some(b);
                     break;
                 }

@@ -69,4 +69,18 @@ impl FailureReport {
     pub fn crashing_thread(&self) -> Option<&Thread> {
         self.threads.first()
     }
+
+    /// The stacks alone (§6.8.1): no coverage, no path traces, no ordered observations.
+    pub fn stack_only(&self) -> FailureReport {
+        let mut threads = self.threads.clone();
+        for f in threads.iter_mut().flat_map(|t| &mut t.frames) {
+            f.path.clear();
+            f.path_from_entry = false;
+            f.local_coverage.clear();
+        }
+        FailureReport {
+            threads,
+            ..FailureReport::default()
+        }
+    }
 }
