@@ -271,7 +271,7 @@ fn load_parts(
         let mut frames: Vec<CrashFrame> = Vec::with_capacity(phys.len());
         let mut rframes: Vec<Frame> = Vec::new();
         for pf in &phys {
-            let (cf, rf) = ctx.frame(pf, t.fs_base, rframes.is_empty(), &mut notices);
+            let (cf, rf) = ctx.frame(pf, t.fs_base, &mut notices);
             let mut cf = cf;
             if let Some(rf) = rf {
                 cf.report_frame = Some(rframes.len());
@@ -296,19 +296,21 @@ fn load_parts(
                 }
             };
         }
-        // Trace points of a thread's innermost program frame may be mid-node: the node ran
-        // partly but its coverage store (before the call) did not happen yet.
-        if let Some(first) = rframes.first_mut() {
-            let point = first.point.clone();
+        // A frame stopped inside its point node (the crash, or a signal) ran it only partly:
+        // its coverage store (right before the call) may not have happened yet.
+        for f in rframes.iter_mut().filter(|f| f.stopped_at.is_some()) {
+            let point = f.point.clone();
             for p in &point {
-                if first.local_coverage.get(p) == Some(&false) {
-                    first.local_coverage.remove(p);
+                if f.local_coverage.get(p) == Some(&false) {
+                    f.local_coverage.remove(p);
                 }
             }
         }
         let crashed = ti == 0 && signal.is_some();
-        let report_thread = (!rframes.is_empty()).then_some(report.threads.len());
-        if !rframes.is_empty() {
+        // The crashing thread is always the report's first, even without program frames
+        // (then the analysis has no crashing walk, rather than taking another thread's).
+        let report_thread = (!rframes.is_empty() || crashed).then_some(report.threads.len());
+        if report_thread.is_some() {
             report.threads.push(Thread {
                 id: Some(t.tid as u64),
                 name: None,
@@ -331,9 +333,9 @@ fn load_parts(
     }
     if metadata != Metadata::None {
         report.global_coverage = ctx.global_coverage(&mut notices);
-        // Points of every thread may be mid-node (see above).
-        for t in &report.threads {
-            if let Some(f) = t.frames.first() {
+        // Points of frames stopped mid-node (see above).
+        for f in report.threads.iter().flat_map(|t| &t.frames) {
+            if f.stopped_at.is_some() {
                 for p in &f.point {
                     if report.global_coverage.get(p) == Some(&false) {
                         report.global_coverage.remove(p);
@@ -465,7 +467,6 @@ impl<'a> Extract<'a> {
         &self,
         pf: &crate::unwind::PhysFrame,
         fs_base: u64,
-        first_program_frame: bool,
         notices: &mut Vec<String>,
     ) -> (CrashFrame, Option<Frame>) {
         let p = self.process;
@@ -533,7 +534,9 @@ impl<'a> Extract<'a> {
         };
         cf.graph_function = Some(f);
         // Outer frames (and a program frame whose callee is library code) sit at a call.
-        let at_call = !(first_program_frame && pf.exact_pc);
+        // A return address means a call in progress; an exact pc (the innermost frame, or one
+        // interrupted by a signal) stopped anywhere in its node.
+        let at_call = !pf.exact_pc;
         let mut point = self.point_candidates(f, cf.location.as_ref(), at_call);
         let mut rf = Frame {
             function: Some(f),
