@@ -101,29 +101,36 @@ function functionBefore(s: string, brace: number, lineOf: (o: number) => number)
     j -= m[1].length;
     skipWs();
   }
-  if (s[j] !== ')') return null;
-  // Match the parenthesis backwards.
-  let depth = 0;
-  for (; j >= 0; j--) {
-    if (s[j] === ')') depth++;
-    else if (s[j] === '(') {
-      depth--;
-      if (depth === 0) break;
+  // `name(...)`, possibly after a constructor's member initialisers `: a(1), b(2)`.
+  for (;;) {
+    if (s[j] !== ')') return null;
+    let depth = 0;
+    for (; j >= 0; j--) {
+      if (s[j] === ')') depth++;
+      else if (s[j] === '(') {
+        depth--;
+        if (depth === 0) break;
+      }
     }
+    if (j < 0) return null;
+    j--;
+    skipWs();
+    const end = j + 1;
+    while (j >= 0 && /[A-Za-z0-9_:~]/.test(s[j])) j--;
+    const name = s.slice(j + 1, end).replace(/^:+/, '');
+    if (!name || !/^[A-Za-z_~]/.test(name) || NOT_FUNCTIONS.has(name)) return null;
+    let k = j;
+    while (k >= 0 && /\s/.test(s[k])) k--;
+    const access = /(public|private|protected)\s*$/.test(s.slice(Math.max(0, k - 12), k));
+    if (s[k] === ',' || (s[k] === ':' && s[k - 1] !== ':' && !access)) {
+      // A member initialiser: the function is further back.
+      j = k - 1;
+      skipWs();
+      continue;
+    }
+    const line = lineOf(j + 1);
+    return { name, start: line, end: line };
   }
-  if (j < 0) return null;
-  j--;
-  skipWs();
-  const end = j + 1;
-  while (j >= 0 && /[A-Za-z0-9_:~]/.test(s[j])) j--;
-  const name = s.slice(j + 1, end).replace(/^:+/, '');
-  if (!name || !/^[A-Za-z_~]/.test(name) || NOT_FUNCTIONS.has(name)) return null;
-  // A constructor's member initialiser `: x(1) {` is not a definition of `x`.
-  let k = j;
-  while (k >= 0 && /\s/.test(s[k])) k--;
-  if (s[k] === ',' || (s[k] === ':' && s[k - 1] !== ':')) return null;
-  const line = lineOf(j + 1);
-  return { name, start: line, end: line };
 }
 
 export interface Counts {
