@@ -312,3 +312,15 @@ export function extensionContext(extensionPath = '/nonexistent/ext'): any {
     },
   };
 }
+
+// Classes vscode-languageclient extends when its module loads (the bundle test loads it).
+export class CallHierarchyItem {}
+export class CodeLens {}
+export class CompletionItem {}
+export class DocumentLink {}
+export class InlayHint {}
+export class SymbolInformation {}
+export class TypeHierarchyItem {}
+export class CodeAction {}
+export class Diagnostic {}
+export class CancellationError extends Error {}
