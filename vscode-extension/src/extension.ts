@@ -301,6 +301,8 @@ export class Controller implements vscode.Disposable {
   }
 
   onLineStates(ls: LineStates): void {
+    // An edited document without a crash open: nothing to show, nothing to fetch.
+    if (ls.stale && !this.state.isOpen) return;
     const moved = this.state.applyLineStates(ls);
     if (!this.state.isOpen) void this.syncStack();
     else if (moved) void this.syncTrace();

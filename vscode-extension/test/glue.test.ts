@@ -233,9 +233,13 @@ test('a code lens running the server command (middleware) and line states of ano
 
 test('line states for a crash the server opened itself (.csi.toml) fetch the stack', async () => {
   const { controller, client } = await start();
+  // A stale notification (an edited file) with no crash open asks nothing.
+  client.deliver('csi/lineStates', { uri: SRC_URI, version: 2, must: [], may: [], never: [], partial: [], frame: null, stale: true });
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(client.requests, []);
   client.deliver('csi/lineStates', rec.lineStates);
   await new Promise((r) => setTimeout(r, 10));
-  assert.deepEqual(client.requests.map((r) => r.method), ['csi/stack', 'csi/pathTrace']);
+  assert.deepEqual(client.requests.map((r: { method: string }) => r.method), ['csi/stack', 'csi/pathTrace']);
   assert.equal(controller.state.isOpen, true);
 });
 
