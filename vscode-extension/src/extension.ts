@@ -1,0 +1,665 @@
+// The glue: starts csi-lsp through vscode-languageclient, registers commands, views,
+// decorations and the status bar item. Everything that can be plain logic lives in ./logic.
+
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { LanguageClient, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+
+import { type DecorationPlan, KINDS, type Kind, type Scope, nextScope, plan } from './logic/decorations';
+import { type FileOverview, countsText, fileOverview, ratioBar } from './logic/overview';
+import {
+  type LineStates,
+  Methods,
+  type PathTrace,
+  type QueryResult,
+  type Stack,
+  type StepResult,
+} from './logic/protocol';
+import { findServer } from './logic/server';
+import { PAGE, type StackNode, ViewCommands, frameChildren, itemView, roots, splitOmitted, stepChildren } from './logic/stackTree';
+import { CsiState, type RecentCrash, addRecent, frameTitle } from './logic/state';
+import { deltaTo } from './logic/stepping';
+
+export const Commands = {
+  openCrash: 'csi.vscode.openCrash',
+  openReport: 'csi.vscode.openReport',
+  selectFrame: ViewCommands.selectFrame,
+  goToStep: ViewCommands.goToStep,
+  stepBack: 'csi.vscode.stepBack',
+  stepForward: 'csi.vscode.stepForward',
+  query: 'csi.vscode.query',
+  clear: 'csi.vscode.clear',
+  toggleScope: 'csi.vscode.toggleScope',
+  revealLine: 'csi.vscode.revealLine',
+  refresh: 'csi.vscode.refresh',
+} as const;
+
+const RECENT_KEY = 'csi.recentCrashes';
+
+/** What the extension needs of a language client (vscode-languageclient's, or a test's). */
+export interface CsiClient {
+  sendRequest<R>(method: string, params: unknown): Promise<R>;
+  onNotification(method: string, handler: (params: any) => void): vscode.Disposable;
+}
+
+function uriKey(u: string): string {
+  try {
+    return vscode.Uri.parse(u).toString();
+  } catch {
+    return u;
+  }
+}
+
+function config(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration('csi');
+}
+
+/** Whole-line decoration types for one look (rebuilt when settings change). */
+export function createDecorationTypes(): Record<Kind, vscode.TextEditorDecorationType> {
+  const c = config();
+  const ruler = c.get<boolean>('decorations.overviewRuler', true);
+  const neverStyle = c.get<string>('decorations.neverStyle', 'red');
+  const lane = vscode.OverviewRulerLane.Right;
+  const color = (id: string) => new vscode.ThemeColor(id);
+  const base = (bg: string, rulerId: string): vscode.DecorationRenderOptions => ({
+    isWholeLine: true,
+    backgroundColor: color(bg),
+    ...(ruler ? { overviewRulerColor: color(rulerId), overviewRulerLane: lane } : {}),
+    rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+  });
+  const never: vscode.DecorationRenderOptions =
+    neverStyle === 'faded'
+      ? { isWholeLine: true, opacity: '0.45', ...(ruler ? { overviewRulerColor: color('csi.neverRuler'), overviewRulerLane: lane } : {}) }
+      : base('csi.neverBackground', 'csi.neverRuler');
+  return {
+    must: vscode.window.createTextEditorDecorationType(base('csi.mustBackground', 'csi.mustRuler')),
+    may: vscode.window.createTextEditorDecorationType(base('csi.mayBackground', 'csi.mayRuler')),
+    never: vscode.window.createTextEditorDecorationType(never),
+    partial: vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      borderWidth: '0 0 0 3px',
+      borderStyle: 'dashed',
+      borderColor: color('csi.mayRuler'),
+    }),
+    current: vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      backgroundColor: color('csi.currentStepBackground'),
+      borderWidth: '1px',
+      borderStyle: 'solid',
+      borderColor: color('csi.currentStepBorder'),
+      overviewRulerColor: color('csi.currentStepBorder'),
+      overviewRulerLane: vscode.OverviewRulerLane.Center,
+      after: { contentText: ' ◀ path step', color: color('csi.currentStepBorder') },
+    }),
+  };
+}
+
+/** Paints one editor from a plan. */
+export function applyPlan(editor: vscode.TextEditor, types: Record<Kind, vscode.TextEditorDecorationType>, p: DecorationPlan): void {
+  for (const k of KINDS) {
+    editor.setDecorations(
+      types[k],
+      p[k].map((r) => new vscode.Range(r.start, 0, r.end, 0)),
+    );
+  }
+}
+
+export class StackProvider implements vscode.TreeDataProvider<StackNode> {
+  private readonly emitter = new vscode.EventEmitter<StackNode | undefined | void>();
+  readonly onDidChangeTreeData = this.emitter.event;
+  private traces = new Map<string, PathTrace>();
+
+  constructor(
+    private readonly state: CsiState,
+    private readonly client: () => CsiClient | undefined,
+  ) {}
+
+  refresh(): void {
+    this.emitter.fire();
+  }
+
+  resetCache(): void {
+    this.traces.clear();
+  }
+
+  getTreeItem(node: StackNode): vscode.TreeItem {
+    const stack = this.state.stack!;
+    const sel = this.state.selected;
+    const v = itemView(node, stack, sel, sel?.step ?? this.state.trace?.current ?? null);
+    const state =
+      v.collapsible === 'none'
+        ? vscode.TreeItemCollapsibleState.None
+        : v.collapsible === 'expanded'
+          ? vscode.TreeItemCollapsibleState.Expanded
+          : vscode.TreeItemCollapsibleState.Collapsed;
+    const item = new vscode.TreeItem(v.label, state);
+    item.description = v.description;
+    item.tooltip = v.tooltip;
+    item.contextValue = v.contextValue;
+    if (v.icon) item.iconPath = new vscode.ThemeIcon(v.icon);
+    if (v.command) item.command = { command: v.command.id, title: v.label, arguments: v.command.args };
+    return item;
+  }
+
+  async getChildren(node?: StackNode): Promise<StackNode[]> {
+    const stack = this.state.stack;
+    if (!stack) return [];
+    if (!node) return roots(stack);
+    const client = this.client();
+    switch (node.kind) {
+      case 'thread':
+        return frameChildren(stack, node.thread);
+      case 'frame': {
+        if (!node.frame.pathSteps) return [];
+        const t = this.state.trace;
+        if (t && t.thread === node.thread && t.frame === node.frame.index) return stepChildren(t);
+        const key = `${node.thread}/${node.frame.index}`;
+        let trace = this.traces.get(key);
+        if (!trace && client) {
+          trace = await client.sendRequest<PathTrace>(Methods.pathTrace, { thread: node.thread, frame: node.frame.index });
+          this.traces.set(key, trace);
+        }
+        return trace ? stepChildren(trace) : [];
+      }
+      case 'omitted': {
+        if (node.to - node.from > PAGE) {
+          return splitOmitted(node.from, node.to).map((r) => ({ kind: 'omitted', thread: node.thread, ...r }));
+        }
+        if (!client) return [];
+        const page = await client.sendRequest<Stack>(Methods.stack, { range: { thread: node.thread, from: node.from, to: node.to } });
+        const t = page.threads.find((x) => x.index === node.thread);
+        return (t?.frames ?? []).map((frame) => ({ kind: 'frame', thread: node.thread, frame }));
+      }
+      default:
+        return [];
+    }
+  }
+}
+
+type OverviewNode = { kind: 'file'; file: FileOverview } | { kind: 'function'; file: FileOverview; index: number };
+
+export class OverviewProvider implements vscode.TreeDataProvider<OverviewNode> {
+  private readonly emitter = new vscode.EventEmitter<OverviewNode | undefined | void>();
+  readonly onDidChangeTreeData = this.emitter.event;
+
+  constructor(private readonly state: CsiState) {}
+
+  refresh(): void {
+    this.emitter.fire();
+  }
+
+  /** Files with line states, their functions and counts (global answer). */
+  async files(): Promise<FileOverview[]> {
+    if (!this.state.isOpen) return [];
+    const out: FileOverview[] = [];
+    for (const uri of this.state.lineStateUris()) {
+      const ls = this.state.lineStates(uri)!;
+      const doc = await openDoc(uri);
+      if (!doc) continue;
+      out.push(fileOverview(uri, vscode.workspace.asRelativePath(doc.uri), doc.getText(), ls));
+    }
+    return out.sort((a, b) => a.label.localeCompare(b.label));
+  }
+
+  getTreeItem(n: OverviewNode): vscode.TreeItem {
+    if (n.kind === 'file') {
+      const f = n.file;
+      const item = new vscode.TreeItem(f.label, vscode.TreeItemCollapsibleState.Expanded);
+      item.description = `${ratioBar(f)} ${countsText(f)}`;
+      item.tooltip = `${f.label}\nglobally: ${countsText(f)} lines`;
+      item.iconPath = new vscode.ThemeIcon('file-code');
+      item.contextValue = 'csiOverviewFile';
+      return item;
+    }
+    const fn = n.file.functions[n.index];
+    const item = new vscode.TreeItem(fn.name, vscode.TreeItemCollapsibleState.None);
+    item.description = `${ratioBar(fn)} ${fn.must}/${fn.may}/${fn.never}`;
+    item.tooltip = `${fn.name}() — lines ${fn.start + 1}–${fn.end + 1}\nglobally: ${countsText(fn)}`;
+    item.iconPath = new vscode.ThemeIcon('symbol-function');
+    item.contextValue = 'csiOverviewFunction';
+    item.command = { command: Commands.revealLine, title: 'Reveal', arguments: [n.file.uri, fn.start] };
+    return item;
+  }
+
+  async getChildren(n?: OverviewNode): Promise<OverviewNode[]> {
+    if (!n) return (await this.files()).map((file) => ({ kind: 'file', file }));
+    if (n.kind === 'file') return n.file.functions.map((_, index) => ({ kind: 'function', file: n.file, index }));
+    return [];
+  }
+}
+
+async function openDoc(uri: string): Promise<vscode.TextDocument | undefined> {
+  const key = uriKey(uri);
+  const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
+  if (open) return open;
+  try {
+    return await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Everything the extension holds; returned by `activate` (tests use it). */
+export class Controller implements vscode.Disposable {
+  readonly state = new CsiState(uriKey);
+  client: CsiClient | undefined;
+  scope: Scope;
+  types: Record<Kind, vscode.TextEditorDecorationType>;
+  readonly stackView: StackProvider;
+  readonly overview: OverviewProvider;
+  readonly status: vscode.StatusBarItem;
+  private readonly disposables: vscode.Disposable[] = [];
+  private treeTimer: ReturnType<typeof setTimeout> | undefined;
+  private syncing = false;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.scope = config().get<Scope>('decorations.scope', 'global');
+    this.types = createDecorationTypes();
+    this.stackView = new StackProvider(this.state, () => this.client);
+    this.overview = new OverviewProvider(this.state);
+    this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+    this.status.command = Commands.selectFrame;
+    this.state.onChange(() => this.render());
+  }
+
+  /** Decorations, status bar and (debounced) views. */
+  render(): void {
+    for (const e of vscode.window.visibleTextEditors) this.decorate(e);
+    this.status.text = `$(debug-alt) ${this.state.statusText()}`;
+    this.status.tooltip = this.state.stack ? `${this.state.stack.title}\nClick to select a frame` : 'CSI: open a crash';
+    this.status.command = this.state.isOpen ? Commands.selectFrame : Commands.openCrash;
+    if (this.state.isOpen || this.client) this.status.show();
+    if (this.treeTimer) clearTimeout(this.treeTimer);
+    this.treeTimer = setTimeout(() => {
+      this.treeTimer = undefined;
+      this.stackView.refresh();
+      this.overview.refresh();
+    }, 30);
+  }
+
+  /** The plan for one editor (exposed for tests). */
+  planFor(doc: vscode.TextDocument): DecorationPlan {
+    const uri = doc.uri.toString();
+    return plan(this.state.lineStates(uri), this.scope, this.state.currentStepLine(uri), doc.lineCount);
+  }
+
+  decorate(editor: vscode.TextEditor): void {
+    applyPlan(editor, this.types, this.planFor(editor.document));
+  }
+
+  rebuildDecorations(): void {
+    for (const t of Object.values(this.types)) t.dispose();
+    this.types = createDecorationTypes();
+    this.render();
+  }
+
+  requireClient(): CsiClient {
+    if (!this.client) throw new Error('the CSI language server is not running (see the "CSI" output channel)');
+    return this.client;
+  }
+
+  onLineStates(ls: LineStates): void {
+    // An edited document without a crash open: nothing to show, nothing to fetch.
+    if (ls.stale && !this.state.isOpen) return;
+    const moved = this.state.applyLineStates(ls);
+    if (!this.state.isOpen) void this.syncStack();
+    else if (moved) void this.syncTrace();
+  }
+
+  /** A crash opened by the server itself (`.csi.toml`, settings). */
+  async syncStack(): Promise<void> {
+    if (this.syncing || !this.client) return;
+    this.syncing = true;
+    try {
+      this.state.setStack(await this.client.sendRequest<Stack>(Methods.stack, {}));
+      await this.syncTrace();
+    } catch {
+      // No crash open after all.
+    } finally {
+      this.syncing = false;
+    }
+  }
+
+  async syncTrace(): Promise<void> {
+    if (!this.client) return;
+    try {
+      this.state.setTrace(await this.client.sendRequest<PathTrace | null>(Methods.pathTrace, {}));
+    } catch {
+      /* nothing selected */
+    }
+  }
+
+  /** After the server ran one of its commands for a code lens: follow the selection. */
+  afterServerCommand(command: string, result: unknown): void {
+    if (!result && command !== Methods.clearCommand) return;
+    switch (command) {
+      case 'csi.selectFrame':
+        this.state.setTrace(result as PathTrace);
+        break;
+      case 'csi.stepPath':
+        this.state.applyStep(result as StepResult);
+        void this.revealStep();
+        break;
+      case 'csi.openCrash':
+      case 'csi.openReport':
+        this.stackView.resetCache();
+        this.state.setStack(result as Stack);
+        void this.syncTrace();
+        break;
+      case Methods.clearCommand:
+        this.state.clear();
+        break;
+    }
+  }
+
+  async openCrash(arg?: RecentCrash): Promise<Stack | undefined> {
+    let crash = arg;
+    if (!crash) crash = await this.pickCrash();
+    if (!crash) return undefined;
+    const stack = await this.requireClient().sendRequest<Stack>(Methods.openCrash, crash);
+    const recent = addRecent(this.recent(), crash, config().get<number>('recentCrashes', 10));
+    await this.context.globalState.update(RECENT_KEY, recent);
+    await this.opened(stack);
+    return stack;
+  }
+
+  async openReport(arg?: { graph: string; report: string }): Promise<Stack | undefined> {
+    let a = arg;
+    if (!a) {
+      const graph = await pickFile('CSI: csi-grissom GraphML of the program', { GraphML: ['graphml', 'xml'] });
+      if (!graph) return undefined;
+      const report = await pickFile('CSI: failure report (JSON)', { JSON: ['json'] }, path.dirname(graph));
+      if (!report) return undefined;
+      a = { graph, report };
+    }
+    const stack = await this.requireClient().sendRequest<Stack>(Methods.openReport, a);
+    await this.opened(stack);
+    return stack;
+  }
+
+  recent(): RecentCrash[] {
+    return this.context.globalState.get<RecentCrash[]>(RECENT_KEY, []);
+  }
+
+  private async pickCrash(): Promise<RecentCrash | undefined> {
+    const recent = this.recent();
+    if (recent.length > 0) {
+      const browse = { label: '$(folder-opened) Browse for an executable and a core…', crash: undefined as RecentCrash | undefined };
+      const items = [
+        browse,
+        ...recent.map((c) => ({
+          label: `$(history) ${path.basename(c.executable)}`,
+          description: vscode.workspace.asRelativePath(c.core),
+          detail: c.executable,
+          crash: c as RecentCrash | undefined,
+        })),
+      ];
+      const picked = await vscode.window.showQuickPick(items, { title: 'CSI: open a crash', placeHolder: 'a recent crash, or browse' });
+      if (!picked) return undefined;
+      if (picked.crash) return picked.crash;
+    }
+    const executable = await pickFile('CSI: the crashed executable');
+    if (!executable) return undefined;
+    const core = await pickFile('CSI: its core dump', undefined, path.dirname(executable));
+    if (!core) return undefined;
+    return { executable, core };
+  }
+
+  /** A crash is open: model, its files opened (for line states), the crash point shown. */
+  private async opened(stack: Stack): Promise<void> {
+    this.stackView.resetCache();
+    this.state.setStack(stack);
+    await this.syncTrace();
+    const uris = new Set<string>();
+    for (const t of stack.threads) for (const f of t.frames) if (f.uri) uris.add(f.uri);
+    for (const s of this.state.trace?.steps ?? []) if (s.uri) uris.add(s.uri);
+    for (const u of uris) await openDoc(u);
+    const f = this.state.selectedFrame();
+    if (f?.uri && f.line !== null) await this.reveal(f.uri, f.line);
+  }
+
+  async selectFrame(arg?: { thread: number; frame: number }): Promise<PathTrace | undefined> {
+    let a = arg;
+    if (!a) a = await this.pickFrame();
+    if (!a) return undefined;
+    const trace = await this.requireClient().sendRequest<PathTrace>(Methods.selectFrame, a);
+    this.state.setTrace(trace);
+    const f = this.state.selectedFrame();
+    if (f?.uri && f.line !== null) await this.reveal(f.uri, f.line);
+    return trace;
+  }
+
+  private async pickFrame(): Promise<{ thread: number; frame: number } | undefined> {
+    const stack = this.state.stack;
+    if (!stack) {
+      void vscode.window.showInformationMessage('CSI: no crash is open.');
+      return undefined;
+    }
+    const items = stack.threads.flatMap((t) =>
+      t.frames.map((f) => ({
+        label: frameTitle(f),
+        description: f.file && f.line !== null ? `${f.file}:${f.line + 1}` : f.module ?? '',
+        detail: stack.threads.length > 1 ? `thread ${t.index + 1} (tid ${t.tid})` : undefined,
+        arg: { thread: t.index, frame: f.index },
+      })),
+    );
+    const picked = await vscode.window.showQuickPick(items, { title: 'CSI: select a frame', matchOnDescription: true });
+    return picked?.arg;
+  }
+
+  async step(delta: number): Promise<StepResult | undefined> {
+    if (!this.state.trace || this.state.trace.steps.length === 0) {
+      void vscode.window.showInformationMessage('CSI: the selected frame has no path trace.');
+      return undefined;
+    }
+    const r = await this.requireClient().sendRequest<StepResult>(Methods.stepPath, { delta });
+    this.state.applyStep(r);
+    await this.revealStep();
+    return r;
+  }
+
+  async goToStep(arg: { thread: number; frame: number; step: number }): Promise<void> {
+    const sel = this.state.selected;
+    if (!sel || sel.thread !== arg.thread || sel.frame !== arg.frame) await this.selectFrame({ thread: arg.thread, frame: arg.frame });
+    const cur = this.state.selected?.step ?? this.state.trace?.current ?? 0;
+    const d = deltaTo(cur, arg.step);
+    if (d !== 0) await this.step(d);
+    else await this.revealStep();
+  }
+
+  private async revealStep(): Promise<void> {
+    const s = this.state.currentStep();
+    if (s?.uri) await this.reveal(s.uri, s.line);
+  }
+
+  async reveal(uri: string, line: number): Promise<void> {
+    const doc = await openDoc(uri);
+    if (!doc) return;
+    const r = new vscode.Range(line, 0, line, 0);
+    const editor = await vscode.window.showTextDocument(doc, { selection: r, preserveFocus: false });
+    editor.revealRange(r, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  }
+
+  /** "May this line have run?" on the cursor line. */
+  async query(): Promise<string | undefined> {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) return undefined;
+    const uri = editor.document.uri.toString();
+    const line = editor.selection.active.line;
+    const c = this.requireClient();
+    const mayRun = await c.sendRequest<QueryResult>(Methods.query, { kind: 'mayRun', uri, line });
+    const mayNotRun = await c.sendRequest<QueryResult>(Methods.query, { kind: 'mayNotRun', uri, line });
+    const msg = queryMessage(line, mayRun.answer === 'possible', mayNotRun.answer === 'possible');
+    void vscode.window.showInformationMessage(msg);
+    return msg;
+  }
+
+  async clear(): Promise<void> {
+    if (this.client) await this.client.sendRequest('workspace/executeCommand', { command: Methods.clearCommand, arguments: [] });
+    this.stackView.resetCache();
+    this.state.clear();
+  }
+
+  toggleScope(): Scope {
+    this.scope = nextScope(this.scope);
+    void vscode.window.setStatusBarMessage(`CSI colours: ${this.scope === 'local' ? 'selected frame' : this.scope}`, 3000);
+    this.render();
+    return this.scope;
+  }
+
+  dispose(): void {
+    for (const t of Object.values(this.types)) t.dispose();
+    for (const d of this.disposables) d.dispose();
+    this.status.dispose();
+  }
+}
+
+/** The answer of the two queries, in words. */
+export function queryMessage(line: number, mayRun: boolean, mayNotRun: boolean): string {
+  const l = `CSI: line ${line + 1}`;
+  if (!mayRun) return `${l} did not run before the crash (no execution consistent with the core reaches it).`;
+  if (!mayNotRun) return `${l} must have run before the crash (every consistent execution runs it).`;
+  return `${l} may have run before the crash (some consistent executions run it, some do not).`;
+}
+
+async function pickFile(title: string, filters?: Record<string, string[]>, dir?: string): Promise<string | undefined> {
+  const picked = await vscode.window.showOpenDialog({
+    title,
+    canSelectFiles: true,
+    canSelectFolders: false,
+    canSelectMany: false,
+    filters,
+    defaultUri: dir ? vscode.Uri.file(dir) : vscode.workspace.workspaceFolders?.[0]?.uri,
+  });
+  return picked?.[0]?.fsPath;
+}
+
+function isFile(p: string): boolean {
+  try {
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Options sent to the server at start-up (only what it understands). */
+export function initializationOptions(): Record<string, unknown> {
+  const c = config();
+  const o: Record<string, unknown> = { lineStates: true, statusHints: c.get<boolean>('statusHints', false) };
+  const subs = c.get<Array<{ from: string; to: string }>>('substitutePaths', []);
+  if (subs.length > 0) o.substitutePaths = subs;
+  const graphml = c.get<string>('graphml', '');
+  if (graphml) o.graphml = graphml;
+  return o;
+}
+
+function startClient(controller: Controller, context: vscode.ExtensionContext, out: vscode.OutputChannel): LanguageClient | undefined {
+  const workspace = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const found = findServer({
+    setting: config().get<string>('serverPath', ''),
+    extensionPath: context.extensionPath,
+    workspace,
+    pathEnv: process.env.PATH ?? '',
+    home: os.homedir(),
+    windows: process.platform === 'win32',
+    isFile,
+  });
+  if ('error' in found) {
+    out.appendLine(found.error);
+    void vscode.window.showErrorMessage(`CSI: ${found.error}`);
+    return undefined;
+  }
+  out.appendLine(`csi-lsp: ${found.path} (${found.source})`);
+  const serverOptions: ServerOptions = { command: found.path, args: [], options: { cwd: workspace } };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { scheme: 'file', language: 'c' },
+      { scheme: 'file', language: 'cpp' },
+    ],
+    initializationOptions: initializationOptions(),
+    outputChannel: out,
+    middleware: {
+      executeCommand: async (command, args, next) => {
+        const result = await next(command, args);
+        controller.afterServerCommand(command, result);
+        return result;
+      },
+    },
+  };
+  return new LanguageClient('csi', 'CSI', serverOptions, clientOptions);
+}
+
+let current: { controller: Controller; client?: LanguageClient } | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<Controller> {
+  const out = vscode.window.createOutputChannel('CSI');
+  const controller = new Controller(context);
+  const lc = startClient(controller, context, out);
+  current = { controller, client: lc };
+  const run =
+    <A extends unknown[]>(f: (...a: A) => Promise<unknown> | unknown) =>
+    async (...a: A) => {
+      try {
+        return await f(...a);
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        out.appendLine(`error: ${msg}`);
+        void vscode.window.showErrorMessage(`CSI: ${msg}`);
+        return undefined;
+      }
+    };
+  const reg = (id: string, f: (...a: any[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, run(f)));
+  reg(Commands.openCrash, (a?: RecentCrash) => controller.openCrash(a));
+  reg(Commands.openReport, (a?: { graph: string; report: string }) => controller.openReport(a));
+  reg(Commands.selectFrame, (a?: { thread: number; frame: number }) => controller.selectFrame(a));
+  reg(Commands.goToStep, (a: { thread: number; frame: number; step: number }) => controller.goToStep(a));
+  reg(Commands.stepBack, () => controller.step(-1));
+  reg(Commands.stepForward, () => controller.step(1));
+  reg(Commands.query, () => controller.query());
+  reg(Commands.clear, () => controller.clear());
+  reg(Commands.toggleScope, () => controller.toggleScope());
+  reg(Commands.revealLine, (uri: string, line: number) => controller.reveal(uri, line));
+  reg(Commands.refresh, () => controller.syncStack());
+
+  context.subscriptions.push(
+    controller,
+    out,
+    vscode.window.registerTreeDataProvider('csiStack', controller.stackView),
+    vscode.window.registerTreeDataProvider('csiOverview', controller.overview),
+    vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => controller.decorate(e))),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('csi.decorations')) {
+        controller.scope = config().get<Scope>('decorations.scope', controller.scope);
+        controller.rebuildDecorations();
+      }
+      if (controller.client && (e.affectsConfiguration('csi.statusHints') || e.affectsConfiguration('csi.substitutePaths') || e.affectsConfiguration('csi.graphml'))) {
+        void lc?.sendNotification('workspace/didChangeConfiguration', { settings: { csi: initializationOptions() } });
+      }
+      if (e.affectsConfiguration('csi.serverPath')) {
+        void vscode.window.showInformationMessage('CSI: reload the window to use the new server path.');
+      }
+    }),
+  );
+  if (lc) {
+    // Before start: the server may send line states as soon as it is initialized.
+    context.subscriptions.push(lc.onNotification(Methods.lineStates, (ls: LineStates) => controller.onLineStates(ls)));
+    controller.client = lc as unknown as CsiClient;
+    try {
+      await lc.start();
+    } catch (e) {
+      controller.client = undefined;
+      out.appendLine(`csi-lsp did not start: ${e instanceof Error ? e.message : String(e)}`);
+      void vscode.window.showErrorMessage('CSI: the language server did not start (see the "CSI" output channel).');
+    }
+  }
+  controller.render();
+  return controller;
+}
+
+export async function deactivate(): Promise<void> {
+  const c = current;
+  current = undefined;
+  if (c?.client) await c.client.stop();
+}

@@ -1,0 +1,290 @@
+// Unit tests of the vscode-free logic modules.
+
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as path from 'path';
+
+import { lineCount, linesFor, nextScope, plan, toRanges } from '../src/logic/decorations';
+import { countIn, fileOverview, findFunctions, ratioBar, stripCode } from '../src/logic/overview';
+import type { LineStates, PathTrace, Stack } from '../src/logic/protocol';
+import { findServer } from '../src/logic/server';
+import { frameChildren, itemView, roots, splitOmitted, stepChildren } from '../src/logic/stackTree';
+import { CsiState, addRecent, crashName } from '../src/logic/state';
+import { canStep, currentStep, deltaTo, stepTarget, stepsOnLine } from '../src/logic/stepping';
+
+const U = 'file:///w/a.c';
+
+function ls(over: Partial<LineStates> = {}): LineStates {
+  return {
+    uri: U,
+    version: 1,
+    must: [1, 2, 3, 7],
+    may: [4, 5],
+    never: [6, 9],
+    partial: [7],
+    frame: { thread: 0, frame: 0, must: [2, 3], may: [4], never: [6], partial: [] },
+    ...over,
+  };
+}
+
+function frame(index: number, fn: string | null, line: number | null, steps = 0) {
+  return {
+    index,
+    function: fn,
+    file: line === null ? null : './a.c',
+    uri: line === null ? null : U,
+    line,
+    module: line === null ? '/lib/libc.so.6' : '/w/app',
+    pc: '0x1',
+    analysed: line !== null,
+    pathSteps: steps,
+  };
+}
+
+function stack(): Stack {
+  return {
+    title: 'app (/w/core)',
+    signal: { signo: 11, name: 'SIGSEGV' },
+    selected: { thread: 0, frame: 0, step: null },
+    notices: [],
+    threads: [
+      { index: 0, tid: 10, crashed: true, frameCount: 3, frames: [frame(0, 'crash', 5, 3), frame(1, 'main', 9, 2), frame(2, null, null)] },
+      { index: 1, tid: 11, crashed: false, frameCount: 1, frames: [frame(0, 'worker', 12)] },
+    ],
+  };
+}
+
+function trace(n = 3, current = n - 1, fr = 0): PathTrace {
+  return {
+    thread: 0,
+    frame: fr,
+    current,
+    note: null,
+    steps: Array.from({ length: n }, (_, i) => ({ file: './a.c', uri: U, line: i + 1 })),
+  };
+}
+
+describe('decorations', () => {
+  test('lines merge into runs, deduplicated, clamped', () => {
+    assert.deepEqual(toRanges([5, 1, 2, 3, 3, 9, 10, -1, 40], 20), [
+      { start: 1, end: 3 },
+      { start: 5, end: 5 },
+      { start: 9, end: 10 },
+    ]);
+    assert.deepEqual(toRanges([]), []);
+  });
+  test('global, local and off', () => {
+    const g = plan(ls(), 'global', null);
+    assert.deepEqual(g.must, [{ start: 1, end: 3 }, { start: 7, end: 7 }]);
+    assert.deepEqual(g.may, [{ start: 4, end: 5 }]);
+    assert.deepEqual(g.partial, [{ start: 7, end: 7 }]);
+    assert.deepEqual(g.current, []);
+    const l = plan(ls(), 'local', 4);
+    assert.deepEqual(l.must, [{ start: 2, end: 3 }]);
+    assert.deepEqual(l.never, [{ start: 6, end: 6 }]);
+    assert.deepEqual(l.current, [{ start: 4, end: 4 }]);
+    const off = plan(ls(), 'off', 4);
+    assert.equal(lineCount(off.must) + lineCount(off.may) + lineCount(off.never), 0);
+    assert.deepEqual(off.current, [{ start: 4, end: 4 }], 'the path step still shows');
+  });
+  test('no frame analysis or stale: nothing', () => {
+    assert.equal(linesFor(ls({ frame: null }), 'local'), null);
+    const stale = plan(ls({ stale: true }), 'global', 3);
+    assert.deepEqual(stale, { must: [], may: [], never: [], partial: [], current: [] });
+    assert.equal(linesFor(undefined, 'global'), null);
+  });
+  test('scope cycles', () => {
+    assert.equal(nextScope('global'), 'local');
+    assert.equal(nextScope('local'), 'off');
+    assert.equal(nextScope('off'), 'global');
+  });
+});
+
+describe('stepping', () => {
+  test('targets clamp like the server', () => {
+    assert.equal(stepTarget(11, 10, -2), 8);
+    assert.equal(stepTarget(11, 1, -5), 0);
+    assert.equal(stepTarget(11, 9, 5), 10);
+    assert.equal(stepTarget(0, 0, 1), 0);
+    assert.equal(deltaTo(10, 3), -7);
+  });
+  test('can step, current step, steps on a line', () => {
+    const t = trace(3);
+    assert.equal(canStep(t, null, 1), false);
+    assert.equal(canStep(t, null, -1), true);
+    assert.equal(canStep(t, 0, -1), false);
+    assert.equal(canStep(null, null, -1), false);
+    assert.deepEqual(currentStep(t, 0), { file: './a.c', uri: U, line: 1 });
+    assert.deepEqual(currentStep(t, null), { file: './a.c', uri: U, line: 3 });
+    const loop = { ...t, steps: [...t.steps, { file: './a.c', uri: U, line: 2 }] };
+    assert.deepEqual(stepsOnLine(loop, U, 2), [1, 3]);
+  });
+});
+
+describe('state', () => {
+  test('stack, selection, trace, steps, status', () => {
+    const s = new CsiState();
+    let changes = 0;
+    s.onChange(() => changes++);
+    assert.equal(s.statusText(), 'CSI: no crash');
+    s.setStack(stack());
+    assert.equal(s.statusText(), 'CSI: app SIGSEGV · #0 crash (thread 1)');
+    s.setTrace(trace(3));
+    assert.equal(s.statusText(), 'CSI: app SIGSEGV · #0 crash (thread 1) · step 3/3');
+    assert.equal(s.currentStepLine(U), 3);
+    assert.equal(s.currentStepLine('file:///w/b.c'), null);
+    s.applyStep({ step: 0, of: 3, file: './a.c', uri: U, line: 1 });
+    assert.equal(s.currentStepLine(U), 1);
+    assert.equal(s.selected?.step, 0);
+    assert.ok(changes >= 3);
+    s.clear();
+    assert.equal(s.isOpen, false);
+    assert.equal(s.lineStates(U), undefined);
+  });
+  test('line states keyed by normalised uri; a frame selected elsewhere is noticed', () => {
+    const s = new CsiState((u) => u.toLowerCase());
+    s.setStack(stack());
+    assert.equal(s.applyLineStates(ls({ uri: 'FILE:///W/A.C' })), false);
+    assert.ok(s.lineStates(U));
+    assert.deepEqual(s.lineStateUris(), ['FILE:///W/A.C']);
+    const moved = s.applyLineStates(ls({ frame: { thread: 0, frame: 1, must: [], may: [], never: [], partial: [] } }));
+    assert.equal(moved, true);
+    assert.deepEqual(s.selected, { thread: 0, frame: 1, step: null });
+    assert.equal(s.currentStep(), null, 'old trace belongs to another frame');
+  });
+  test('recent crashes', () => {
+    const a = { executable: '/a', core: '/a.core' };
+    const b = { executable: '/b', core: '/b.core' };
+    const c = { executable: '/c', core: '/c.core' };
+    assert.deepEqual(addRecent([a, b], b), [b, a]);
+    assert.deepEqual(addRecent([a, b], c, 2), [c, a]);
+    assert.deepEqual(addRecent([], a, 0), []);
+    assert.equal(crashName('null_deref (/x/core)'), 'null_deref');
+  });
+});
+
+describe('stack tree', () => {
+  test('threads → frames → steps', () => {
+    const st = stack();
+    const sel = st.selected;
+    const ts = roots(st);
+    assert.equal(ts.length, 2);
+    const t0 = itemView(ts[0], st, sel, null);
+    assert.deepEqual([t0.label, t0.description, t0.collapsible, t0.icon], ['Thread 1 (tid 10)', '⚡ SIGSEGV · 3 frames', 'expanded', 'error']);
+    assert.equal(itemView(ts[1], st, sel, null).collapsible, 'collapsed');
+    const fs = frameChildren(st, 0);
+    const views = fs.map((n) => itemView(n, st, sel, null));
+    assert.deepEqual(
+      views.map((v) => [v.label, v.description, v.collapsible]),
+      [
+        ['#0 crash', 'a.c:6 ◀ selected', 'expanded'],
+        ['#1 main', 'a.c:10', 'collapsed'],
+        ['#2 ??', 'libc.so.6', 'none'],
+      ],
+    );
+    assert.deepEqual(views[1].command, { id: 'csi.vscode.selectFrame', args: [{ thread: 0, frame: 1 }] });
+    const steps = stepChildren(trace(3, 1));
+    const sv = steps.map((n) => itemView(n, st, { thread: 0, frame: 0, step: 1 }, 1));
+    assert.deepEqual(sv.map((v) => v.label), ['step 1/3', '▶ step 2/3', 'step 3/3']);
+    assert.deepEqual(sv[2].command, { id: 'csi.vscode.goToStep', args: [{ thread: 0, frame: 0, step: 2 }] });
+    const none = stepChildren({ ...trace(0), note: 'path trace not used' });
+    assert.deepEqual(none, [{ kind: 'note', text: 'path trace not used' }]);
+  });
+  test('omitted frames sit between the innermost and outermost pages', () => {
+    const st = stack();
+    st.threads[0].frames = [frame(0, 'a', 1), frame(1, 'b', 2), frame(9, 'z', 3)];
+    st.threads[0].frameCount = 10;
+    st.threads[0].omitted = { from: 2, to: 9 };
+    const kinds = frameChildren(st, 0).map((n) => (n.kind === 'frame' ? n.frame.index : n.kind));
+    assert.deepEqual(kinds, [0, 1, 'omitted', 9]);
+    const o = frameChildren(st, 0)[2];
+    assert.equal(itemView(o, st, null, null).label, '… frames #2–#8');
+    assert.deepEqual(splitOmitted(180, 620), [
+      { from: 180, to: 380 },
+      { from: 380, to: 580 },
+      { from: 580, to: 620 },
+    ]);
+  });
+});
+
+describe('overview', () => {
+  const C = [
+    '/* int fake(void) { */',      // 0
+    '#define M(x) { x }',          // 1
+    'struct s { int a; };',        // 2
+    'static int f(int a,',         // 3
+    '             char *b) {',     // 4
+    '  if (a) { return 1; }',      // 5
+    '  const char *s = "}{";',     // 6
+    '  return 0;',                 // 7
+    '}',                           // 8
+    'int tbl[] = { 1, 2 };',       // 9
+    'void g(void)',                // 10
+    '{',                           // 11
+    "  char c = '}';",             // 12
+    '}',                           // 13
+  ].join('\n');
+  test('functions of a C file, ignoring comments, strings, macros and initialisers', () => {
+    assert.deepEqual(findFunctions(C), [
+      { name: 'f', start: 3, end: 8 },
+      { name: 'g', start: 10, end: 13 },
+    ]);
+    assert.equal(stripCode('a /* b\nc */ "d"').split('\n').length, 2);
+  });
+  test('C++: namespaces, methods, constructors with initialisers', () => {
+    const cpp = [
+      'namespace n {',
+      'struct A {',
+      '  int x;',
+      'public:',
+      '  A(int y) : x(y), z(f(y)) { }',
+      '  A() : x(1) {}',
+      '  int get() const { return x; }',
+      '};',
+      'int A::twice() { return 2 * x; }',
+      '}',
+    ].join('\n');
+    assert.deepEqual(
+      findFunctions(cpp).map((f) => f.name),
+      ['A', 'A', 'get', 'A::twice'],
+    );
+  });
+  test('counts and the ratio bar', () => {
+    const sets = { must: [3, 4, 5, 11], may: [6, 7], never: [12], partial: [] };
+    assert.deepEqual(countIn(sets, 3, 8), { must: 3, may: 2, never: 0 });
+    const o = fileOverview(U, 'a.c', C, sets);
+    assert.deepEqual(
+      o.functions.map((f) => [f.name, f.must, f.may, f.never]),
+      [
+        ['f', 3, 2, 0],
+        ['g', 1, 0, 1],
+      ],
+    );
+    assert.deepEqual([o.must, o.may, o.never], [4, 2, 1]);
+    assert.equal(ratioBar({ must: 5, may: 3, never: 2 }), '🟩🟩🟩🟩🟩🟨🟨🟨🟥🟥');
+    assert.equal([...ratioBar({ must: 4, may: 1, never: 1 })].length, 10);
+    assert.equal(ratioBar({ must: 1, may: 0, never: 0 }, 4), '🟩🟩🟩🟩');
+    assert.equal(ratioBar({ must: 1, may: 1, never: 1 }, 3), '🟩🟨🟥');
+    assert.equal(ratioBar({ must: 0, may: 0, never: 0 }), '');
+  });
+});
+
+describe('finding the server', () => {
+  const files = new Set(['/ext/server/csi-lsp', '/usr/bin/csi-lsp', '/w/bin/csi-lsp', '/home/me/csi-lsp']);
+  const base = { setting: '', extensionPath: '/ext', workspace: '/w', pathEnv: '/opt:/usr/bin', home: '/home/me', isFile: (p: string) => files.has(p) };
+  test('setting, bundled, then PATH', () => {
+    assert.deepEqual(findServer({ ...base, setting: 'bin/csi-lsp' }), { path: '/w/bin/csi-lsp', source: 'setting' });
+    assert.deepEqual(findServer({ ...base, setting: '~/csi-lsp' }), { path: '/home/me/csi-lsp', source: 'setting' });
+    assert.deepEqual(findServer(base), { path: '/ext/server/csi-lsp', source: 'bundled' });
+    const noBundle = { ...base, isFile: (p: string) => p !== '/ext/server/csi-lsp' && files.has(p) };
+    assert.deepEqual(findServer(noBundle), { path: '/usr/bin/csi-lsp', source: 'PATH' });
+    const checkout = { ...base, isFile: (p: string) => p === path.join('/ext', '..', 'target', 'release', 'csi-lsp') };
+    assert.deepEqual(findServer(checkout), { path: '/target/release/csi-lsp', source: 'bundled' });
+  });
+  test('a wrong setting is an error, not a fallback', () => {
+    const r = findServer({ ...base, setting: '/nope/csi-lsp' });
+    assert.ok('error' in r && r.error.includes('/nope/csi-lsp'));
+    const none = findServer({ ...base, isFile: () => false });
+    assert.ok('error' in none && none.error.includes('csi.serverPath'));
+  });
+});

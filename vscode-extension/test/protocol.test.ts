@@ -1,0 +1,211 @@
+// The protocol the extension speaks, against the real csi-lsp on the null_deref fixture
+// crash: every request the extension sends, and csi/lineStates fed through the extension's
+// own logic modules. The binary: $CSI_LSP, else ../target/release/csi-lsp. Skipped when absent.
+// With CSI_RECORD=1 the answers are written (checkout path → $ROOT) to test/fixtures/, which
+// the glue test replays.
+
+import { type ChildProcess, spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { type MessageConnection, StreamMessageReader, StreamMessageWriter, createMessageConnection } from 'vscode-jsonrpc/node';
+
+import { lineCount, plan } from '../src/logic/decorations';
+import { fileOverview } from '../src/logic/overview';
+import type { LineStates, PathTrace, QueryResult, Stack, StepResult } from '../src/logic/protocol';
+import { frameChildren, itemView, roots, stepChildren } from '../src/logic/stackTree';
+import { CsiState } from '../src/logic/state';
+
+const ext = path.resolve(__dirname, '..', '..');
+const root = path.resolve(ext, '..');
+const binary = process.env.CSI_LSP || path.join(root, 'target', 'release', 'csi-lsp');
+const have = fs.existsSync(binary);
+const skip = have ? false : `csi-lsp not found at ${binary} (build it: cargo build --release -p csi-lsp, or set CSI_LSP)`;
+if (!have) console.log(`# SKIP protocol tests: ${skip}`);
+
+const crashDir = path.join(root, 'fixtures', 'crashes', 'null_deref', 'realistic-O0');
+const srcPath = path.join(root, 'fixtures', 'src', 'null_deref.c');
+const srcUri = `file://${srcPath}`;
+
+let proc: ChildProcess;
+let conn: MessageConnection;
+const lineStates: LineStates[] = [];
+const waiters: Array<() => void> = [];
+const recording: Record<string, unknown> = {};
+
+function record(name: string, v: unknown): void {
+  recording[name] = JSON.parse(JSON.stringify(v).split(root).join('$ROOT'));
+}
+
+/** The next csi/lineStates after `from` notifications (waits up to 5 s). */
+async function lineStatesAfter(from: number): Promise<LineStates> {
+  const deadline = Date.now() + 5000;
+  while (lineStates.length <= from) {
+    if (Date.now() > deadline) throw new Error('no csi/lineStates within 5 s');
+    await new Promise<void>((r) => {
+      waiters.push(r);
+      setTimeout(r, 100);
+    });
+  }
+  return lineStates[from];
+}
+
+before(async () => {
+  if (!have) return;
+  proc = spawn(binary, [], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
+  conn = createMessageConnection(new StreamMessageReader(proc.stdout!), new StreamMessageWriter(proc.stdin!));
+  conn.onNotification('csi/lineStates', (p: LineStates) => {
+    lineStates.push(p);
+    waiters.splice(0).forEach((w) => w());
+  });
+  conn.onNotification('window/showMessage', () => {});
+  conn.listen();
+});
+
+after(async () => {
+  if (!have) return;
+  try {
+    await conn.sendRequest('shutdown');
+    await conn.sendNotification('exit');
+  } finally {
+    conn.dispose();
+    proc.kill();
+  }
+  if (process.env.CSI_RECORD) {
+    fs.writeFileSync(path.join(ext, 'test', 'fixtures', 'null_deref.json'), JSON.stringify(recording, null, 1) + '\n');
+  }
+});
+
+test('the extension session against csi-lsp on null_deref', { skip }, async (t) => {
+  const state = new CsiState();
+
+  await t.test('initialize with lineStates', async () => {
+    const init: any = await conn.sendRequest('initialize', {
+      processId: process.pid,
+      rootUri: `file://${root}`,
+      capabilities: {},
+      initializationOptions: { lineStates: true },
+    });
+    assert.equal(init.serverInfo.name, 'csi-lsp');
+    assert.equal(init.capabilities.experimental.csi.lineStates, true);
+    for (const c of ['csi.openCrash', 'csi.selectFrame', 'csi.stepPath', 'csi.clear']) {
+      assert.ok(init.capabilities.executeCommandProvider.commands.includes(c), c);
+    }
+    await conn.sendNotification('initialized', {});
+    await conn.sendNotification('textDocument/didOpen', {
+      textDocument: { uri: srcUri, languageId: 'c', version: 1, text: fs.readFileSync(srcPath, 'utf8') },
+    });
+  });
+
+  await t.test('csi.openCrash → stack, then csi/lineStates', async () => {
+    const stack: Stack = await conn.sendRequest('workspace/executeCommand', {
+      command: 'csi.openCrash',
+      arguments: [{ executable: path.join(crashDir, 'null_deref'), core: path.join(crashDir, 'core') }],
+    });
+    record('stack', stack);
+    assert.equal(stack.signal?.name, 'SIGSEGV');
+    assert.deepEqual(stack.selected, { thread: 0, frame: 0, step: null });
+    const [f0, f1] = stack.threads[0].frames;
+    assert.deepEqual([f0.function, f0.line, f0.uri, f0.pathSteps], ['charge', 30, srcUri, 4]);
+    assert.deepEqual([f1.function, f1.line, f1.pathSteps], ['main', 40, 11]);
+    state.setStack(stack);
+    assert.equal(state.statusText(), 'CSI: null_deref SIGSEGV · #0 charge');
+
+    const ls = await lineStatesAfter(0);
+    record('lineStates', ls);
+    assert.equal(ls.uri, srcUri);
+    assert.deepEqual(ls.never, [19, 29, 41, 42]);
+    assert.deepEqual(ls.frame, { thread: 0, frame: 0, must: [26, 27, 28, 30], may: [31], never: [29], partial: [] });
+    assert.equal(state.applyLineStates(ls), false);
+    const g = plan(state.lineStates(srcUri), 'global', null, 44);
+    assert.deepEqual(g.never, [{ start: 19, end: 19 }, { start: 29, end: 29 }, { start: 41, end: 42 }]);
+    assert.equal(lineCount(g.must), ls.must.length);
+    const l = plan(state.lineStates(srcUri), 'local', 30, 44);
+    assert.deepEqual(l.must, [{ start: 26, end: 28 }, { start: 30, end: 30 }]);
+    assert.deepEqual(l.current, [{ start: 30, end: 30 }]);
+  });
+
+  await t.test('csi/stack builds the tree', async () => {
+    const stack: Stack = await conn.sendRequest('csi/stack', {});
+    state.setStack(stack);
+    const [thread] = roots(stack);
+    assert.match(itemView(thread, stack, state.selected, null).description!, /⚡ SIGSEGV/);
+    const frames = frameChildren(stack, 0).filter((n) => n.kind === 'frame' && n.frame.file);
+    assert.deepEqual(
+      frames.map((n) => itemView(n, stack, state.selected, null).label),
+      ['#0 charge', '#1 main'],
+    );
+  });
+
+  await t.test('csi/pathTrace of the crashed frame', async () => {
+    const trace: PathTrace = await conn.sendRequest('csi/pathTrace', { thread: 0, frame: 0 });
+    record('pathTrace0', trace);
+    assert.deepEqual(trace.steps.map((s) => s.line), [26, 27, 28, 30]);
+    assert.equal(trace.current, 3);
+    state.setTrace(trace);
+    assert.equal(state.currentStepLine(srcUri), 30);
+  });
+
+  await t.test('csi/selectFrame frame #1: its trace and new line states', async () => {
+    const before = lineStates.length;
+    const trace: PathTrace = await conn.sendRequest('csi/selectFrame', { thread: 0, frame: 1 });
+    record('pathTrace1', trace);
+    assert.equal(trace.steps.length, 11);
+    assert.equal(trace.current, 10);
+    state.setTrace(trace);
+    const ls = await lineStatesAfter(before);
+    record('lineStates1', ls);
+    assert.deepEqual([ls.frame?.thread, ls.frame?.frame], [0, 1]);
+    assert.equal(state.applyLineStates(ls), false, 'selection already known');
+    const steps = stepChildren(trace);
+    assert.equal(steps.length, 11);
+    assert.equal(itemView(steps[10], state.stack!, state.selected, trace.current).label, '▶ step 11/11');
+  });
+
+  await t.test('csi/stepPath moves the current step', async () => {
+    const r: StepResult = await conn.sendRequest('csi/stepPath', { delta: -2 });
+    record('stepBack2', r);
+    assert.deepEqual([r.step, r.of, r.line, r.uri], [8, 11, 37, srcUri]);
+    state.applyStep(r);
+    assert.equal(state.currentStepLine(srcUri), 37);
+    assert.equal(state.statusText(), 'CSI: null_deref SIGSEGV · #1 main · step 9/11');
+    const fwd: StepResult = await conn.sendRequest('csi/stepPath', { delta: 5 });
+    assert.equal(fwd.step, 10, 'clamped at the last step');
+  });
+
+  await t.test('csi/query on a line, as the Query command asks', async () => {
+    const q = (kind: string, line: number) => conn.sendRequest<QueryResult>('csi/query', { kind, uri: srcUri, line });
+    assert.equal((await q('mayRun', 29)).answer, 'impossible');
+    assert.equal((await q('mayNotRun', 30)).answer, 'impossible');
+    assert.equal((await q('mayRun', 9)).answer, 'possible');
+    assert.equal((await q('mayNotRun', 9)).answer, 'possible');
+  });
+
+  await t.test('overview counts agree with the server lenses', async () => {
+    const ls = state.lineStates(srcUri)!;
+    const ov = fileOverview(srcUri, 'null_deref.c', fs.readFileSync(srcPath, 'utf8'), ls);
+    assert.deepEqual(
+      ov.functions.map((f) => [f.name, f.start, f.must, f.may, f.never]),
+      [
+        ['find', 6, 2, 4, 0],
+        ['fee', 14, 3, 3, 1],
+        ['charge', 25, 4, 1, 1],
+        ['main', 34, 6, 0, 2],
+      ],
+    );
+    const lenses: any[] = await conn.sendRequest('textDocument/codeLens', { textDocument: { uri: srcUri } });
+    const global = lenses.filter((l) => l.command.title.startsWith('global'));
+    assert.equal(global.length, 4);
+    for (const l of global) {
+      const f = ov.functions.find((x) => x.start === l.range.start.line);
+      assert.ok(f, `a function at line ${l.range.start.line}`);
+      assert.equal(l.command.title, `global · must ${f.must} · may ${f.may} · never ${f.never}`);
+    }
+  });
+
+  await t.test('csi.clear closes the crash', async () => {
+    assert.equal(await conn.sendRequest('workspace/executeCommand', { command: 'csi.clear', arguments: [] }), null);
+    await assert.rejects(conn.sendRequest('csi/stack', {}), /no crash is open/);
+  });
+});
