@@ -13,6 +13,16 @@ fi
 command -v nvim >/dev/null || { echo "nvim not found" >&2; exit 2; }
 echo "# $(nvim --version | head -1), server $server"
 status=0
+# Every Lua file compiles (also the Neovim 0.11 snippet, which 0.7 cannot run).
+echo "# lua syntax"
+if ! nvim --headless -u NONE -i NONE -n -c "lua local bad = 0
+  for _, f in ipairs(vim.fn.glob('$root/editors/**/*.lua', false, true)) do
+    local ok, err = loadfile(f)
+    if not ok then io.stdout:write('FAIL - ' .. err .. '\\n'); bad = bad + 1 end
+  end
+  vim.cmd(bad > 0 and 'cquit 1' or 'qall!')"; then
+  status=1
+fi
 for t in "$here"/test_*.lua; do
   echo "# $(basename "$t")"
   # -u NONE: no user config, no plugins; each test file loads what it needs.
