@@ -133,6 +133,38 @@ test('hover and lenses follow the selection', function()
   end, 'the step-back lens on main()', 8000)
 end)
 
+test('the frame lens runs in the plugin (select + jump)', function()
+  csi.state.path = nil
+  vim.cmd('CsiSelect 0')
+  wait(function()
+    return csi.state.path and lines.states[bufnr].frame.frame == 0
+  end, 'frame #0 selected')
+  wait(function()
+    vim.lsp.codelens.refresh()
+    return vim.tbl_contains(H.lens_titles(bufnr), '34: frame #1 (thread 1) · must 6 · may 0 · never 2')
+  end, 'the frame #1 lens', 8000)
+  -- Two lenses on main's line: vim.ui.select picks; take the frame one.
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    for i, it in ipairs(items) do
+      local text = opts.format_item and opts.format_item(it) or vim.inspect(it)
+      if text:find('frame #1', 1, true) then
+        return on_choice(it, i)
+      end
+    end
+    on_choice(nil)
+  end
+  vim.api.nvim_win_set_cursor(0, { 35, 0 })
+  csi.state.path = nil
+  vim.lsp.codelens.run()
+  vim.ui.select = select
+  wait(function()
+    return csi.state.path and csi.state.selected.frame == 1 and lines.states[bufnr].frame.frame == 1
+  end, 'frame #1 selected from its lens')
+  eq(by_state(H.line_highlights(bufnr)), FRAME1, 'frame #1 highlights')
+  eq(vim.api.nvim_win_get_cursor(0)[1], 41, 'jumped to the call line')
+end)
+
 test(':CsiStep prev / next move along the path and jump', function()
   vim.cmd('CsiStep prev')
   local r = wait(function()
@@ -156,11 +188,13 @@ test(':CsiStep prev / next move along the path and jump', function()
 end)
 
 test(':CsiSelect 0 goes back to frame #0', function()
+  csi.state.path = nil
   vim.cmd('CsiSelect 0')
+  -- The notification and the response come in either order: wait for both.
   wait(function()
     local s = lines.states[bufnr]
-    return s and s.frame ~= vim.NIL and s.frame.frame == 0
-  end, 'csi/lineStates for frame #0')
+    return s and s.frame ~= vim.NIL and s.frame.frame == 0 and csi.state.path
+  end, 'csi/lineStates and the path of frame #0')
   eq(by_state(H.line_highlights(bufnr)), FRAME0, 'frame #0 highlights again')
   eq(vim.api.nvim_win_get_cursor(0)[1], 31, 'cursor on the crash line')
 end)
@@ -180,6 +214,28 @@ test(':CsiQuery answers for the cursor line', function()
     return csi.state.query
   end, 'query')
   eq(q.result.answer, 'possible', 'line 18 before line 41')
+end)
+
+test('editing the file drops its signs and highlights (stale line numbers)', function()
+  H.truthy(next(H.signs(bufnr)), 'signs before the edit')
+  vim.api.nvim_buf_set_lines(bufnr, 0, 0, false, { '// a new first line' })
+  wait(function()
+    return lines.states[bufnr] and lines.states[bufnr].stale == true
+  end, 'a stale csi/lineStates')
+  eq(H.signs(bufnr), {}, 'signs')
+  eq(H.line_highlights(bufnr), {}, 'line highlights')
+  vim.cmd('silent undo')
+end)
+
+test('<CR> in another quickfix list keeps its usual meaning', function()
+  vim.fn.setqflist({}, ' ', { title = 'other', items = { { filename = H.src, lnum = 7, text = 'x' } } })
+  vim.cmd('copen')
+  local before = vim.deepcopy(csi.state.selected)
+  vim.cmd('execute "normal \\<CR>"')
+  eq(vim.bo.buftype, '', 'left the quickfix window')
+  eq(vim.api.nvim_win_get_cursor(0)[1], 7, 'jumped to the entry')
+  eq(csi.state.selected, before, 'selection unchanged')
+  vim.cmd('cclose')
 end)
 
 test(':CsiClear removes signs, highlights and lenses', function()

@@ -175,7 +175,16 @@ function M.ensure(root)
     return nil
   end
   if has('nvim-0.11') then
-    return vim.lsp.start(conf, { attach = false, reuse_client = function() return false end })
+    -- vim.lsp.start_client is deprecated there; start without attaching to a buffer.
+    local ok, id = pcall(vim.lsp.start, conf, {
+      attach = false,
+      reuse_client = function()
+        return false
+      end,
+    })
+    if ok and id then
+      return id
+    end
   end
   return vim.lsp.start_client(conf)
 end
@@ -186,6 +195,16 @@ function M.attach(bufnr)
   local existing = M.client_of(bufnr)
   if existing then
     return existing.id
+  end
+  -- A running client whose workspace holds the file (e.g. started by :CsiOpenCrash from
+  -- another directory's buffer) keeps the open crash: reuse it.
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  for _, c in ipairs(M.clients()) do
+    local root = c.config.root_dir
+    if root and name:sub(1, #root + 1) == root .. '/' then
+      vim.lsp.buf_attach_client(bufnr, c.id)
+      return c.id
+    end
   end
   local id = M.ensure(M.root_dir(bufnr))
   if id then
