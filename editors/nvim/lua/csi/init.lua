@@ -1,0 +1,301 @@
+-- CSI crash view for Neovim: commands on top of csi-lsp (see :help csi).
+local config = require('csi.config')
+local lsp = require('csi.lsp')
+local lines = require('csi.lines')
+local frames = require('csi.frames')
+
+local M = {}
+
+-- What the plugin knows about the open crash.
+M.state = {
+  stack = nil, -- the csi/stack result
+  selected = nil, -- {thread, frame} (0-based, as in the protocol)
+  path = nil, -- the last csi/selectFrame result
+  step = nil, -- the last csi/stepPath result
+  query = nil, -- the last csi/query result (with the question)
+}
+
+local function notify(msg, level)
+  vim.notify('CSI: ' .. msg, level or vim.log.levels.INFO)
+end
+
+local function is_null(x)
+  return x == nil or x == vim.NIL
+end
+
+--- Opens a file:// URI at a 0-based line in a normal window (leaving the quickfix window).
+local function jump(uri, line, col)
+  if is_null(uri) or is_null(line) then
+    return false
+  end
+  local fname = vim.uri_to_fname(uri)
+  if vim.bo.buftype == 'quickfix' then
+    vim.cmd('wincmd p')
+  end
+  if vim.api.nvim_buf_get_name(0) ~= fname then
+    local ok, err = pcall(vim.cmd, 'edit ' .. vim.fn.fnameescape(fname))
+    if not ok then
+      notify(tostring(err), vim.log.levels.WARN)
+      return false
+    end
+  end
+  pcall(vim.api.nvim_win_set_cursor, 0, { line + 1, is_null(col) and 0 or col })
+  return true
+end
+
+--- Sends a request to the csi server; on_result(result) runs on success.
+local function request(method, params, on_result)
+  local client = lsp.get_client()
+  if not client then
+    return false
+  end
+  lsp.request(client, method, params, function(err, result)
+    if err then
+      notify(('%s: %s'):format(method, err.message or vim.inspect(err)), vim.log.levels.WARN)
+      return
+    end
+    if on_result then
+      on_result(result, client)
+    end
+  end, vim.api.nvim_get_current_buf())
+  return true
+end
+
+function M.setup(opts)
+  config.set(opts)
+  lines.define()
+  -- Buffers already open when the plugin is set up.
+  if config.get().autostart then
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(b) then
+        M.maybe_attach(b)
+      end
+    end
+  end
+end
+
+--- Attaches the server to bufnr if it is a file of one of the configured filetypes.
+function M.maybe_attach(bufnr)
+  local cfg = config.get()
+  if not cfg.autostart or vim.bo[bufnr].buftype ~= '' or vim.api.nvim_buf_get_name(bufnr) == '' then
+    return
+  end
+  if vim.tbl_contains(cfg.filetypes, vim.bo[bufnr].filetype) then
+    lsp.attach(bufnr)
+  end
+end
+
+M.attach = lsp.attach
+
+local function frame_of(thread, index)
+  local st = M.state.stack
+  if not st or is_null(st.threads) then
+    return nil
+  end
+  for _, t in ipairs(st.threads) do
+    if t.index == thread then
+      for _, f in ipairs(t.frames or {}) do
+        if f.index == index then
+          return f
+        end
+      end
+    end
+  end
+end
+M.frame_of = frame_of
+
+local function describe_stack(st)
+  local sig = st.signal
+  local what = is_null(sig) and 'crash' or (sig.name or ('signal ' .. tostring(sig.signo)))
+  if not is_null(sig) and not is_null(sig.fault_address) then
+    what = what .. (' at 0x%x'):format(sig.fault_address)
+  end
+  local sel = st.selected or {}
+  local f = frame_of(sel.thread or 0, sel.frame or 0)
+  local where = ''
+  if f then
+    where = (' in %s()'):format(is_null(f['function']) and '??' or f['function'])
+    if not is_null(f.file) and not is_null(f.line) then
+      where = where .. (' at %s:%d'):format(f.file, f.line + 1)
+    end
+  end
+  return what .. where
+end
+
+-- The frame to show first: the selected one if it has a source line, else the first one with
+-- one in the crashed thread.
+local function first_located(st)
+  local sel = st.selected or {}
+  local f = frame_of(sel.thread or 0, sel.frame or 0)
+  if f and not is_null(f.uri) then
+    return f
+  end
+  for _, t in ipairs(st.threads or {}) do
+    if t.crashed then
+      for _, fr in ipairs(t.frames or {}) do
+        if not is_null(fr.uri) and not is_null(fr.line) then
+          return fr
+        end
+      end
+    end
+  end
+end
+
+local function set_stack(st)
+  M.state.stack = st
+  M.state.selected = { thread = (st.selected or {}).thread or 0, frame = (st.selected or {}).frame or 0 }
+  M.state.path, M.state.step = nil, nil
+end
+
+--- Opens a crash (paths relative to the current directory). opts.on_done(stack).
+function M.open_crash(exe, core, opts)
+  opts = opts or {}
+  if not exe or exe == '' then
+    exe = vim.fn.input('CSI executable: ', '', 'file')
+  end
+  if exe == '' then
+    return
+  end
+  if not core or core == '' then
+    core = vim.fn.input('CSI core: ', vim.fn.fnamemodify(exe, ':h') .. '/core', 'file')
+  end
+  if core == '' then
+    return
+  end
+  local params = {
+    executable = vim.fn.fnamemodify(vim.fn.expand(exe), ':p'),
+    core = vim.fn.fnamemodify(vim.fn.expand(core), ':p'),
+  }
+  notify('opening ' .. params.core .. ' …')
+  return request('csi/openCrash', params, function(st)
+    set_stack(st)
+    for _, n in ipairs(is_null(st.notices) and {} or st.notices) do
+      notify(type(n) == 'string' and n or vim.inspect(n), vim.log.levels.WARN)
+    end
+    notify(describe_stack(st))
+    if config.get().jump and opts.jump ~= false then
+      local f = first_located(st)
+      if f then
+        jump(f.uri, f.line, f.column)
+      end
+    end
+    lsp.refresh_all()
+    if opts.on_done then
+      opts.on_done(st)
+    end
+  end)
+end
+
+--- Fetches the stack and fills the quickfix list (threads and their frames).
+function M.frames(opts)
+  opts = opts or {}
+  return request('csi/stack', {}, function(st)
+    M.state.stack = st
+    M.state.selected = st.selected and { thread = st.selected.thread, frame = st.selected.frame } or M.state.selected
+    frames.set_qflist(st)
+    if opts.open ~= false then
+      vim.cmd('copen')
+      frames.map_quickfix(vim.api.nvim_get_current_buf())
+    end
+    if opts.on_done then
+      opts.on_done(st)
+    end
+  end)
+end
+
+--- Selects frame `frame` of thread `thread` (0-based, as in the protocol).
+function M.select(thread, frame, opts)
+  opts = opts or {}
+  return request('csi/selectFrame', { thread = thread, frame = frame }, function(path)
+    M.state.selected = { thread = thread, frame = frame }
+    M.state.path = path
+    M.state.step = nil
+    if M.state.stack then
+      M.state.stack.selected = { thread = thread, frame = frame, step = vim.NIL }
+    end
+    local f = frame_of(thread, frame)
+    local name = f and not is_null(f['function']) and (f['function'] .. '()') or '??'
+    local steps = type(path) == 'table' and type(path.steps) == 'table' and #path.steps or 0
+    local note = type(path) == 'table' and not is_null(path.note) and (' — ' .. path.note) or ''
+    notify(('frame #%d %s (thread %d) · %d path steps%s'):format(frame, name, thread + 1, steps, note))
+    if config.get().jump and opts.jump ~= false and f then
+      jump(f.uri, f.line, f.column)
+    end
+    lsp.refresh_all()
+    if opts.on_done then
+      opts.on_done(path)
+    end
+  end)
+end
+
+--- Moves the selected frame's path-trace position by delta steps (negative: back).
+function M.step(delta, opts)
+  opts = opts or {}
+  return request('csi/stepPath', { delta = delta }, function(r)
+    M.state.step = r
+    notify(('step %d/%d%s'):format(r.step + 1, r.of,
+      is_null(r.line) and '' or (' · %s:%d'):format(is_null(r.file) and '?' or r.file, r.line + 1)))
+    if config.get().jump and opts.jump ~= false then
+      jump(r.uri, r.line, 0)
+    end
+    lsp.refresh_all()
+    if opts.on_done then
+      opts.on_done(r)
+    end
+  end)
+end
+
+local QUESTIONS = {
+  mayRun = 'may have run before the crash',
+  mayNotRun = 'may not have run before the crash',
+  mayRunBefore = 'may have run before line %d',
+}
+
+--- Asks a control-flow query about the cursor line: kind mayRun (default), mayNotRun, or
+--- mayRunBefore with line2 (1-based, same buffer).
+function M.query(kind, line2, opts)
+  opts = opts or {}
+  kind = (kind and kind ~= '') and kind or 'mayRun'
+  if not QUESTIONS[kind] then
+    notify('unknown query ' .. kind .. ' (mayRun, mayNotRun, mayRunBefore)', vim.log.levels.ERROR)
+    return
+  end
+  local uri = vim.uri_from_bufnr(0)
+  local line = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local params = { kind = kind, uri = uri, line = line }
+  if kind == 'mayRunBefore' then
+    line2 = tonumber(line2)
+    if not line2 then
+      notify('mayRunBefore needs a second line: :CsiQuery mayRunBefore {line}', vim.log.levels.ERROR)
+      return
+    end
+    params.uri2, params.line2 = uri, line2 - 1
+  end
+  return request('csi/query', params, function(r)
+    local q = QUESTIONS[kind]:format(line2 or 0)
+    local msg = ('line %d %s: %s'):format(line + 1, q, r.answer)
+    M.state.query = { params = params, result = r, message = msg }
+    notify(msg)
+    if opts.on_done then
+      opts.on_done(r)
+    end
+  end)
+end
+
+--- Closes the crash: the server drops hints, lenses and diagnostics; signs and highlights go.
+function M.clear(opts)
+  opts = opts or {}
+  lines.clear_all()
+  M.state.stack, M.state.selected, M.state.path, M.state.step = nil, nil, nil, nil
+  frames.clear_qflist()
+  return request('workspace/executeCommand', { command = 'csi.clear', arguments = {} }, function()
+    lines.clear_all()
+    lsp.refresh_all()
+    notify('crash closed')
+    if opts.on_done then
+      opts.on_done()
+    end
+  end)
+end
+
+return M

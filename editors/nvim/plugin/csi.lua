@@ -1,0 +1,93 @@
+-- CSI: crash view for Neovim (needs 0.7+). See :help csi.
+if vim.g.loaded_csi or vim.fn.has('nvim-0.7') == 0 then
+  return
+end
+vim.g.loaded_csi = true
+
+local group = vim.api.nvim_create_augroup('csi', { clear = true })
+
+vim.api.nvim_create_autocmd('FileType', {
+  group = group,
+  callback = function(a)
+    require('csi').maybe_attach(a.buf)
+  end,
+})
+
+vim.api.nvim_create_autocmd('ColorScheme', {
+  group = group,
+  callback = function()
+    require('csi.lines').define()
+  end,
+})
+
+-- <CR> in the quickfix window selects a frame when the list is the CSI stack.
+vim.api.nvim_create_autocmd('FileType', {
+  group = group,
+  pattern = 'qf',
+  callback = function(a)
+    require('csi.frames').map_quickfix(a.buf)
+  end,
+})
+
+require('csi.lines').define()
+
+local cmd = vim.api.nvim_create_user_command
+
+cmd('CsiOpenCrash', function(o)
+  require('csi').open_crash(o.fargs[1], o.fargs[2])
+end, { nargs = '*', complete = 'file', desc = 'CSI: open a crash (executable, core)' })
+
+cmd('CsiFrames', function()
+  require('csi').frames()
+end, { nargs = 0, desc = 'CSI: threads and frames in the quickfix list' })
+
+cmd('CsiSelect', function(o)
+  local csi = require('csi')
+  local a = o.fargs
+  local thread, frame
+  if #a >= 2 then
+    thread, frame = tonumber(a[1]), tonumber(a[2])
+    thread = thread and thread - 1
+  else
+    frame = tonumber(a[1])
+    thread = (csi.state.selected or {}).thread or 0
+  end
+  if not thread or not frame then
+    vim.notify('CSI: usage :CsiSelect [thread] {frame}  (thread as shown, 1-based; frame #)', vim.log.levels.ERROR)
+    return
+  end
+  csi.select(thread, frame)
+end, { nargs = '*', desc = 'CSI: select frame #N (of thread T)' })
+
+cmd('CsiStep', function(o)
+  local dir = o.fargs[1] or 'next'
+  local n = tonumber(o.fargs[2]) or (o.count > 0 and o.count) or 1
+  if dir == 'prev' or dir == 'back' then
+    n = -n
+  elseif dir ~= 'next' then
+    vim.notify('CSI: usage :CsiStep next|prev [count]', vim.log.levels.ERROR)
+    return
+  end
+  require('csi').step(n)
+end, {
+  nargs = '*',
+  count = 0,
+  complete = function()
+    return { 'next', 'prev' }
+  end,
+  desc = 'CSI: step through the selected frame\'s path trace',
+})
+
+cmd('CsiQuery', function(o)
+  require('csi').query(o.fargs[1], o.fargs[2])
+end, {
+  nargs = '*',
+  complete = function()
+    return { 'mayRun', 'mayNotRun', 'mayRunBefore' }
+  end,
+  desc = 'CSI: may the cursor line have run before the crash?',
+})
+
+cmd('CsiClear', function()
+  require('csi').clear()
+end, { nargs = 0, desc = 'CSI: close the crash' })
