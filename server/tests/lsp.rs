@@ -119,10 +119,10 @@ async fn open_crash_then_hints_lenses_hover_diagnostics() {
         scrub(&json!(frames)),
         json!([
             {"analysed": true, "column": 13, "file": "./src/null_deref.c", "function": "charge", "index": 0, "line": 30,
-             "module": "$ROOT/fixtures/crashes/null_deref/realistic-O0/null_deref", "pathSteps": 4, "pc": "0x5575f4a991ee",
+             "module": "$ROOT/fixtures/crashes/null_deref/realistic-O0/null_deref", "pathSteps": 4, "pc": "0x55db0fd431ee",
              "uri": "file://$ROOT/fixtures/src/null_deref.c"},
             {"analysed": true, "column": 11, "file": "./src/null_deref.c", "function": "main", "index": 1, "line": 40,
-             "module": "$ROOT/fixtures/crashes/null_deref/realistic-O0/null_deref", "pathSteps": 11, "pc": "0x5575f4a9955c",
+             "module": "$ROOT/fixtures/crashes/null_deref/realistic-O0/null_deref", "pathSteps": 11, "pc": "0x55db0fd43551",
              "uri": "file://$ROOT/fixtures/src/null_deref.c"}
         ])
     );
@@ -196,8 +196,8 @@ async fn open_crash_then_hints_lenses_hover_diagnostics() {
     assert_eq!(
         h["result"],
         json!({"contents": {"kind": "markdown", "value":
-            "**frame #0** `charge` — thread 1 (tid 2446), **SIGSEGV at 0x8**\n\n\
-             Arguments:\n```c\n    struct account * list = 0x7ffe8dda6c68\n    const char * who = 0x5575f4a9a02a \"zed\"\n    int kind = 1\n```\n\
+            "**frame #0** `charge` — thread 1 (tid 14082), **SIGSEGV at 0x8**\n\n\
+             Arguments:\n```c\n    struct account * list = 0x7ffc19116f58\n    const char * who = 0x55db0fd4402a \"zed\"\n    int kind = 1\n```\n\
              Locals:\n```c\n    volatile long __PT_current_path = 0\n    volatile long __PT_counter_idx = 0\n    \
              volatile long [10] __PT_counter_arr = {0, 0, 0, 0, 0, 0, 0, 0, 0, -1}\n    volatile __csi_bool [3] __CC_arr = {true, true, false}\n    \
              int f = 5\n    struct account * a = 0x0\n```\n\

@@ -8,8 +8,9 @@
 use csi_model::ballarus::{self, Numbering};
 use csi_model::graph::NodeKind;
 use csi_model::sections::{
-    mash, BbcBlock, BbcFunction, CcFunction, CcSite, CfgCall, CfgFunction, CfgModule, CfgNode, CfgPathTracing,
-    FcFunction, PtBlock, PtBlockKind, PtFunction, PtItem, CFG_FORMAT_VERSION,
+    mash, BbcBlock, BbcFunction, CcFunction, CcSite, CfgCall, CfgFunction, CfgImplied, CfgModule,
+    CfgNode, CfgPathTracing, FcFunction, PtBlock, PtBlockKind, PtFunction, PtItem,
+    CFG_FORMAT_VERSION,
 };
 use llvm_sys::core::*;
 use llvm_sys::debuginfo::*;
@@ -68,6 +69,8 @@ pub struct Options {
     pub default: Mechanisms,
     pub per_function: HashMap<String, Mechanisms>,
     pub pt_size: u32,
+    /// Probe every call site (no placement optimization; see `cc_probe_placement`).
+    pub cc_all_probes: bool,
     /// The source path as given on the command line (for `<mash>`).
     pub source: String,
     /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
@@ -684,9 +687,35 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             .filter(|(_, n)| n.kind == NodeKind::CallSite)
             .map(|(i, _)| i as u32)
             .collect();
+        // Probe placement: which call sites store coverage, and each probe's array slot.
+        let call_blocks: Vec<u32> = call_nodes
+            .iter()
+            .map(|&n| cfg.nodes[n as usize].block.unwrap_or(u32::MAX))
+            .collect();
+        let placement = cc_probe_placement(
+            &call_blocks,
+            opts.cc_all_probes || has_returns_twice_call(&bbs),
+        );
+        let mut slot: Vec<Option<u64>> = vec![None; calls.len()];
+        let mut n_probes = 0u64;
+        for (k, p) in placement.iter().enumerate() {
+            if p.is_none() {
+                slot[k] = Some(n_probes);
+                n_probes += 1;
+            }
+        }
         if mech.cc && !calls.is_empty() {
             for (k, &n) in call_nodes.iter().enumerate() {
-                cfg.nodes[n as usize].labels.push(format!("CC{k}"));
+                match (slot[k], placement[k]) {
+                    (Some(j), _) => cfg.nodes[n as usize].labels.push(format!("CC{j}")),
+                    (None, Some((a, b))) => {
+                        cfg.nodes[n as usize].implied = Some(CfgImplied {
+                            first: format!("CC{}", slot[a].expect("probed")),
+                            last: format!("CC{}", slot[b].expect("probed")),
+                        })
+                    }
+                    (None, None) => unreachable!("a call site is probed or implied"),
+                }
             }
         }
         if mech.bbc {
@@ -764,25 +793,36 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let mut cc_vars = None;
         if cc_on {
             let gname = format!("__CC_arr_{fmash}_{name}");
-            let (g, gty) = c.global(&gname, n_calls, sp);
-            let lty = LLVMArrayType2(c.i8t, n_calls.div_ceil(8) * 8);
+            let (g, gty) = c.global(&gname, n_probes, sp);
+            let lty = LLVMArrayType2(c.i8t, n_probes.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);
-            let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_calls));
+            let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_probes));
             cc_vars = Some((g, gty, a, lty));
             cfg.cc = Some(gname.clone());
             CcFunction {
                 name: name.clone(),
                 global: gname,
-                sites: calls
-                    .iter()
-                    .enumerate()
-                    .map(|(k, (_, line, _, callee))| CcSite {
-                        index: k as i64,
-                        label: Some(format!("CC{k}")),
-                        line: *line,
-                        callee: callee.clone(),
-                    })
-                    .collect(),
+                // Unprobed sites are listed as uninstrumented (`-1`, `-2`, ...), as csi-cc
+                // v1.4.0 does; `.debug_CSI_CFG` says how their coverage is implied.
+                sites: {
+                    let mut unprobed = 0i64;
+                    calls
+                        .iter()
+                        .zip(&slot)
+                        .map(|((_, line, _, callee), s)| CcSite {
+                            index: match s {
+                                Some(j) => *j as i64,
+                                None => {
+                                    unprobed += 1;
+                                    -unprobed
+                                }
+                            },
+                            label: s.map(|j| format!("CC{j}")),
+                            line: *line,
+                            callee: callee.clone(),
+                        })
+                        .collect()
+                },
             }
             .write(&mut cc_text);
         }
@@ -826,9 +866,10 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         // Coverage stores first (they only insert before existing instructions).
         let one = LLVMConstInt(c.i8t, 1, 0);
         if let Some((g, gty, a, lty)) = cc_vars {
-            for (k, (inst, ..)) in calls.iter().enumerate() {
+            for ((inst, ..), s) in calls.iter().zip(&slot) {
+                let Some(j) = *s else { continue };
                 c.position_before(*inst);
-                let idx = LLVMConstInt(c.i64t, k as u64, 0);
+                let idx = LLVMConstInt(c.i64t, j, 0);
                 let lp = c.gep(lty, a, idx);
                 c.vstore(one, lp);
                 let gp = c.gep(gty, g, idx);
@@ -901,6 +942,70 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         LLVMAppendModuleInlineAsm(c.module, asm.as_ptr() as _, asm.len());
     }
     report
+}
+
+/// Coverage probe placement for the call sites of one function, given each site's basic
+/// block (sites in instruction order). `None`: the site is probed; `Some((a, b))`: it is not,
+/// and its coverage is implied by the probed sites `a` (before it) and `b` (after it) of the
+/// same block — the dissertation's dominator-based placement (ch. 4) restricted to the
+/// implications that stay exact when any callee may not return: in a block with calls
+/// c1..cn, cn's probe implies that c2..c(n-1) ran (they dominate it in straight-line code),
+/// and c1's clear probe that they did not (c1 dominates them). Between the two, a stopped
+/// frame's position decides for its local array (see `csi_model::sections::CfgImplied`).
+///
+/// A later site is never inferred from an earlier one, and sites in different blocks never
+/// imply each other: a callee may crash, `exit` or `longjmp`, so no site post-dominates
+/// another in the executions that end in a failure report. `keep_all` (requested, or the
+/// function calls a `returns_twice` function such as `setjmp`, which can resume a block
+/// mid-way) probes every site.
+fn cc_probe_placement(blocks: &[u32], keep_all: bool) -> Vec<Option<(usize, usize)>> {
+    let mut out = vec![None; blocks.len()];
+    if keep_all {
+        return out;
+    }
+    let mut start = 0;
+    while start < blocks.len() {
+        let mut end = start;
+        while end + 1 < blocks.len() && blocks[end + 1] == blocks[start] {
+            end += 1;
+        }
+        for slot in out.iter_mut().take(end).skip(start + 1) {
+            *slot = Some((start, end));
+        }
+        start = end + 1;
+    }
+    out
+}
+
+/// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
+unsafe fn has_returns_twice_call(bbs: &[LLVMBasicBlockRef]) -> bool {
+    let name = c"returns_twice";
+    let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.to_bytes().len());
+    let fn_index = llvm_sys::LLVMAttributeFunctionIndex;
+    const NAMES: &[&str] = &[
+        "setjmp",
+        "_setjmp",
+        "__setjmp",
+        "sigsetjmp",
+        "__sigsetjmp",
+        "savectx",
+        "vfork",
+        "getcontext",
+    ];
+    bbs.iter().any(|&bb| {
+        instructions(bb).into_iter().any(|i| {
+            if LLVMIsACallInst(i).is_null() && LLVMIsAInvokeInst(i).is_null() {
+                return false;
+            }
+            if !LLVMGetCallSiteEnumAttribute(i, fn_index, kind).is_null() {
+                return true;
+            }
+            let callee = LLVMGetCalledValue(i);
+            !LLVMIsAFunction(callee).is_null()
+                && (!LLVMGetEnumAttributeAtIndex(callee, fn_index, kind).is_null()
+                    || NAMES.contains(&value_name(callee).as_str()))
+        })
+    })
 }
 
 fn push_unique(v: &mut Vec<String>, s: String) {
@@ -1092,5 +1197,34 @@ unsafe fn instrument_paths(
             c.position_before(LLVMGetBasicBlockTerminator(bbs[u as usize]));
             store_path(inc, nb.back_edges.is_empty());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cc_probe_placement;
+
+    #[test]
+    fn probes_first_and_last_call_of_each_block() {
+        // Blocks: 0 has four calls, 1 one, 2 two, 3 three.
+        let p = cc_probe_placement(&[0, 0, 0, 0, 1, 2, 2, 3, 3, 3], false);
+        assert_eq!(
+            p,
+            vec![
+                None,
+                Some((0, 3)),
+                Some((0, 3)),
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some((7, 9)),
+                None
+            ]
+        );
+        assert!(cc_probe_placement(&[0, 0, 0], true)
+            .iter()
+            .all(Option::is_none));
     }
 }

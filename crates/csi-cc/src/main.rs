@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-verbose] [clang arguments...]";
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-cc-probes=all|placed] [--csi-verbose] \
+[clang arguments...]";
 
 /// Options of clang that take the next argument as their value.
 const TAKES_ARG: &[&str] = &[
@@ -129,6 +130,7 @@ fn main() {
     let mut schema = None;
     let mut pt_size: u32 = 10;
     let mut verbose = false;
+    let mut cc_all_probes = false;
     let mut args: Vec<String> = Vec::new();
     for a in argv {
         if let Some(v) = a.strip_prefix("--csi-scheme=") {
@@ -140,6 +142,14 @@ fn main() {
                 Ok(n) if (1..=1_000_000).contains(&n) => n,
                 _ => fail(&format!(
                     "--csi-pt-size must be a number in 1..=1000000, not `{v}`"
+                )),
+            };
+        } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
+            cc_all_probes = match v {
+                "all" => true,
+                "placed" => false,
+                _ => fail(&format!(
+                    "--csi-cc-probes must be `all` or `placed`, not `{v}`"
                 )),
             };
         } else if a == "--csi-verbose" {
@@ -290,6 +300,7 @@ fn main() {
             default,
             per_function: per_function.clone(),
             pt_size,
+            cc_all_probes,
             source: src.clone(),
             // The last -O flag wins, as in clang; -O0 and none mean unoptimized.
             optimized: flags

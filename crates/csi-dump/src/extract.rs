@@ -602,6 +602,17 @@ impl<'a> Extract<'a> {
             ));
         }
         rf.point = point;
+        // Call sites without a probe of their own, now that the frame's position is known.
+        if let Some(bytes) = cf
+            .variables
+            .iter()
+            .find(|v| v.name == "__CC_arr")
+            .and_then(|v| v.bytes.as_ref())
+        {
+            for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
+                rf.local_coverage.insert(n, ran);
+            }
+        }
         rf.stopped_at = (!at_call)
             .then(|| {
                 cf.location.as_ref().map(|l| csi_model::SourcePos {
@@ -899,6 +910,9 @@ impl<'a> Extract<'a> {
                         out.insert(node, b != 0);
                     }
                 }
+                if prefix == "CC" {
+                    out.extend(self.implied_cc(fi as FuncId, &bytes, None));
+                }
             }
             if let Some(name) = &rec.fc {
                 match self.global_bytes(name, 1) {
@@ -913,6 +927,69 @@ impl<'a> Extract<'a> {
             notices.push(format!(
                 "{missing} coverage arrays could not be read (stripped symbols or memory missing from the core); their coverage is unknown"
             ));
+        }
+        out
+    }
+
+    /// Coverage of the call sites of `f` whose probe csi-cc omitted (`CfgImplied`: probed
+    /// sites `first` before and `last` after them in the same basic block), from a `__CC_arr`
+    /// array's bytes. `last` set ⇒ ran; `first` clear ⇒ did not run; otherwise unknown —
+    /// except for a live frame's local array (`stop` = its candidate points and whether it
+    /// sits at a call): then the frame is stopped inside that block, having run `first` but
+    /// not yet `last` in this activation, and a position after the site means it ran, before
+    /// it that it did not (all candidates must agree).
+    fn implied_cc(
+        &self,
+        f: FuncId,
+        bytes: &[u8],
+        stop: Option<(&[NodeId], bool)>,
+    ) -> Vec<(NodeId, bool)> {
+        let mut out = Vec::new();
+        let Some(rec) = self.cfg.get(f as usize).filter(|r| r.cc.is_some()) else {
+            return out;
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        if gnodes.len() != rec.nodes.len() {
+            return out;
+        }
+        let bit = |label: &str| -> Option<bool> {
+            let j: usize = label.strip_prefix("CC")?.parse().ok()?;
+            bytes.get(j).map(|&b| b != 0)
+        };
+        for (k, node) in rec.nodes.iter().enumerate() {
+            let Some(imp) = &node.implied else { continue };
+            let ran = match (bit(&imp.first), bit(&imp.last)) {
+                (_, Some(true)) => Some(true),
+                (Some(false), _) => Some(false),
+                (Some(true), Some(false)) => stop.and_then(|(points, at_call)| {
+                    let first = rec
+                        .nodes
+                        .iter()
+                        .position(|n| n.labels.contains(&imp.first))?;
+                    let votes: Option<Vec<bool>> = points
+                        .iter()
+                        .map(|p| {
+                            let ip = gnodes.iter().position(|x| x == p)?;
+                            if rec.nodes[ip].block != node.block {
+                                return None; // contradicts the probes: do not guess
+                            }
+                            match ip.cmp(&k) {
+                                std::cmp::Ordering::Greater => Some(true),
+                                std::cmp::Ordering::Equal if at_call => Some(true),
+                                std::cmp::Ordering::Less if ip >= first => Some(false),
+                                _ => None,
+                            }
+                        })
+                        .collect();
+                    let votes = votes.filter(|v| !v.is_empty())?;
+                    let all = votes[0];
+                    votes.iter().all(|&v| v == all).then_some(all)
+                }),
+                _ => None,
+            };
+            if let Some(r) = ran {
+                out.push((gnodes[k], r));
+            }
         }
         out
     }

@@ -77,6 +77,10 @@ pub struct CfgNode {
     pub call: Option<CfgCall>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    /// A call site whose coverage probe was omitted (csi-cc's probe placement): its coverage
+    /// follows from two probed call sites of the same basic block, see [`CfgImplied`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implied: Option<CfgImplied>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uses: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -95,11 +99,30 @@ impl CfgNode {
             file: None,
             call: None,
             labels: Vec::new(),
+            implied: None,
             uses: Vec::new(),
             must_defs: Vec::new(),
             may_defs: Vec::new(),
         }
     }
+}
+
+/// How an unprobed call site's coverage is reconstructed. `first` and `last` are the labels
+/// (`CC<j>`) of probed call sites of the same basic block, `first` before this site and `last`
+/// after it, with no `setjmp`-like call in the function. A probe is stored right before its
+/// call, and straight-line code reaches a later call only through the earlier ones, so:
+/// - `last` set ⇒ this site ran (in the same activation, for a local array);
+/// - `first` clear ⇒ this site never ran;
+/// - otherwise (`first` set, `last` clear) the site's bit is unknown from the array alone
+///   (a callee between them may not have returned: crash, `exit`, `longjmp`). For a live
+///   frame's local array the frame is then stopped inside this block, and its position
+///   decides: after this site ⇒ ran, before it ⇒ did not.
+///
+/// Readers that ignore this field see the site without a label: unknown, which is sound.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CfgImplied {
+    pub first: String,
+    pub last: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -13,7 +13,7 @@ pub mod pt;
 
 pub use cfg::{
     cfg_program_graph, cfg_to_program_graph, parse_cfg, parse_cfg_all, CfgCall, CfgFunction,
-    CfgModule, CfgNode, CfgPathTracing, CFG_FORMAT_VERSION,
+    CfgImplied, CfgModule, CfgNode, CfgPathTracing, CFG_FORMAT_VERSION,
 };
 pub use coverage::{
     parse_bbc, parse_cc, parse_fc, BbcBlock, BbcFunction, CcFunction, CcSite, FcFunction,

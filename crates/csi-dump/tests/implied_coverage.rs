@@ -1,0 +1,90 @@
+//! Call sites whose coverage probe csi-cc omitted (the first and last call of a basic block
+//! are probed, the ones between are implied): the reader reconstructs their bits from the
+//! probes and the frame's position, and leaves them unknown where that is not exact.
+//! Checks the `mid_block` fixture (fixtures/src/mid_block.c) in every build of it.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use csi_model::graph::NodeKind;
+use csi_model::NodeId;
+
+use common::fixture_crashes;
+
+/// Coverage by call-site line in function `func`: line → Some(ran) / None (unknown).
+fn by_line(
+    g: &csi_model::ProgramGraph,
+    cov: &BTreeMap<NodeId, bool>,
+    func: &str,
+) -> BTreeMap<u32, Option<bool>> {
+    let f = g.functions.iter().find(|f| f.name == func).unwrap();
+    f.nodes
+        .iter()
+        .filter(|&&n| g.node(n).kind == NodeKind::CallSite)
+        .map(|&n| {
+            let line = g.node(n).lines().last().unwrap_or(0);
+            (line, cov.get(&n).copied())
+        })
+        .collect()
+}
+
+#[test]
+fn implied_call_sites_are_reconstructed_exactly() {
+    let mut seen = 0;
+    for fx in fixture_crashes() {
+        if !fx.name().starts_with("mid_block/")
+            || fx.name().contains("bb-")
+            || fx.name().contains("fc-")
+        {
+            continue;
+        }
+        seen += 1;
+        let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
+        let g = &crash.graph;
+        let r = &crash.report;
+        let (t, f) = (Some(true), Some(false));
+        let frame = |name: &str| {
+            r.threads[0]
+                .frames
+                .iter()
+                .find(|fr| fr.function.is_some_and(|x| g.function(x).name == name))
+                .unwrap_or_else(|| panic!("{}: no frame of {name}", fx.name()))
+        };
+        let expect =
+            |what: &str, got: BTreeMap<u32, Option<bool>>, want: &[(u32, Option<bool>)]| {
+                let want: BTreeMap<u32, Option<bool>> = want.iter().copied().collect();
+                assert_eq!(got, want, "{}: {what}", fx.name());
+            };
+        // Stopped in `boom` (line 15) on the second activation: before it ran, after it not.
+        expect(
+            "run, local",
+            by_line(g, &frame("run").local_coverage, "run"),
+            &[(13, t), (14, t), (15, t), (16, f), (17, f)],
+        );
+        expect(
+            "setup, local",
+            by_line(g, &frame("setup").local_coverage, "setup"),
+            &[(21, t), (22, t), (23, t), (24, f), (25, f)],
+        );
+        // Globally: `run` completed once; `setup` never got past its first call to `run` (its
+        // middle sites are unknown from the array alone); `unused` never ran.
+        expect(
+            "run, global",
+            by_line(g, &r.global_coverage, "run"),
+            &[(13, t), (14, t), (15, t), (16, t), (17, t)],
+        );
+        expect(
+            "setup, global",
+            by_line(g, &r.global_coverage, "setup"),
+            &[(21, t), (22, None), (23, None), (24, None), (25, f)],
+        );
+        expect(
+            "unused, global",
+            by_line(g, &r.global_coverage, "unused"),
+            &[(29, f), (30, f), (31, f)],
+        );
+    }
+    assert!(seen > 0, "no mid_block fixture crash found");
+}
