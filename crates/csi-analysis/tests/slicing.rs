@@ -1,0 +1,159 @@
+//! Restricted slicing on small programs written as `.debug_CSI_CFG` records, with the
+//! expected slices worked out by hand.
+
+use std::collections::BTreeSet;
+
+use csi_analysis::best_effort_coverage;
+use csi_analysis::slice::{crash_criterion, restrict, slice, slice_pair, SliceCriterion, SliceOptions};
+use csi_analysis::sdg::Sdg;
+use csi_model::sections::cfg::{cfg_to_program_graph, parse_cfg};
+use csi_model::{FailureReport, Frame, NodeId, ProgramGraph, Thread};
+
+/// Records are written over several lines here; the section has one per line.
+fn graph(text: &str) -> ProgramGraph {
+    let mut jsonl = String::new();
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        if l.starts_with("{\"csi_cfg\"") && !jsonl.is_empty() {
+            jsonl.push('\n');
+        }
+        jsonl.push_str(l.trim());
+    }
+    let funcs = parse_cfg(jsonl.as_bytes(), "test").unwrap();
+    cfg_to_program_graph(&funcs, "test").unwrap()
+}
+
+fn node(g: &ProgramGraph, f: &str, k: u32) -> NodeId {
+    g.node_by_ext_id(&format!("{f}#{k}")).unwrap()
+}
+
+fn lines(s: &csi_analysis::slice::Slice) -> Vec<u32> {
+    s.lines.values().flatten().copied().collect::<BTreeSet<_>>().into_iter().collect()
+}
+
+/// id(v) { return v; }            20
+/// main() {
+///   a = id(1);                    30, 31
+///   if (?) b = 5;                 32 (skipped in this run)
+///   c = id(b) + a;                33, 34
+///   sink(c);                      35
+/// }
+/// sink(p) { *p; }                 40 (crash)
+/// other() { q = ...; sink(q); }   50, 51 (never called)
+const CALLS: &str = r#"
+{"csi_cfg":3,"name":"id","file":"t.c","path_traced":false,"params":1,"nodes":[{"kind":"entry"},{"kind":"exit"},{"kind":"expression","positions":[[20,1]],"uses":["%arg0"],"must_defs":["$ret"]}],"edges":[[0,2],[2,1]]}
+{"csi_cfg":3,"name":"main","file":"t.c","path_traced":true,"params":0,"nodes":[{"kind":"entry"},{"kind":"exit"},
+ {"kind":"call-site","positions":[[30,1]],"call":{"callee":"id","args":[[]],"result":"%1"}},
+ {"kind":"expression","positions":[[31,1]],"uses":["%1"],"must_defs":["a"]},
+ {"kind":"expression","positions":[[32,1]],"must_defs":["b"]},
+ {"kind":"call-site","positions":[[33,1]],"uses":["b"],"must_defs":["%2"],"call":{"callee":"id","args":[["%2"]],"result":"%3"}},
+ {"kind":"expression","positions":[[34,1]],"uses":["%3","a"],"must_defs":["c"]},
+ {"kind":"call-site","positions":[[35,1]],"uses":["c"],"must_defs":["%4"],"call":{"callee":"sink","args":[["%4"]]}}],
+ "edges":[[0,2],[2,3],[3,4],[3,5],[4,5],[5,6],[6,7],[7,1]]}
+{"csi_cfg":3,"name":"sink","file":"t.c","path_traced":false,"params":1,"nodes":[{"kind":"entry"},{"kind":"exit"},{"kind":"expression","positions":[[40,1]],"uses":["%arg0","*"]}],"edges":[[0,2],[2,1]]}
+{"csi_cfg":3,"name":"other","file":"t.c","path_traced":false,"params":0,"nodes":[{"kind":"entry"},{"kind":"exit"},
+ {"kind":"expression","positions":[[50,1]],"must_defs":["q"]},
+ {"kind":"call-site","positions":[[51,1]],"uses":["q"],"must_defs":["%8"],"call":{"callee":"sink","args":[["%8"]]}}],
+ "edges":[[0,2],[2,3],[3,1]]}
+"#;
+
+fn calls_report(g: &ProgramGraph) -> FailureReport {
+    let main = |k| node(g, "main", k);
+    FailureReport {
+        threads: vec![Thread {
+            frames: vec![
+                Frame {
+                    function: g.function_by_name("sink"),
+                    point: vec![node(g, "sink", 2)],
+                    ..Frame::default()
+                },
+                Frame {
+                    function: g.function_by_name("main"),
+                    point: vec![main(7)],
+                    // The path trace: the branch at 31 skipped `b = 5`.
+                    path: vec![main(2), main(3), main(5), main(6)],
+                    path_from_entry: true,
+                    called_from_outside: true,
+                    ..Frame::default()
+                },
+            ],
+            ..Thread::default()
+        }],
+        ..FailureReport::default()
+    }
+}
+
+#[test]
+fn calls_through_the_stack_and_returned_calls() {
+    let g = graph(CALLS);
+    let report = calls_report(&g);
+    let cov = best_effort_coverage(&g, &report).unwrap();
+    let sdg = Sdg::build(&g);
+    let r = restrict(&g, &sdg, &report, &cov, 0);
+    let pair = slice_pair(&g, &sdg, &report, &r, crash_criterion(&report, 0).unwrap());
+    // Static, callstack-sensitive: sink's p comes from main's call (35) only — not from
+    // other() (50, 51); c (34) ← id's result (33, 20 by the summary edge and inside id) ← b
+    // (32); a (31) ← id(1) (30).
+    assert_eq!(lines(&pair.unrestricted), [20, 30, 31, 32, 33, 34, 35, 40]);
+    // Restricted: the path trace shows `b = 5` (32) did not run in main's activation.
+    assert_eq!(lines(&pair.restricted), [20, 30, 31, 33, 34, 35, 40]);
+    // Context-insensitive (no frame): the other caller of sink comes in.
+    let anywhere = SliceCriterion {
+        thread: 0,
+        frame: None,
+        nodes: vec![node(&g, "sink", 2)],
+        variables: None,
+    };
+    let s = slice(&g, &sdg, &report, &anywhere, SliceOptions { restriction: None, interprocedural: true });
+    assert_eq!(lines(&s), [20, 30, 31, 32, 33, 34, 35, 40, 50, 51]);
+    // Intraprocedural in main from its call: no descent into id, no ascent.
+    let c = SliceCriterion { thread: 0, frame: Some(1), nodes: vec![node(&g, "main", 7)], variables: None };
+    let s = slice(&g, &sdg, &report, &c, SliceOptions { restriction: Some(&r), interprocedural: false });
+    assert_eq!(lines(&s), [30, 31, 33, 34, 35]);
+    // Only variable `a` at 34.
+    let c = SliceCriterion {
+        thread: 0,
+        frame: Some(1),
+        nodes: vec![node(&g, "main", 6)],
+        variables: Some(vec!["a".into()]),
+    };
+    let s = slice(&g, &sdg, &report, &c, SliceOptions { restriction: None, interprocedural: true });
+    assert_eq!(lines(&s), [20, 30, 31, 34]);
+}
+
+/// x = 1 (2); x = 2 (3); *p = 9 (4); use(x) (5, crash). `x`'s address escapes or not.
+fn kills(escaped: bool) -> String {
+    format!(
+        r#"{{"csi_cfg":3,"name":"main","file":"k.c","path_traced":false,"params":0,"escaped":{},
+"nodes":[{{"kind":"entry"}},{{"kind":"exit"}},
+{{"kind":"expression","positions":[[2,1]],"must_defs":["x"]}},
+{{"kind":"expression","positions":[[3,1]],"must_defs":["x"]}},
+{{"kind":"expression","positions":[[4,1]],"uses":["p"],"may_defs":["*"]}},
+{{"kind":"expression","positions":[[5,1]],"uses":["x"]}}],
+"edges":[[0,2],[2,3],[3,4],[4,5],[5,1]]}}"#,
+        if escaped { r#"["x"]"# } else { "[]" }
+    )
+}
+
+#[test]
+fn must_defs_kill_and_star_writes_reach_escaped_locals_only() {
+    for (escaped, want) in [(false, vec![3, 5]), (true, vec![3, 4, 5])] {
+        let g = graph(&kills(escaped));
+        let report = FailureReport {
+            threads: vec![Thread {
+                frames: vec![Frame {
+                    function: g.function_by_name("main"),
+                    point: vec![node(&g, "main", 5)],
+                    ..Frame::default()
+                }],
+                ..Thread::default()
+            }],
+            ..FailureReport::default()
+        };
+        let cov = best_effort_coverage(&g, &report).unwrap();
+        let sdg = Sdg::build(&g);
+        let r = restrict(&g, &sdg, &report, &cov, 0);
+        let pair = slice_pair(&g, &sdg, &report, &r, crash_criterion(&report, 0).unwrap());
+        assert_eq!(lines(&pair.unrestricted), want, "escaped: {escaped}");
+        assert_eq!(lines(&pair.restricted), want, "escaped: {escaped}");
+    }
+}
