@@ -181,6 +181,11 @@ impl Backend {
                 let (g, r) = (self.resolve_input(&graph), self.resolve_input(&report));
                 self.open(Source::Report(g, r)).await
             }
+            "csi.slice" if arg.get("clear").and_then(Value::as_bool) == Some(true) => {
+                *self.state.slice.write().unwrap() = None;
+                self.spawn_refresh();
+                Ok(Value::Null)
+            }
             "csi.clear" => {
                 *self.state.session.write().unwrap() = None;
                 self.forget_slice();
@@ -273,11 +278,6 @@ impl Backend {
 
     /// `csi/slice`: computed off the runtime (the first one builds the SDG).
     async fn slice(&self, s: &Arc<Session>, arg: &Value) -> Result<Value> {
-        if arg.get("clear").and_then(Value::as_bool) == Some(true) {
-            *self.state.slice.write().unwrap() = None;
-            self.spawn_refresh();
-            return Ok(Value::Null);
-        }
         let variables = match arg.get("variables") {
             None | Some(Value::Null) => None,
             Some(Value::Array(v)) => Some(

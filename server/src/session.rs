@@ -428,7 +428,7 @@ impl Session {
                     .flat_map(|k| csi_analysis::nodes_on_line(g, k, line))
                     .collect();
                 if nodes.is_empty() {
-                    return Err(format!("no code of the program on line {}", line - 1));
+                    return Err(format!("no code of the program on line {line}"));
                 }
                 // The selected frame's context when the line is in its function.
                 let here = self

@@ -785,11 +785,13 @@ pub fn slice_lens(sl: &crate::session::ShownSlice, keys: &[&str]) -> Option<Code
     if !keys.contains(&k.as_str()) {
         return None;
     }
+    // The percentage from the same rounded ratio `csi/slice` returns.
     let title = format!(
-        "slice: {} lines (static {}, −{:.0} %) · hide",
+        "slice: {} line{} (static {}, −{:.0} %) · hide",
         sl.restricted_lines,
+        if sl.restricted_lines == 1 { "" } else { "s" },
         sl.unrestricted_lines,
-        sl.reduction * 100.0
+        (sl.reduction * 1000.0).round() / 10.0
     );
     Some(CodeLens {
         range: Range::new(Position::new(l1 - 1, 0), Position::new(l1 - 1, 0)),

@@ -626,6 +626,28 @@ impl Sdg {
             if ff == f {
                 let name = self.locs[l as usize].clone();
                 resolve(v, &name, &inb[exit], self, &mut new_edges);
+                if !precise && name == RET {
+                    // Old def/use sets do not say what is returned: whatever ran last may be.
+                    for &p in &g.preds[func.exit as usize] {
+                        new_edges.push((p, v, l));
+                    }
+                }
+            }
+        }
+        if !precise {
+            // Nor what a call's result flows into: the code right after the call may use it
+            // (and anything the callee wrote).
+            for &n in &func.nodes {
+                if g.node(n).call.is_none() {
+                    continue;
+                }
+                for &v in self.actuals.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
+                    if let VertexKind::ActualOut(l) = self.vertices[v as usize].kind {
+                        for &s in &g.succs[n as usize] {
+                            new_edges.push((v, s, l));
+                        }
+                    }
+                }
             }
         }
         for (a, b, l) in new_edges {

@@ -329,8 +329,20 @@ pub fn slice(
         }
     };
     // Start: the criterion nodes and their actual-ins (an in-progress call's arguments).
+    // Restricted, only those that may have run (in the frame's activation, when it has one):
+    // a line's code after the frame's in-progress call did not.
+    let ran = |n: NodeId| -> bool {
+        let Some(r) = opts.restriction else { return true };
+        match (start_ctx, criterion.frame) {
+            (Ctx::Frame(_), Some(k)) => match r.frames.get(k) {
+                Some(Some(fr)) => fr.alive.contains(&n),
+                _ => r.alive[n as usize],
+            },
+            _ => r.alive[n as usize],
+        }
+    };
     let mut starts: Vec<VertexId> = Vec::new();
-    for &n in &criterion.nodes {
+    for &n in criterion.nodes.iter().filter(|&&n| ran(n)) {
         starts.push(n);
         starts.extend(
             sdg.actuals
