@@ -12,6 +12,8 @@ pub mod context;
 pub mod icfg;
 pub mod lines;
 pub mod query;
+pub mod sdg;
+pub mod slice;
 #[doc(hidden)]
 pub mod synthetic;
 pub mod utl;

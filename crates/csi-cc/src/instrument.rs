@@ -87,7 +87,7 @@ fn cstr(s: &str) -> CString {
     CString::new(s.replace('\0', "")).unwrap()
 }
 
-unsafe fn value_name(v: LLVMValueRef) -> String {
+pub(crate) unsafe fn value_name(v: LLVMValueRef) -> String {
     let mut len = 0usize;
     let p = LLVMGetValueName2(v, &mut len);
     if p.is_null() {
@@ -96,7 +96,7 @@ unsafe fn value_name(v: LLVMValueRef) -> String {
     String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
 }
 
-unsafe fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
+pub(crate) unsafe fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
     let mut v = Vec::new();
     let mut i = LLVMGetFirstInstruction(bb);
     while !i.is_null() {
@@ -106,7 +106,7 @@ unsafe fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
     v
 }
 
-unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+pub(crate) unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
     let mut v = Vec::new();
     let mut b = LLVMGetFirstBasicBlock(f);
     while !b.is_null() {
@@ -117,7 +117,7 @@ unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
 }
 
 /// A call that counts as a call site: not an intrinsic, not inline assembly.
-unsafe fn call_site(i: LLVMValueRef) -> Option<LLVMValueRef> {
+pub(crate) unsafe fn call_site(i: LLVMValueRef) -> Option<LLVMValueRef> {
     if LLVMIsACallInst(i).is_null() {
         return None;
     }
@@ -173,25 +173,6 @@ unsafe fn di_file_path(file: LLVMMetadataRef) -> String {
     } else {
         format!("{dir}/{name}")
     }
-}
-
-/// Name of the memory a pointer designates directly (alloca or global), for def/use sets.
-unsafe fn location_name(p: LLVMValueRef) -> (Option<String>, bool) {
-    let mut v = p;
-    let mut exact = true;
-    for _ in 0..8 {
-        if !LLVMIsAAllocaInst(v).is_null() || !LLVMIsAGlobalVariable(v).is_null() {
-            let n = value_name(v);
-            return (if n.is_empty() { None } else { Some(n) }, exact);
-        }
-        if !LLVMIsAGetElementPtrInst(v).is_null() {
-            v = LLVMGetOperand(v, 0);
-            exact = false;
-            continue;
-        }
-        break;
-    }
-    (None, false)
 }
 
 /// Per-block facts gathered before any change to the function.
@@ -529,6 +510,8 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             ),
             path_traced: false,
             pt_skipped: None,
+            params: None,
+            escaped: None,
             cc: None,
             bbc: None,
             fc: None,
@@ -538,6 +521,9 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         };
         let mut block_first_node = Vec::with_capacity(bbs.len());
         let mut block_last_node = Vec::with_capacity(bbs.len());
+        // Which node holds each instruction (for the def/use sets).
+        let mut node_of: HashMap<LLVMValueRef, u32> = HashMap::new();
+        let mut node_insts: Vec<LLVMValueRef> = Vec::new();
         for (bi, &bb) in bbs.iter().enumerate() {
             let term = LLVMGetBasicBlockTerminator(bb);
             let mut succs = Vec::new();
@@ -572,19 +558,8 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                         node.file = Some(file);
                     }
                 }
-                // def/use of named memory
-                if op == LLVMOpcode::LLVMLoad {
-                    match location_name(LLVMGetOperand(i, 0)) {
-                        (Some(n), _) => push_unique(&mut node.uses, n),
-                        (None, _) => push_unique(&mut node.uses, "*".into()),
-                    }
-                } else if op == LLVMOpcode::LLVMStore {
-                    match location_name(LLVMGetOperand(i, 1)) {
-                        (Some(n), true) => push_unique(&mut node.must_defs, n),
-                        (Some(n), false) => push_unique(&mut node.may_defs, n),
-                        (None, _) => push_unique(&mut node.may_defs, "*".into()),
-                    }
-                }
+                // def/use sets are filled by `defuse::fill` once the nodes exist
+                node_insts.push(i);
                 if let Some(callee) = call_site(i) {
                     let line = loc(i).map(|x| x.0).unwrap_or(0);
                     let direct = if LLVMIsAFunction(callee).is_null() {
@@ -607,14 +582,17 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                                     .filter(|(g, _)| LLVMGlobalGetValueType(*g) == fty)
                                     .map(|(_, n)| n.clone())
                                     .collect(),
+                                ..Default::default()
                             }
                         }
                     };
                     node.call = Some(call);
                     node.kind = NodeKind::CallSite;
-                    node.may_defs.push("*".into());
                     calls.push((i, line, String::new(), direct));
                     let idx = cfg.nodes.len() as u32;
+                    for j in node_insts.drain(..) {
+                        node_of.insert(j, idx);
+                    }
                     cfg.nodes.push(std::mem::replace(
                         &mut node,
                         CfgNode::new(NodeKind::Expression),
@@ -635,6 +613,10 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             } else {
                 cfg.nodes.push(node);
             }
+            let last = cfg.nodes.len() as u32 - 1;
+            for j in node_insts.drain(..) {
+                node_of.insert(j, last);
+            }
             block_last_node.push(cfg.nodes.len() as u32 - 1);
             if succs.is_empty() && is_ret {
                 cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
@@ -654,6 +636,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                     || cfg.nodes[e[1] as usize].block == cfg.nodes[e[0] as usize].block)
         });
         cfg.edges.push([0, block_first_node[0]]);
+        crate::defuse::fill(f, &node_of, &mut cfg);
         for (bi, b) in info.iter().enumerate() {
             for &s in &b.succs {
                 let e = [block_last_node[bi], block_first_node[s as usize]];
@@ -1006,12 +989,6 @@ unsafe fn has_returns_twice_call(bbs: &[LLVMBasicBlockRef]) -> bool {
                     || NAMES.contains(&value_name(callee).as_str()))
         })
     })
-}
-
-fn push_unique(v: &mut Vec<String>, s: String) {
-    if !v.contains(&s) {
-        v.push(s);
-    }
 }
 
 /// The `!prof` branch weights of a block's terminator (`branch_weights`, one per successor, as

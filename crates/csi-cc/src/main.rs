@@ -2,6 +2,7 @@
 //! source file it compiles (DESIGN §4). Per source file: clang → bitcode → instrument → object;
 //! linking and everything else is clang's. Exit codes and diagnostics are clang's own.
 
+mod defuse;
 mod instrument;
 
 use instrument::{Mechanisms, Options};

@@ -7,6 +7,7 @@
 
 mod output;
 mod show;
+mod slice;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -72,6 +73,27 @@ enum Command {
         /// Use only the crash stack (ignore coverage observations).
         #[arg(long)]
         stack_only: bool,
+    },
+    /// Restricted slicing (dissertation §5.2.2): the lines that could have affected the
+    /// crash point (or `--line`) in this run, next to the static slice. Without arguments,
+    /// on the bundled fixture crash.
+    Slice {
+        #[command(flatten)]
+        crash: CrashArgs,
+        /// Slice from FILE:LINE instead of the crash point (FILE may be a path suffix).
+        #[arg(long, value_name = "FILE:LINE")]
+        line: Option<String>,
+        /// Only this variable (repeatable); default: every variable used there.
+        #[arg(long = "var", value_name = "NAME")]
+        variables: Vec<String>,
+        /// Thread whose stack gives the calling contexts (0 = the crashing thread).
+        #[arg(long, default_value_t = 0)]
+        thread: usize,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Also print slice sizes per frame (the dissertation's Figs. 5.12-5.13 numbers).
+        #[arg(long)]
+        stats: bool,
     },
     /// Answer one control-flow query; prints `possible` or `impossible`.
     ///
@@ -287,6 +309,38 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 crash: None,
             };
             print!("{}", render(&inputs, format));
+            Ok(())
+        }
+        Command::Slice {
+            crash,
+            line,
+            variables,
+            thread,
+            format,
+            stats,
+        } => {
+            let c = open_crash(&crash)?;
+            if c.metadata == csi_dump::Metadata::None {
+                return Err(Failure::BadInput(format!(
+                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to slice",
+                    c.exe.display()
+                )));
+            }
+            for n in &c.notices {
+                eprintln!("csi: note: {n}");
+            }
+            let cov = best_effort_coverage(&c.graph, &c.report)?;
+            let req = slice::SliceRequest {
+                line,
+                variables,
+                thread,
+                stats,
+            };
+            let (pair, st) = slice::run(&c, &cov, &req)?;
+            match format {
+                Format::Json => print!("{}", slice::json(&c, &pair, st.as_ref())),
+                _ => print!("{}", slice::text(&c, &pair, st.as_ref())),
+            }
             Ok(())
         }
         Command::Query {

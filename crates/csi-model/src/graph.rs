@@ -41,6 +41,10 @@ pub struct Call {
     pub name: Option<String>,
     /// True for calls through a pointer.
     pub indirect: bool,
+    /// Names each actual argument uses, when the input says (CFG format 3).
+    pub args: Option<Vec<Vec<String>>>,
+    /// The SSA name of the call's result, when it is used.
+    pub result: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -105,6 +109,13 @@ pub struct Function {
     pub optimized: bool,
     /// Copies of this function were inlined into others (their code is accounted there).
     pub inlined_elsewhere: bool,
+    /// The def/use sets follow CFG format 3's naming (`@global`, `%ssa`, `$ret`, `*`) and
+    /// calls carry `args`; otherwise every name may be any memory and calls are opaque.
+    pub precise_def_use: bool,
+    /// Number of parameters (`%arg0`…), when known.
+    pub params: u32,
+    /// Locals whose address escapes (readable and writable through `*`).
+    pub escaped: Vec<String>,
 }
 
 /// The immutable program graph. Build it with [`ProgramGraphBuilder`].
@@ -243,6 +254,9 @@ impl ProgramGraphBuilder {
             coverage_instrumented: false,
             optimized: false,
             inlined_elsewhere: false,
+            precise_def_use: false,
+            params: 0,
+            escaped: Vec::new(),
         });
         self.entries.push(Vec::new());
         self.exits.push(Vec::new());

@@ -23,7 +23,9 @@ use std::collections::HashMap;
 
 /// The version this crate writes. Version 2 added `address_taken` and module records; version
 /// 1 records are still read (their functions count as address-taken: sound, less precise).
-pub const CFG_FORMAT_VERSION: u32 = 2;
+/// Version 3 made the def/use sets precise enough for slicing (SSA values, `@globals`, `$ret`,
+/// call `args`/`result`, function `params`/`escaped`); older sets are read as imprecise.
+pub const CFG_FORMAT_VERSION: u32 = 3;
 
 /// One record per compilation unit (`{"csi_cfg":2,"module":"src/a.c",...}`): what the unit
 /// gives library code that the function records cannot say.
@@ -58,6 +60,12 @@ pub struct CfgCall {
     /// For indirect calls: address-taken functions of a compatible type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<String>,
+    /// Names each actual argument uses (version 3), in argument order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<Vec<String>>>,
+    /// The SSA name of the call's result when it is used (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -152,6 +160,12 @@ pub struct CfgFunction {
     /// Compiled with optimization: code may have moved between source lines.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optimized: bool,
+    /// Number of parameters (`%arg0`…), version 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<u32>,
+    /// Locals whose address escapes (they may be read or written through `*`), version 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escaped: Option<Vec<String>>,
     /// Why path tracing was requested but not done (e.g. too many paths).
     #[serde(default)]
     pub pt_skipped: Option<String>,
@@ -286,6 +300,11 @@ pub fn cfg_program_graph(
             func.path_traced = f.path_traced;
             func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
             func.optimized = f.optimized;
+            if f.csi_cfg >= 3 {
+                func.precise_def_use = true;
+                func.params = f.params.unwrap_or(0);
+                func.escaped = f.escaped.clone().unwrap_or_default();
+            }
         }
         by_name.entry(f.name.as_str()).or_default().push((i, fid));
         let prefix = if count[f.name.as_str()] > 1 {
@@ -315,6 +334,8 @@ pub fn cfg_program_graph(
                     callees: Vec::new(),
                     name: c.callee.clone(),
                     indirect: c.indirect,
+                    args: c.args.clone(),
+                    result: c.result.clone(),
                 });
                 if node.kind != NodeKind::Entry && node.kind != NodeKind::Exit {
                     node.kind = NodeKind::CallSite;

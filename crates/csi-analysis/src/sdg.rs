@@ -1,0 +1,700 @@
+//! The system dependence graph (Horwitz–Reps–Binkley) over the program graph's def/use sets:
+//! what restricted slicing (`slice`) walks.
+//!
+//! Vertices are the CFG nodes themselves plus, per function, formal-in / formal-out vertices
+//! (parameters `%arg<i>`, the return value `$ret`, and the globals and `*` memory the function
+//! reads / writes directly or through its callees), and per call site actual-in / actual-out
+//! vertices matching its callees' formals. Edges:
+//! - control dependence from post-dominators (nodes that cannot reach the exit get a virtual
+//!   edge to it, which only adds dependences);
+//! - data dependence from reaching definitions: must-defs kill, may-defs do not; `*` aliases
+//!   every global, every escaped local and itself; SSA values link straight to their one def;
+//! - call (call node → callee entry), parameter-in, parameter-out, and summary edges
+//!   (actual-in → actual-out when the callee's formal-out depends on the formal-in).
+//!
+//! Calls whose callee is outside the graph (library code) or may be (any call through a
+//! pointer) are opaque: their actual-outs (`$ret`, `*`) depend on all their actual-ins.
+
+use std::collections::{BTreeSet, HashMap};
+
+use csi_model::{FuncId, NodeId, ProgramGraph};
+
+pub type VertexId = u32;
+pub type LocId = u32;
+pub type EdgeId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VertexKind {
+    Node,
+    FormalIn(LocId),
+    FormalOut(LocId),
+    ActualIn(LocId),
+    ActualOut(LocId),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Vertex {
+    pub kind: VertexKind,
+    /// The CFG node the vertex belongs to: itself, the function's entry (formal-ins), its exit
+    /// (formal-outs), or the call node (actuals).
+    pub host: NodeId,
+    pub function: FuncId,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DepKind {
+    Control,
+    /// Data dependence for the location the target uses.
+    Data(LocId),
+    Summary,
+    /// Call node → callee entry.
+    Call,
+    /// Actual-in → formal-in.
+    ParamIn,
+    /// Formal-out → actual-out.
+    ParamOut,
+}
+
+impl DepKind {
+    /// Edges that stay inside one function.
+    pub fn intraprocedural(self) -> bool {
+        matches!(self, DepKind::Control | DepKind::Data(_) | DepKind::Summary)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Edge {
+    pub from: VertexId,
+    pub to: VertexId,
+    pub kind: DepKind,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Sdg {
+    pub locs: Vec<String>,
+    loc_ids: HashMap<String, LocId>,
+    pub vertices: Vec<Vertex>,
+    pub edges: Vec<Edge>,
+    /// Incoming edge ids of every vertex.
+    pub preds: Vec<Vec<EdgeId>>,
+    /// Vertices of each function (CFG nodes and formals/actuals).
+    pub by_function: Vec<Vec<VertexId>>,
+    /// Actual-in / actual-out vertices of each call node.
+    pub actuals: HashMap<NodeId, Vec<VertexId>>,
+}
+
+const STAR: &str = "*";
+const RET: &str = "$ret";
+
+fn is_ssa(name: &str) -> bool {
+    name.starts_with('%') && !name.starts_with("%slot")
+}
+
+fn arg_name(i: usize) -> String {
+    format!("%arg{i}")
+}
+
+/// A small dense bit set (reaching definitions).
+#[derive(Clone, PartialEq, Eq)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize) -> Self {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+    fn set(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+    fn get(&self, i: usize) -> bool {
+        self.0[i / 64] >> (i % 64) & 1 == 1
+    }
+    fn union_with(&mut self, o: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a |= b;
+        }
+    }
+    fn minus(&mut self, o: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a &= !b;
+        }
+    }
+}
+
+struct DefSite {
+    vertex: VertexId,
+    loc: LocId,
+}
+
+impl Sdg {
+    pub fn loc_name(&self, l: LocId) -> &str {
+        &self.locs[l as usize]
+    }
+
+    pub fn loc_id(&self, name: &str) -> Option<LocId> {
+        self.loc_ids.get(name).copied()
+    }
+
+    fn intern(&mut self, name: &str) -> LocId {
+        if let Some(&l) = self.loc_ids.get(name) {
+            return l;
+        }
+        let l = self.locs.len() as LocId;
+        self.locs.push(name.to_string());
+        self.loc_ids.insert(name.to_string(), l);
+        l
+    }
+
+    fn add_vertex(&mut self, kind: VertexKind, host: NodeId, function: FuncId) -> VertexId {
+        let v = self.vertices.len() as VertexId;
+        self.vertices.push(Vertex {
+            kind,
+            host,
+            function,
+        });
+        self.preds.push(Vec::new());
+        self.by_function[function as usize].push(v);
+        v
+    }
+
+    fn add_edge(&mut self, from: VertexId, to: VertexId, kind: DepKind) {
+        let e = self.edges.len() as EdgeId;
+        self.edges.push(Edge { from, to, kind });
+        self.preds[to as usize].push(e);
+    }
+
+    /// Builds the SDG of a whole program graph.
+    pub fn build(g: &ProgramGraph) -> Sdg {
+        let mut s = Sdg {
+            by_function: vec![Vec::new(); g.functions.len()],
+            ..Sdg::default()
+        };
+        for (i, n) in g.nodes.iter().enumerate() {
+            s.vertices.push(Vertex {
+                kind: VertexKind::Node,
+                host: i as NodeId,
+                function: n.function,
+            });
+            s.preds.push(Vec::new());
+            s.by_function[n.function as usize].push(i as VertexId);
+        }
+        let star = s.intern(STAR);
+        let ret = s.intern(RET);
+        // Nonlocal locations each function reads / writes, through its callees too.
+        let nonlocal = |f: FuncId, name: &str| -> bool {
+            name == STAR
+                || name.starts_with('@')
+                || (!g.function(f).precise_def_use && !name.starts_with('%'))
+        };
+        let nf = g.functions.len();
+        let mut gref: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
+        let mut gmod: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
+        for n in &g.nodes {
+            let f = n.function as usize;
+            for u in &n.uses {
+                if nonlocal(n.function, u) {
+                    gref[f].insert(u.clone());
+                }
+            }
+            for d in n.must_defs.iter().chain(&n.may_defs) {
+                if nonlocal(n.function, d) {
+                    gmod[f].insert(d.clone());
+                }
+            }
+            if n.call.as_ref().is_some_and(opaque) {
+                gref[f].insert(STAR.into());
+                gmod[f].insert(STAR.into());
+            }
+        }
+        loop {
+            let mut changed = false;
+            for n in &g.nodes {
+                let f = n.function as usize;
+                let Some(call) = &n.call else { continue };
+                for &c in &call.callees {
+                    if c as usize == f {
+                        continue;
+                    }
+                    let (r, m) = (gref[c as usize].clone(), gmod[c as usize].clone());
+                    let (before_r, before_m) = (gref[f].len(), gmod[f].len());
+                    gref[f].extend(r);
+                    gmod[f].extend(m);
+                    changed |= gref[f].len() != before_r || gmod[f].len() != before_m;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // Formals.
+        let mut formal_in: HashMap<(FuncId, LocId), VertexId> = HashMap::new();
+        let mut formal_out: HashMap<(FuncId, LocId), VertexId> = HashMap::new();
+        for (fi, func) in g.functions.iter().enumerate() {
+            let f = fi as FuncId;
+            let mut ins: Vec<String> = (0..func.params as usize).map(arg_name).collect();
+            ins.extend(gref[fi].iter().cloned());
+            for name in ins {
+                let l = s.intern(&name);
+                let v = s.add_vertex(VertexKind::FormalIn(l), func.entry, f);
+                s.add_edge(func.entry, v, DepKind::Control);
+                formal_in.insert((f, l), v);
+            }
+            let returns = func
+                .nodes
+                .iter()
+                .any(|&n| g.node(n).must_defs.iter().any(|d| d == RET));
+            let mut outs: Vec<String> = gmod[fi].iter().cloned().collect();
+            if returns || !func.precise_def_use {
+                outs.push(RET.into());
+            }
+            for name in outs {
+                let l = s.intern(&name);
+                let v = s.add_vertex(VertexKind::FormalOut(l), func.exit, f);
+                s.add_edge(func.entry, v, DepKind::Control);
+                formal_out.insert((f, l), v);
+            }
+        }
+        // Actuals, and the interprocedural edges.
+        let mut actual_in: HashMap<(NodeId, LocId), VertexId> = HashMap::new();
+        let mut actual_out: HashMap<(NodeId, LocId), VertexId> = HashMap::new();
+        let mut ssa_result: HashMap<(FuncId, String), VertexId> = HashMap::new();
+        for (ni, n) in g.nodes.iter().enumerate() {
+            let Some(call) = &n.call else { continue };
+            let c = ni as NodeId;
+            let f = n.function;
+            let mut in_locs: BTreeSet<LocId> = BTreeSet::new();
+            let mut out_locs: BTreeSet<LocId> = BTreeSet::new();
+            if let Some(args) = &call.args {
+                for i in 0..args.len() {
+                    in_locs.insert(s.intern(&arg_name(i)));
+                }
+            }
+            for &callee in &call.callees {
+                for name in &gref[callee as usize] {
+                    in_locs.insert(s.intern(name));
+                }
+                if call.args.is_none() {
+                    for i in 0..g.function(callee).params as usize {
+                        in_locs.insert(s.intern(&arg_name(i)));
+                    }
+                }
+                for name in &gmod[callee as usize] {
+                    out_locs.insert(s.intern(name));
+                }
+                if formal_out.contains_key(&(callee, ret)) {
+                    out_locs.insert(ret);
+                }
+            }
+            if opaque(call) {
+                in_locs.insert(star);
+                out_locs.insert(star);
+                out_locs.insert(ret);
+            }
+            let mut mine = Vec::new();
+            for &l in &in_locs {
+                let v = s.add_vertex(VertexKind::ActualIn(l), c, f);
+                s.add_edge(c, v, DepKind::Control);
+                actual_in.insert((c, l), v);
+                mine.push(v);
+            }
+            for &l in &out_locs {
+                let v = s.add_vertex(VertexKind::ActualOut(l), c, f);
+                s.add_edge(c, v, DepKind::Control);
+                actual_out.insert((c, l), v);
+                mine.push(v);
+            }
+            if let (Some(r), Some(&v)) = (&call.result, actual_out.get(&(c, ret))) {
+                ssa_result.insert((f, r.clone()), v);
+            }
+            for &callee in &call.callees {
+                let entry = g.function(callee).entry;
+                s.add_edge(c, entry, DepKind::Call);
+                for &l in &in_locs {
+                    if let Some(&fi) = formal_in.get(&(callee, l)) {
+                        s.add_edge(actual_in[&(c, l)], fi, DepKind::ParamIn);
+                    }
+                }
+                for &l in &out_locs {
+                    if let Some(&fo) = formal_out.get(&(callee, l)) {
+                        s.add_edge(fo, actual_out[&(c, l)], DepKind::ParamOut);
+                    }
+                }
+            }
+            if opaque(call) {
+                for &li in &in_locs {
+                    for &lo in &out_locs {
+                        s.add_edge(actual_in[&(c, li)], actual_out[&(c, lo)], DepKind::Summary);
+                    }
+                }
+            }
+            s.actuals.insert(c, mine);
+        }
+        for f in 0..nf as FuncId {
+            s.control_dependence(g, f);
+            s.data_dependence(g, f, &formal_in, &formal_out, &ssa_result);
+        }
+        s.summary_edges(g, &formal_in, &formal_out, &actual_in, &actual_out);
+        s
+    }
+
+    /// Ferrante–Ottenstein–Warren control dependence from post-dominators, plus entry → every
+    /// node that depends on nothing else.
+    fn control_dependence(&mut self, g: &ProgramGraph, f: FuncId) {
+        use petgraph::algo::dominators::simple_fast;
+        use petgraph::graph::{DiGraph, NodeIndex};
+        let func = g.function(f);
+        let local: HashMap<NodeId, usize> =
+            func.nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        // Reverse CFG rooted at the exit; entry → exit added (the usual augmentation), and
+        // every node that cannot reach the exit gets a virtual edge to it.
+        let mut rev: DiGraph<(), ()> = DiGraph::with_capacity(func.nodes.len(), 0);
+        for _ in &func.nodes {
+            rev.add_node(());
+        }
+        let exit = local[&func.exit];
+        let mut succs: Vec<Vec<usize>> = vec![Vec::new(); func.nodes.len()];
+        for (i, &n) in func.nodes.iter().enumerate() {
+            for &m in &g.succs[n as usize] {
+                if let Some(&j) = local.get(&m) {
+                    succs[i].push(j);
+                }
+            }
+        }
+        succs[local[&func.entry]].push(exit);
+        let mut reaches = vec![false; func.nodes.len()];
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); func.nodes.len()];
+        for (i, ss) in succs.iter().enumerate() {
+            for &j in ss {
+                preds[j].push(i);
+            }
+        }
+        let mut stack = vec![exit];
+        reaches[exit] = true;
+        while let Some(v) = stack.pop() {
+            for &p in &preds[v] {
+                if !reaches[p] {
+                    reaches[p] = true;
+                    stack.push(p);
+                }
+            }
+        }
+        for (i, r) in reaches.iter().enumerate() {
+            if !r && i != exit {
+                succs[i].push(exit);
+            }
+        }
+        for (i, ss) in succs.iter().enumerate() {
+            for &j in ss {
+                rev.add_edge(NodeIndex::new(j), NodeIndex::new(i), ());
+            }
+        }
+        let pdom = simple_fast(&rev, NodeIndex::new(exit));
+        let ipdom = |i: usize| pdom.immediate_dominator(NodeIndex::new(i)).map(|x| x.index());
+        let entry = local[&func.entry];
+        let mut has_parent = vec![false; func.nodes.len()];
+        let mut cd: BTreeSet<(usize, usize)> = BTreeSet::new();
+        for (a, ss) in succs.iter().enumerate() {
+            if ss.len() < 2 {
+                continue;
+            }
+            let stop = ipdom(a);
+            for &b in ss {
+                let mut x = Some(b);
+                while let Some(y) = x {
+                    if Some(y) == stop {
+                        break;
+                    }
+                    if y != exit {
+                        cd.insert((a, y));
+                        has_parent[y] |= a != entry;
+                    }
+                    x = ipdom(y);
+                    if x == Some(y) {
+                        break;
+                    }
+                }
+            }
+        }
+        for (a, b) in cd {
+            if a == entry {
+                continue;
+            }
+            self.add_edge(func.nodes[a], func.nodes[b], DepKind::Control);
+        }
+        for (i, &n) in func.nodes.iter().enumerate() {
+            if i != entry && i != exit {
+                // Nodes controlled only by the entry (or by nothing: dead code).
+                if !has_parent[i] {
+                    self.add_edge(func.entry, n, DepKind::Control);
+                }
+            }
+        }
+    }
+
+    /// Reaching definitions over the function's named locations; SSA values link to their def.
+    fn data_dependence(
+        &mut self,
+        g: &ProgramGraph,
+        f: FuncId,
+        formal_in: &HashMap<(FuncId, LocId), VertexId>,
+        formal_out: &HashMap<(FuncId, LocId), VertexId>,
+        ssa_result: &HashMap<(FuncId, String), VertexId>,
+    ) {
+        let func = g.function(f);
+        let precise = func.precise_def_use;
+        let escaped: BTreeSet<&str> = func.escaped.iter().map(String::as_str).collect();
+        let star = self.intern(STAR);
+        let aliasable = |name: &str| -> bool {
+            name == STAR || name.starts_with('@') || escaped.contains(name) || !precise
+        };
+        let local: HashMap<NodeId, usize> =
+            func.nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let nn = func.nodes.len();
+        // Def sites: phase A (the node itself, formal-ins at the entry), phase B (actual-outs).
+        let mut defs: Vec<DefSite> = Vec::new();
+        let mut gen_a: Vec<Vec<usize>> = vec![Vec::new(); nn];
+        let mut kill_a_locs: Vec<Vec<LocId>> = vec![Vec::new(); nn];
+        let mut gen_b: Vec<Vec<usize>> = vec![Vec::new(); nn];
+        let mut ssa_def: HashMap<String, VertexId> = HashMap::new();
+        for (i, &n) in func.nodes.iter().enumerate() {
+            let node = g.node(n);
+            for d in &node.must_defs {
+                if precise && is_ssa(d) {
+                    ssa_def.insert(d.clone(), n);
+                    continue;
+                }
+                let l = self.intern(d);
+                gen_a[i].push(defs.len());
+                defs.push(DefSite { vertex: n, loc: l });
+                kill_a_locs[i].push(l);
+            }
+            for d in &node.may_defs {
+                let l = self.intern(d);
+                gen_a[i].push(defs.len());
+                defs.push(DefSite { vertex: n, loc: l });
+            }
+            if node.call.is_some() {
+                for &v in self.actuals.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
+                    if let VertexKind::ActualOut(l) = self.vertices[v as usize].kind {
+                        if self.locs[l as usize] == RET {
+                            continue; // the result is an SSA value (`ssa_result`)
+                        }
+                        gen_b[i].push(defs.len());
+                        defs.push(DefSite { vertex: v, loc: l });
+                    }
+                }
+            }
+        }
+        let entry = local[&func.entry];
+        for (&(ff, l), &v) in formal_in.iter() {
+            if ff != f {
+                continue;
+            }
+            let name = self.locs[l as usize].clone();
+            if precise && is_ssa(&name) {
+                ssa_def.insert(name, v);
+                continue;
+            }
+            gen_a[entry].push(defs.len());
+            defs.push(DefSite { vertex: v, loc: l });
+            kill_a_locs[entry].push(l);
+        }
+        for ((ff, r), &v) in ssa_result {
+            if *ff == f {
+                ssa_def.insert(r.clone(), v);
+            }
+        }
+        let nd = defs.len();
+        let mut defs_of: HashMap<LocId, Vec<usize>> = HashMap::new();
+        for (k, d) in defs.iter().enumerate() {
+            defs_of.entry(d.loc).or_default().push(k);
+        }
+        let aliasable_defs: Vec<usize> = (0..nd)
+            .filter(|&k| aliasable(&self.locs[defs[k].loc as usize]))
+            .collect();
+        let bits_of = |ks: &[usize]| {
+            let mut b = Bits::new(nd);
+            for &k in ks {
+                b.set(k);
+            }
+            b
+        };
+        let gen_a_bits: Vec<Bits> = gen_a.iter().map(|v| bits_of(v)).collect();
+        let gen_b_bits: Vec<Bits> = gen_b.iter().map(|v| bits_of(v)).collect();
+        let kill_a_bits: Vec<Bits> = kill_a_locs
+            .iter()
+            .map(|ls| {
+                let ks: Vec<usize> = ls
+                    .iter()
+                    .flat_map(|l| defs_of.get(l).into_iter().flatten().copied())
+                    .collect();
+                bits_of(&ks)
+            })
+            .collect();
+        let preds: Vec<Vec<usize>> = func
+            .nodes
+            .iter()
+            .map(|&n| {
+                g.preds[n as usize]
+                    .iter()
+                    .filter_map(|m| local.get(m).copied())
+                    .collect()
+            })
+            .collect();
+        let mut inb: Vec<Bits> = vec![Bits::new(nd); nn];
+        let mut mid: Vec<Bits> = vec![Bits::new(nd); nn];
+        let mut out: Vec<Bits> = vec![Bits::new(nd); nn];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for i in 0..nn {
+                let mut x = Bits::new(nd);
+                for &p in &preds[i] {
+                    x.union_with(&out[p]);
+                }
+                let mut m = x.clone();
+                m.minus(&kill_a_bits[i]);
+                m.union_with(&gen_a_bits[i]);
+                let mut o = m.clone();
+                o.union_with(&gen_b_bits[i]);
+                if o != out[i] {
+                    out[i] = o;
+                    changed = true;
+                }
+                inb[i] = x;
+                mid[i] = m;
+            }
+        }
+        // Uses.
+        let mut new_edges: Vec<(VertexId, VertexId, LocId)> = Vec::new();
+        let resolve = |user: VertexId, name: &str, reach: &Bits, s: &mut Sdg, new_edges: &mut Vec<(VertexId, VertexId, LocId)>| {
+            if precise && is_ssa(name) {
+                if let Some(&d) = ssa_def.get(name) {
+                    if d != user {
+                        let l = s.intern(name);
+                        new_edges.push((d, user, l));
+                    }
+                }
+                return;
+            }
+            let l = s.intern(name);
+            let mut cands: Vec<usize> = defs_of.get(&l).cloned().unwrap_or_default();
+            if name == STAR {
+                cands.extend(&aliasable_defs);
+            } else if aliasable(name) {
+                cands.extend(defs_of.get(&star).into_iter().flatten());
+            }
+            for k in cands {
+                if reach.get(k) && defs[k].vertex != user {
+                    new_edges.push((defs[k].vertex, user, l));
+                }
+            }
+        };
+        for (i, &n) in func.nodes.iter().enumerate() {
+            let node = g.node(n);
+            for u in &node.uses {
+                resolve(n, u, &inb[i], self, &mut new_edges);
+            }
+            if let Some(call) = &node.call {
+                let vs: Vec<VertexId> = self.actuals.get(&n).cloned().unwrap_or_default();
+                for v in vs {
+                    let VertexKind::ActualIn(l) = self.vertices[v as usize].kind else {
+                        continue;
+                    };
+                    let name = self.locs[l as usize].clone();
+                    if !precise {
+                        // Old def/use sets: the call node's own uses feed every actual.
+                        new_edges.push((n, v, l));
+                    }
+                    if let Some(i_arg) = name.strip_prefix("%arg").and_then(|x| x.parse::<usize>().ok()) {
+                        match call.args.as_ref() {
+                            Some(args) => {
+                                for a in args.get(i_arg).into_iter().flatten() {
+                                    resolve(v, a, &mid[i], self, &mut new_edges);
+                                }
+                            }
+                            // Arguments unknown: the whole call node feeds every actual.
+                            None => new_edges.push((n, v, l)),
+                        }
+                    } else {
+                        resolve(v, &name, &mid[i], self, &mut new_edges);
+                    }
+                }
+            }
+        }
+        let exit = local[&func.exit];
+        for (&(ff, l), &v) in formal_out.iter() {
+            if ff == f {
+                let name = self.locs[l as usize].clone();
+                resolve(v, &name, &inb[exit], self, &mut new_edges);
+            }
+        }
+        for (a, b, l) in new_edges {
+            self.add_edge(a, b, DepKind::Data(l));
+        }
+    }
+
+    /// Horwitz–Reps–Binkley summary edges: actual-in → actual-out wherever the callee's
+    /// formal-out is reachable backward from its formal-in through intraprocedural and summary
+    /// edges; iterated to a fixed point for recursion.
+    fn summary_edges(
+        &mut self,
+        g: &ProgramGraph,
+        formal_in: &HashMap<(FuncId, LocId), VertexId>,
+        formal_out: &HashMap<(FuncId, LocId), VertexId>,
+        actual_in: &HashMap<(NodeId, LocId), VertexId>,
+        actual_out: &HashMap<(NodeId, LocId), VertexId>,
+    ) {
+        let callers = g.callers();
+        let mut outs_of: Vec<Vec<(LocId, VertexId)>> = vec![Vec::new(); g.functions.len()];
+        for (&(f, l), &v) in formal_out {
+            outs_of[f as usize].push((l, v));
+        }
+        let mut ins_at: HashMap<VertexId, LocId> = HashMap::new();
+        for (&(_, l), &v) in formal_in {
+            ins_at.insert(v, l);
+        }
+        let mut have: BTreeSet<(VertexId, VertexId)> = BTreeSet::new();
+        let mut dirty: Vec<bool> = vec![true; g.functions.len()];
+        let mut mark = vec![u32::MAX; self.vertices.len()];
+        let mut epoch = 0u32;
+        loop {
+            let Some(f) = dirty.iter().position(|&d| d) else { break };
+            dirty[f] = false;
+            for &(lo, fo) in &outs_of[f] {
+                epoch += 1;
+                let mut stack = vec![fo];
+                mark[fo as usize] = epoch;
+                let mut reached_ins: Vec<LocId> = Vec::new();
+                while let Some(v) = stack.pop() {
+                    if let Some(&l) = ins_at.get(&v) {
+                        reached_ins.push(l);
+                        continue;
+                    }
+                    for &e in &self.preds[v as usize] {
+                        let e = self.edges[e as usize];
+                        if e.kind.intraprocedural() && mark[e.from as usize] != epoch {
+                            mark[e.from as usize] = epoch;
+                            stack.push(e.from);
+                        }
+                    }
+                }
+                for &c in &callers[f] {
+                    let Some(&ao) = actual_out.get(&(c, lo)) else { continue };
+                    for &li in &reached_ins {
+                        let Some(&ai) = actual_in.get(&(c, li)) else { continue };
+                        if have.insert((ai, ao)) {
+                            self.add_edge(ai, ao, DepKind::Summary);
+                            dirty[g.node(c).function as usize] = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A call whose effects the graph cannot describe: no callee in the graph, or through a
+/// pointer (library code may be the target).
+fn opaque(call: &csi_model::graph::Call) -> bool {
+    call.callees.is_empty() || call.indirect
+}
