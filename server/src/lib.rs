@@ -28,6 +28,7 @@ pub const COMMANDS: &[&str] = &[
     "csi.stack",
     "csi.pathTrace",
     "csi.query",
+    "csi.slice",
     "csi.clear",
 ];
 
@@ -55,6 +56,10 @@ struct State {
     caps: RwLock<ClientCaps>,
     /// Files we published diagnostics for (to clear them).
     published: Mutex<Vec<Uri>>,
+    /// The open session's slicer (its SDG is built on the first `csi/slice`).
+    slicer: Mutex<Option<csi_analysis::slice::Slicer>>,
+    /// The slice shown in hints and lenses.
+    slice: RwLock<Option<session::ShownSlice>>,
 }
 
 pub struct Backend {
@@ -73,6 +78,7 @@ pub fn service() -> (LspService<Backend>, ClientSocket) {
     .custom_method("csi/stepPath", Backend::step_path_request)
     .custom_method("csi/pathTrace", Backend::path_trace_request)
     .custom_method("csi/query", Backend::query_request)
+    .custom_method("csi/slice", Backend::slice_request)
     .custom_method("csi/openCrash", Backend::open_crash_request)
     .custom_method("csi/openReport", Backend::open_report_request)
     .finish()
@@ -96,6 +102,7 @@ custom_requests! {
     step_path_request => "csi.stepPath",
     path_trace_request => "csi.pathTrace",
     query_request => "csi.query",
+    slice_request => "csi.slice",
     open_crash_request => "csi.openCrash",
     open_report_request => "csi.openReport",
 }
@@ -176,6 +183,7 @@ impl Backend {
             }
             "csi.clear" => {
                 *self.state.session.write().unwrap() = None;
+                self.forget_slice();
                 self.after_change().await;
                 Ok(Value::Null)
             }
@@ -253,8 +261,63 @@ impl Backend {
                 Ok(to_proto::path_trace(s, sel))
             }
             "csi.query" => self.query(s, arg),
+            "csi.slice" => self.slice(s, arg).await,
             other => Err(invalid(format!("unknown command {other}"))),
         }
+    }
+
+    fn forget_slice(&self) {
+        *self.state.slicer.lock().unwrap() = None;
+        *self.state.slice.write().unwrap() = None;
+    }
+
+    /// `csi/slice`: computed off the runtime (the first one builds the SDG).
+    async fn slice(&self, s: &Arc<Session>, arg: &Value) -> Result<Value> {
+        if arg.get("clear").and_then(Value::as_bool) == Some(true) {
+            *self.state.slice.write().unwrap() = None;
+            self.spawn_refresh();
+            return Ok(Value::Null);
+        }
+        let variables = match arg.get("variables") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(v)) => Some(
+                v.iter()
+                    .map(|x| x.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| invalid("`variables` must be an array of strings"))?,
+            ),
+            Some(_) => return Err(invalid("`variables` must be an array of strings")),
+        }
+        .filter(|v| !v.is_empty());
+        let at = match (arg.get("uri").and_then(Value::as_str), arg.get("line").and_then(Value::as_u64)) {
+            (Some(uri), Some(line)) => {
+                let path = uri
+                    .parse::<Uri>()
+                    .ok()
+                    .and_then(|u| path_of(&u))
+                    .unwrap_or_else(|| PathBuf::from(uri));
+                let keys: Vec<String> = s.keys_for(&path).into_iter().map(str::to_string).collect();
+                if keys.is_empty() {
+                    return Err(invalid(format!("{uri} is not a source file of the crashed program")));
+                }
+                Some((keys, line as u32 + 1))
+            }
+            (None, None) => None,
+            _ => return Err(invalid("csi/slice needs both `uri` and `line`, or neither")),
+        };
+        let (state, s2, sel) = (self.state.clone(), s.clone(), self.selection());
+        let shown = tokio::task::spawn_blocking(move || {
+            let mut slicer = state.slicer.lock().unwrap();
+            let at = at.as_ref().map(|(k, l)| (k.iter().map(String::as_str).collect(), *l));
+            s2.slice(&mut slicer, sel, at, variables)
+        })
+        .await
+        .map_err(|e| invalid(format!("internal error while slicing: {e}")))?
+        .map_err(invalid)?;
+        let v = to_proto::slice(s, &shown);
+        *self.state.slice.write().unwrap() = Some(shown);
+        self.spawn_refresh();
+        Ok(v)
     }
 
     fn query(&self, s: &Session, arg: &Value) -> Result<Value> {
@@ -316,6 +379,7 @@ impl Backend {
         match loaded {
             Ok(session) => {
                 let s = Arc::new(session);
+                self.forget_slice();
                 *self.state.selection.lock().unwrap() = s.default_selection();
                 *self.state.session.write().unwrap() = Some(s.clone());
                 if !s.notices.is_empty() {
@@ -664,14 +728,12 @@ impl LanguageServer for Backend {
         };
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         let status = self.state.config.read().unwrap().status_hints;
-        Ok(Some(to_proto::inlay_hints(
-            &s,
-            self.selection(),
-            &keys,
-            &Text::new(&text),
-            p.range,
-            status,
-        )))
+        let text = Text::new(&text);
+        let mut hints = to_proto::inlay_hints(&s, self.selection(), &keys, &text, p.range, status);
+        if let Some(sl) = self.state.slice.read().unwrap().as_ref() {
+            hints.extend(to_proto::slice_hints(sl, &keys, &text, p.range));
+        }
+        Ok(Some(hints))
     }
 
     async fn code_lens(&self, p: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
@@ -679,7 +741,11 @@ impl LanguageServer for Backend {
             return Ok(None);
         };
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        Ok(Some(to_proto::code_lenses(&s, self.selection(), &keys)))
+        let mut lenses = to_proto::code_lenses(&s, self.selection(), &keys);
+        if let Some(sl) = self.state.slice.read().unwrap().as_ref() {
+            lenses.extend(to_proto::slice_lens(sl, &keys));
+        }
+        Ok(Some(lenses))
     }
 
     async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {

@@ -381,3 +381,102 @@ impl Session {
         self.coverage.as_ref()?.global.get(n as usize).copied()
     }
 }
+
+/// A slice shown in the editor (`csi/slice`): plain data for hints and lenses.
+#[derive(Clone, Debug)]
+pub struct ShownSlice {
+    /// Source key → restricted-slice lines (1-based).
+    pub restricted: BTreeMap<String, std::collections::BTreeSet<u32>>,
+    pub unrestricted: BTreeMap<String, std::collections::BTreeSet<u32>>,
+    /// Source key and line (1-based) of the criterion.
+    pub criterion: Option<(String, u32)>,
+    pub function: Option<String>,
+    pub thread: usize,
+    pub frame: Option<usize>,
+    pub variables: Option<Vec<String>>,
+    pub unknown_variables: Vec<String>,
+    pub restricted_lines: usize,
+    pub unrestricted_lines: usize,
+    pub reduction: f64,
+}
+
+impl Session {
+    /// Computes a slice; `slicer` is the session's (built on first use).
+    pub fn slice(
+        &self,
+        slicer: &mut Option<csi_analysis::slice::Slicer>,
+        sel: Selection,
+        at: Option<(Vec<&str>, u32)>,
+        variables: Option<Vec<String>>,
+    ) -> Result<ShownSlice, String> {
+        use csi_analysis::slice::{crash_criterion, SliceCriterion, Slicer};
+        let cov = self
+            .coverage
+            .as_ref()
+            .ok_or("the crash has no analysis (no CSI metadata?): nothing to slice")?;
+        let g = &self.graph;
+        let criterion = match at {
+            None => {
+                let mut c = crash_criterion(&self.report, 0)
+                    .ok_or("no frame of the crashing thread is in the program graph")?;
+                c.variables = variables;
+                c
+            }
+            Some((keys, line)) => {
+                let nodes: Vec<NodeId> = keys
+                    .iter()
+                    .flat_map(|k| csi_analysis::nodes_on_line(g, k, line))
+                    .collect();
+                if nodes.is_empty() {
+                    return Err(format!("no code of the program on line {}", line - 1));
+                }
+                // The selected frame's context when the line is in its function.
+                let here = self
+                    .frame(sel)
+                    .and_then(|f| f.analysis)
+                    .and_then(|a| cov.frames.get(a))
+                    .filter(|fc| nodes.iter().any(|&n| g.node(n).function == fc.function));
+                match here {
+                    Some(fc) => SliceCriterion {
+                        thread: fc.thread,
+                        frame: Some(fc.frame),
+                        nodes: nodes
+                            .into_iter()
+                            .filter(|&n| g.node(n).function == fc.function)
+                            .collect(),
+                        variables,
+                    },
+                    None => SliceCriterion {
+                        thread: 0,
+                        frame: None,
+                        nodes,
+                        variables,
+                    },
+                }
+            }
+        };
+        let slicer = slicer.get_or_insert_with(|| Slicer::new(g));
+        let pair = slicer.slice_pair(g, &self.report, cov, criterion);
+        let c = &pair.criterion;
+        let criterion = c.nodes.first().and_then(|&n| {
+            let f = g.file_of(n)?;
+            Some((g.file_name(f).to_string(), g.node(n).lines().next()?))
+        });
+        Ok(ShownSlice {
+            restricted: pair.restricted.lines.clone(),
+            unrestricted: pair.unrestricted.lines.clone(),
+            criterion,
+            function: c
+                .nodes
+                .first()
+                .map(|&n| g.function(g.node(n).function).name.clone()),
+            thread: c.thread,
+            frame: c.frame,
+            variables: c.variables.clone(),
+            unknown_variables: pair.restricted.unknown_variables.clone(),
+            restricted_lines: pair.restricted.line_count(),
+            unrestricted_lines: pair.unrestricted.line_count(),
+            reduction: pair.reduction(),
+        })
+    }
+}

@@ -712,3 +712,92 @@ pub fn hover(s: &Session, sel: Selection, keys: &[&str], line1: u32) -> Option<H
         range: None,
     })
 }
+
+/// `csi/slice`'s result (docs/protocol.md); lines 0-based.
+pub fn slice(s: &Session, sl: &crate::session::ShownSlice) -> Value {
+    let files = |m: &BTreeMap<String, std::collections::BTreeSet<u32>>| -> Value {
+        m.iter()
+            .map(|(k, ls)| {
+                json!({
+                    "uri": uri_of(s, k).map(|u| u.as_str().to_string()),
+                    "file": k,
+                    "lines": ls.iter().map(|l| l - 1).collect::<Vec<_>>(),
+                })
+            })
+            .collect::<Vec<_>>()
+            .into()
+    };
+    let (file, line) = match &sl.criterion {
+        Some((f, l)) => (Some(f.clone()), Some(l - 1)),
+        None => (None, None),
+    };
+    json!({
+        "criterion": {
+            "uri": file.as_deref().and_then(|f| uri_of(s, f)).map(|u| u.as_str().to_string()),
+            "file": file,
+            "line": line,
+            "function": sl.function,
+            "thread": sl.thread,
+            "frame": sl.frame,
+            "variables": sl.variables,
+        },
+        "unknownVariables": sl.unknown_variables,
+        "restricted": files(&sl.restricted),
+        "unrestricted": files(&sl.unrestricted),
+        "restrictedLines": sl.restricted_lines,
+        "unrestrictedLines": sl.unrestricted_lines,
+        "reduction": (sl.reduction * 1000.0).round() / 1000.0,
+    })
+}
+
+/// `◆ slice` at the end of every restricted-slice line of the document.
+pub fn slice_hints(
+    sl: &crate::session::ShownSlice,
+    keys: &[&str],
+    text: &Text<'_>,
+    range: Range,
+) -> Vec<InlayHint> {
+    let mut lines: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+    for k in keys {
+        if let Some(ls) = sl.restricted.get(*k) {
+            lines.extend(ls);
+        }
+    }
+    lines
+        .into_iter()
+        .filter(|&l1| {
+            let l0 = l1.saturating_sub(1);
+            l0 >= range.start.line && l0 <= range.end.line
+        })
+        .map(|l1| {
+            hint(
+                eol(text, l1),
+                "◆ slice".into(),
+                Some("may have affected the slice criterion in this run (restricted slice)".into()),
+            )
+        })
+        .collect()
+}
+
+/// The lens above the criterion line: sizes and reduction; clicking hides the slice.
+pub fn slice_lens(sl: &crate::session::ShownSlice, keys: &[&str]) -> Option<CodeLens> {
+    let (k, l1) = sl.criterion.as_ref()?;
+    if !keys.contains(&k.as_str()) {
+        return None;
+    }
+    let title = format!(
+        "slice: {} lines (static {}, −{:.0} %) · hide",
+        sl.restricted_lines,
+        sl.unrestricted_lines,
+        sl.reduction * 100.0
+    );
+    Some(CodeLens {
+        range: Range::new(Position::new(l1 - 1, 0), Position::new(l1 - 1, 0)),
+        command: Some(Command {
+            title,
+            command: "csi.slice".into(),
+            arguments: Some(vec![json!({"clear": true})]),
+        }),
+        data: None,
+    })
+}

@@ -614,3 +614,26 @@ async fn stdio_binary_end_to_end() {
         .unwrap();
     assert!(status.success());
 }
+
+#[tokio::test]
+async fn slice_from_the_crash_and_from_a_line() {
+    let mut c = in_process(json!({})).await;
+    c.request(
+        "workspace/executeCommand",
+        open_args("null_deref/realistic-O0", "null_deref"),
+    )
+    .await;
+    let r = c.request("csi/slice", json!({})).await;
+    let got = scrub(&r["result"]);
+    println!("CRASH {got}");
+    let r2 = c
+        .request("csi/slice", json!({"uri": uri(SRC), "line": 30, "variables": ["f", "nope"]}))
+        .await;
+    println!("LINE {}", scrub(&r2["result"]));
+    let h = hints(&mut c, SRC).await;
+    println!("HINTS {h}");
+    let r = c
+        .request("textDocument/codeLens", json!({"textDocument": {"uri": uri(SRC)}}))
+        .await;
+    println!("LENS {}", r["result"]);
+}

@@ -1,0 +1,164 @@
+//! Restricted slicing (dissertation §5.2.2) on real crashes.
+//!
+//! - `known_slices`: `fixtures/src/slices.c`, whose slices are worked out by hand below.
+//! - `restricted_slices_are_sound`: on every fixture crash, the restricted slice is inside the
+//!   static one, none of its lines is one the analysis (checked against clang's coverage by
+//!   `soundness_oracle`) calls never-executed, and none is a line clang's coverage of the
+//!   same run says never executed unless the analysis could not know it; more trace data
+//!   (the `bb` build of the same program) never adds a line.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use csi_analysis::slice::{crash_criterion, nodes_criterion, Slicer};
+use csi_analysis::{best_effort_coverage, nodes_on_line};
+
+use common::fixture_crashes;
+
+type Lines = BTreeMap<String, BTreeSet<u32>>;
+
+fn only(lines: &Lines) -> Vec<u32> {
+    lines.values().flatten().copied().collect()
+}
+
+struct Sliced {
+    restricted: Lines,
+    unrestricted: Lines,
+}
+
+fn crash_slice(exe: &std::path::Path, core: &std::path::Path) -> Option<(csi_dump::Crash, Sliced)> {
+    let crash = csi_dump::Crash::open(exe, core, &Default::default()).unwrap();
+    let cov = best_effort_coverage(&crash.graph, &crash.report).unwrap();
+    let mut slicer = Slicer::new(&crash.graph);
+    let c = crash_criterion(&crash.report, 0)?;
+    let pair = slicer.slice_pair(&crash.graph, &crash.report, &cov, c);
+    let s = Sliced {
+        restricted: pair.restricted.lines,
+        unrestricted: pair.unrestricted.lines,
+    };
+    Some((crash, s))
+}
+
+#[test]
+fn known_slices() {
+    let mut seen = 0;
+    for fx in fixture_crashes() {
+        let name = fx.name();
+        if !name.starts_with("slices/") || !name.ends_with("-O0") || name.contains("fc-") {
+            continue;
+        }
+        seen += 1;
+        let (crash, s) = crash_slice(&fx.exe, &fx.core).expect("slices has frames in the graph");
+        // The crash is `p[k] = scale` (26) in boom, called from main (39). Nodes are pieces of
+        // basic blocks, so lines sharing a block piece come together: 13/14 (pick's entry),
+        // 18/19, 23/24 (boom's entry block with its parameters), 26/27, 30-32 (main's entry
+        // up to `twice`), 32/33, 38/39.
+        // Static: p ← 38 ← idx (33) ← pick's return (19) ← found (13, 16) under the loop
+        // (14, 15); k ← twice (32, 9); scale ← 35, 37 and its initial value; and `puts` (25)
+        // may write any memory, scale included. `unused` (23/24) only through k's block.
+        let stat = [9, 13, 14, 15, 16, 18, 19, 23, 24, 25, 26, 27, 30, 31, 32, 33, 34, 35, 37, 38, 39];
+        assert_eq!(only(&s.unrestricted), stat, "{name}: static slice");
+        // Restricted: `puts("big")` (25) and `scale = 6` (37) never ran in this run (the
+        // frames' path traces: boom's and main's). With basic-block coverage, pick's
+        // `found = i` (16) is known never to have run too, and with it the `if` (15) that
+        // only controls it.
+        let want: Vec<u32> = if name.contains("bb-") {
+            vec![9, 13, 14, 18, 19, 23, 24, 26, 27, 30, 31, 32, 33, 34, 35, 38, 39]
+        } else {
+            vec![9, 13, 14, 15, 16, 18, 19, 23, 24, 26, 27, 30, 31, 32, 33, 34, 35, 38, 39]
+        };
+        assert_eq!(only(&s.restricted), want, "{name}: restricted slice");
+
+        // From a line and a variable: `k` at `boom(p, k)` (39), in main's frame: k's
+        // definition from `twice(argc)` and twice's body; not p, idx, pick or scale.
+        let g = &crash.graph;
+        let cov = best_effort_coverage(g, &crash.report).unwrap();
+        let mut slicer = Slicer::new(g);
+        let nodes = nodes_on_line(g, "slices.c", 39);
+        let c = nodes_criterion(g, &crash.report, 0, nodes, Some(vec!["k".into(), "zz".into()]));
+        assert_eq!(c.frame, Some(1), "{name}: line 39 is main's frame");
+        let pair = slicer.slice_pair(g, &crash.report, &cov, c);
+        assert_eq!(only(&pair.restricted.lines), [9, 30, 31, 32, 33, 38, 39], "{name}: k at 39");
+        assert_eq!(pair.restricted.unknown_variables, ["zz"]);
+    }
+    if seen == 0 {
+        eprintln!("no slices fixture builds found: skipped (run fixtures/build.sh)");
+    }
+}
+
+type Oracle = BTreeMap<String, BTreeMap<String, u64>>;
+
+#[test]
+fn restricted_slices_are_sound() {
+    let mut checked_lines = 0usize;
+    let mut crashes = 0usize;
+    let mut not_run = 0usize;
+    let mut by_program: BTreeMap<String, (Lines, Option<Lines>)> = BTreeMap::new();
+    for fx in fixture_crashes() {
+        let name = fx.name();
+        // Crashes whose crashing thread has no program frame have no crash criterion.
+        let Some((crash, s)) = crash_slice(&fx.exe, &fx.core) else {
+            continue;
+        };
+        crashes += 1;
+        let g = &crash.graph;
+        let cov = best_effort_coverage(g, &crash.report).unwrap();
+        let global = cov.global_lines(g);
+        for (file, lines) in &s.restricted {
+            let stat = s.unrestricted.get(file).cloned().unwrap_or_default();
+            let never: BTreeSet<u32> = global
+                .get(file)
+                .map(|fl| fl.never.iter().copied().collect())
+                .unwrap_or_default();
+            for &l in lines {
+                checked_lines += 1;
+                assert!(stat.contains(&l), "{name}: {file}:{l} restricted but not in the static slice");
+                assert!(!never.contains(&l), "{name}: {file}:{l} in the restricted slice but never executed");
+            }
+        }
+        // Against clang's coverage of the same run: a restricted line that did not run must
+        // be one the analysis could not decide (Maybe).
+        if let Some(o) = &fx.oracle {
+            let oracle: Oracle = serde_json::from_str(&std::fs::read_to_string(o).unwrap()).unwrap();
+            for (file, lines) in &s.restricted {
+                let Some((_, counts)) = oracle.iter().find(|(f, _)| csi_dump::same_source(f, file)) else {
+                    continue;
+                };
+                let must: BTreeSet<u32> = global.get(file).map(|fl| fl.must.iter().copied().collect()).unwrap_or_default();
+                for &l in lines {
+                    if counts.get(&l.to_string()) == Some(&0) {
+                        not_run += 1;
+                        assert!(!must.contains(&l), "{name}: {file}:{l} must-ran but clang says 0");
+                    }
+                }
+            }
+        }
+        // Monotonicity: the bb build (more trace data) never slices more than realistic.
+        let (prog, build) = name.split_once('/').unwrap_or((&name, ""));
+        let opt = build.rsplit('-').next().unwrap_or("");
+        let key = format!("{prog}-{opt}");
+        let entry = by_program.entry(key).or_insert((Lines::new(), None));
+        if build.starts_with("realistic-") {
+            entry.0 = s.restricted.clone();
+        } else if build.starts_with("bb-") {
+            entry.1 = Some(s.restricted.clone());
+        }
+    }
+    for (key, (realistic, bb)) in &by_program {
+        let (Some(bb), false) = (bb, realistic.is_empty()) else { continue };
+        // Different runs of a program that waits on another thread's timing are different
+        // executions: comparing them says nothing.
+        if key.starts_with("thread_crash") {
+            continue;
+        }
+        for (file, lines) in bb {
+            let r = realistic.get(file).cloned().unwrap_or_default();
+            let extra: Vec<&u32> = lines.difference(&r).collect();
+            assert!(extra.is_empty(), "{key}: bb's restricted slice has lines realistic's lacks: {file} {extra:?}");
+        }
+    }
+    eprintln!(
+        "{crashes} crashes: {checked_lines} restricted-slice lines checked, {not_run} of them did not run (undecidable from the traces)"
+    );
+}
