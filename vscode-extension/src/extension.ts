@@ -602,7 +602,8 @@ export class Controller implements vscode.Disposable {
     const r = await this.requireClient().sendRequest<SliceResult | null>(Methods.slice, params);
     this.state.setSlice(r ?? null);
     if (!r) return null;
-    if (reveal && r.criterion.uri) await this.reveal(r.criterion.uri, r.criterion.line);
+    const c = r.criterion;
+    if (reveal && c.uri && c.line !== null) await this.reveal(c.uri, c.line);
     const msg = sliceMessage(r);
     const shown =
       r.unknownVariables.length > 0

@@ -426,3 +426,32 @@ test('the slice goes with CSI: Clear, another crash, the server lens; not shown 
   await vscode.commands.executeCommand(Commands.sliceClear);
   assert.equal(client.requests.length, n);
 });
+
+test('the slice csi-lsp answers on the fixture crash (recorded): marks, status, message', async () => {
+  const { client } = await start();
+  LanguageClient.answers.set('csi/slice', (p: any) => (p.clear ? null : p.variables ? rec.sliceLine : rec.slice));
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  client.deliver('csi/lineStates', rec.lineStates);
+  const editor = vscode.window.activeTextEditor!;
+
+  await vscode.commands.executeCommand(Commands.sliceCrash);
+  assert.deepEqual(painted(editor, sliceDeco), [[7, 9], [11, 11], [15, 18], [20, 20], [26, 28], [30, 31], [35, 40]]);
+  assert.deepEqual(painted(editor, staticDeco), [[19, 19], [29, 29]], 'case 2 and puts("unusual fee"): never ran');
+  assert.deepEqual(painted(editor, criterionDeco), [[30, 30]]);
+  assert.equal(editor.selection.active.line, 30);
+  assert.equal(sliceStatus().text, '$(list-filter) slice: 20 lines (static 22, −9 %)');
+  assert.ok(
+    vscode.recorded.messages.some(
+      (m) => m.kind === 'info' && m.text === 'CSI: slice from charge() line 31 for every variable used there: 20 lines (static 22, −9 %)',
+    ),
+  );
+
+  vscode.recorded.inputBoxes.push('f nosuch');
+  await vscode.commands.executeCommand(Commands.sliceLine);
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/slice', params: { uri: SRC_URI, line: 30, variables: ['f', 'nosuch'] } });
+  assert.ok(
+    vscode.recorded.messages.some(
+      (m) => m.kind === 'warning' && m.text === 'CSI: slice from charge() line 31 for f: 20 lines (static 22, −9 %). Not used there: nosuch',
+    ),
+  );
+});

@@ -326,6 +326,12 @@ describe('slice', () => {
     assert.equal(percent(0.5), 50);
     assert.equal(percent(0), 0);
     assert.equal(percent(Number.NaN), 0);
+    // From the counts, ties to even, as the server's lens (Rust `{:.0}`) rounds.
+    assert.equal(percent(0.091, 20, 22), 9);
+    assert.equal(percent(0.125, 7, 8), 12);
+    assert.equal(percent(0.375, 5, 8), 38);
+    assert.equal(percent(0.333, 2, 3), 33);
+    assert.equal(percent(0, 0, 0), 0);
     assert.equal(sliceSummary(DOC), 'slice: 4 lines (static 6, −33 %)', 'as the server lens says it');
     assert.equal(criterionPlace(DOC.criterion), 'charge() line 30');
     assert.equal(sliceMessage(DOC), 'CSI: slice from charge() line 30 for a, amount: 4 lines (static 6, −33 %)');
@@ -334,15 +340,23 @@ describe('slice', () => {
     const one = other(DOC, { restrictedLines: 1, unrestrictedLines: 1, reduction: 0 });
     assert.equal(sliceSummary(one), 'slice: 1 line (static 1, −0 %)');
     const anywhere = other(DOC, {
-      criterion: { ...DOC.criterion, function: null, thread: null, frame: null, variables: [] },
+      criterion: { ...DOC.criterion, function: null, thread: 0, frame: null, variables: ['amount'] },
       unknownVariables: ['amount'],
     });
     assert.equal(criterionPlace(anywhere.criterion), 'line 30 of ./src/null_deref.c');
-    assert.match(sliceTooltip(anywhere), /\(all calling contexts\) for no variables used there/);
+    assert.match(sliceTooltip(anywhere), /\(all calling contexts\) for no variable used there/);
     assert.equal(
       sliceMessage(anywhere),
-      'CSI: slice from line 30 of ./src/null_deref.c for no variables used there: 4 lines (static 6, −33 %). Not used there: amount',
+      'CSI: slice from line 30 of ./src/null_deref.c for no variable used there: 4 lines (static 6, −33 %). Not used there: amount',
     );
+    // What the server says for "every variable" (null) and for some unknown names.
+    const every = other(DOC, { criterion: { ...DOC.criterion, variables: null } });
+    assert.match(sliceMessage(every), /^CSI: slice from charge\(\) line 30 for every variable used there: /);
+    const some = other(DOC, { criterion: { ...DOC.criterion, variables: ['f', 'nosuch'] }, unknownVariables: ['nosuch'] });
+    assert.match(sliceMessage(some), / for f: 4 lines .*\. Not used there: nosuch$/);
+    const noLine = { ...DOC.criterion, line: null };
+    assert.equal(criterionPlace(noLine), 'charge()');
+    assert.equal(sliceLines(other(DOC, { criterion: noLine }), SRC, true)?.criterion, null);
   });
 
   test('lines of a document: restricted, static-only, criterion', () => {

@@ -16,7 +16,7 @@ import { type MessageConnection, StreamMessageReader, StreamMessageWriter, creat
 import { lineCount, plan } from '../src/logic/decorations';
 import { fileOverview } from '../src/logic/overview';
 import type { LineStates, PathTrace, QueryResult, SliceResult, Stack, StepResult } from '../src/logic/protocol';
-import { sliceLines, sliceSummary } from '../src/logic/slice';
+import { sliceLines, sliceMessage, sliceSummary, sliceTooltip } from '../src/logic/slice';
 import { frameChildren, itemView, roots, stepChildren } from '../src/logic/stackTree';
 import { CsiState } from '../src/logic/state';
 
@@ -31,6 +31,9 @@ if (!have) console.log(`# SKIP protocol tests: ${skip}`);
 const crashDir = path.join(root, 'fixtures', 'crashes', 'null_deref', 'realistic-O0');
 const srcPath = path.join(root, 'fixtures', 'src', 'null_deref.c');
 const srcUri = `file://${srcPath}`;
+
+// csi/slice from the crash point on the fixture: restricted-slice lines (0-based).
+const RESTRICTED = [7, 8, 9, 11, 15, 16, 17, 18, 20, 26, 27, 28, 30, 31, 35, 36, 37, 38, 39, 40];
 
 let proc: ChildProcess;
 let conn: MessageConnection;
@@ -244,8 +247,11 @@ test('the extension session against csi-lsp on null_deref', { skip }, async (t) 
     record('slice', r);
     crashSlice = r;
     const c = r.criterion;
-    assert.deepEqual([c.uri, c.file, c.line, c.function, c.thread, c.frame], [srcUri, './src/null_deref.c', 30, 'charge', 0, 0]);
-    assert.ok(c.variables.includes('a') && c.variables.includes('f'), `a->balance -= f uses a and f: ${c.variables}`);
+    assert.deepEqual(
+      [c.uri, c.file, c.line, c.function, c.thread, c.frame, c.variables],
+      [srcUri, './src/null_deref.c', 30, 'charge', 0, 0, null],
+      'line 31 `a->balance -= f;` of frame #0, every variable used there',
+    );
     assert.deepEqual(r.unknownVariables, []);
     const count = (fs_: { lines: number[] }[]) => fs_.reduce((n, f) => n + f.lines.length, 0);
     assert.equal(r.restrictedLines, count(r.restricted));
@@ -257,45 +263,65 @@ test('the extension session against csi-lsp on null_deref', { skip }, async (t) 
       for (const l of f.lines) assert.ok(s.lines.includes(l), `${f.file}:${l + 1} in the static slice`);
       assert.deepEqual(f.lines, [...f.lines].sort((a, b) => a - b), 'lines sorted');
     }
+    // The answer on the fixture (0-based lines), checked against the source: find()'s loop and
+    // returns and charge()'s `a = find(...)` (a), fee()'s switch and `f = fee(kind)` (f), the
+    // `if (f > 50)`, main's accounts, loop and calls (the arguments; printf may write the
+    // escaped accounts). Only in the static slice: `case 2` (19) and `puts("unusual fee")` (29),
+    // which never ran.
     const src = sliceLines(r, srcUri, true)!;
-    assert.ok(src.restricted.includes(30), 'the criterion line is in its slice');
-    assert.equal(src.criterion, 30);
-    // Sense against the source and the line states: every restricted line may have run, and
-    // what defines a and f before line 31 is in it (lines 27 and 28, 1-based).
+    assert.deepEqual(src, { restricted: RESTRICTED, staticOnly: [19, 29], criterion: 30 });
+    assert.equal(sliceSummary(r), 'slice: 20 lines (static 22, −9 %)');
+    // Every restricted line may have run.
     const ls = state.lineStates(srcUri)!;
     for (const l of src.restricted) assert.ok(!ls.never.includes(l), `slice line ${l + 1} never ran`);
-    for (const l of [26, 27]) assert.ok(src.restricted.includes(l), `line ${l + 1} defines f / a`);
+    for (const l of src.staticOnly) assert.ok(ls.never.includes(l), `static-only line ${l + 1} did run`);
     state.setSlice(r);
     const p = plan(state.lineStates(srcUri), 'global', null, 44, state.sliceLines(srcUri, true));
-    assert.equal(lineCount(p.slice), src.restricted.length);
-    assert.equal(lineCount(p.sliceStatic), src.staticOnly.length);
+    assert.deepEqual(p.slice, [
+      { start: 7, end: 9 },
+      { start: 11, end: 11 },
+      { start: 15, end: 18 },
+      { start: 20, end: 20 },
+      { start: 26, end: 28 },
+      { start: 30, end: 31 },
+      { start: 35, end: 40 },
+    ]);
+    assert.deepEqual(p.sliceStatic, [{ start: 19, end: 19 }, { start: 29, end: 29 }]);
+    assert.deepEqual(p.sliceCriterion, [{ start: 30, end: 30 }]);
 
     // The server's own marks: a `◆ slice` hint on every restricted line, and the lens above
-    // the criterion says what the extension's status bar says.
+    // the criterion says what the extension's status bar says (and that clicking hides it).
     assert.deepEqual(sliceHintLines(await hintsByLine(srcUri)), src.restricted);
     const lens = (await lenses(srcUri)).find((l) => l.command?.command === 'csi.slice');
     assert.ok(lens, 'the slice lens');
     assert.equal(lens.range.start.line, 30);
-    assert.equal(lens.command.title, sliceSummary(r));
+    assert.equal(lens.command.title, `${sliceSummary(r)} · hide`);
     assert.deepEqual(lens.command.arguments, [{ clear: true }]);
   });
 
   await t.test('csi/slice from a line for named variables; unknown names reported', { skip: sliceSkip }, async () => {
     const r: SliceResult = await conn.sendRequest('csi/slice', { uri: srcUri, line: 30, variables: ['f', 'nosuch'] });
     record('sliceLine', r);
-    assert.deepEqual(r.criterion.variables, ['f']);
+    assert.deepEqual(r.criterion.variables, ['f', 'nosuch'], 'the names asked for');
     assert.deepEqual(r.unknownVariables, ['nosuch']);
-    assert.equal(r.criterion.line, 30);
+    assert.deepEqual([r.criterion.line, r.criterion.frame], [30, 0], 'in the selected frame #0');
+    assert.match(sliceMessage(r), /^CSI: slice from charge\(\) line 31 for f: .*\. Not used there: nosuch$/);
     const only = sliceLines(r, srcUri, true)!;
     const all = sliceLines(crashSlice, srcUri, true)!;
     for (const l of only.restricted) assert.ok(all.restricted.includes(l), `f's slice ⊆ the crash slice (line ${l + 1})`);
-    assert.ok(!only.restricted.includes(27), 'find() (line 28) does not affect f');
+    for (const l of [15, 16, 17, 18, 26]) assert.ok(only.restricted.includes(l), `line ${l + 1} defines f`);
+    // A line outside the selected frame's function: all calling contexts.
+    const anywhere: SliceResult = await conn.sendRequest('csi/slice', { uri: srcUri, line: 16 });
+    assert.deepEqual([anywhere.criterion.function, anywhere.criterion.frame], ['fee', null]);
+    assert.match(sliceTooltip(anywhere), /\(all calling contexts\)/);
     // The same through the command, as the lens and other clients run it.
     const viaCommand = await conn.sendRequest('workspace/executeCommand', {
       command: 'csi.slice',
       arguments: [{ uri: srcUri, line: 30, variables: ['f', 'nosuch'] }],
     });
     assert.deepEqual(viaCommand, r);
+    // Errors: a line with no code.
+    await assert.rejects(conn.sendRequest('csi/slice', { uri: srcUri, line: 3 }), /no code of the program on line/);
   });
 
   await t.test('csi/slice {clear: true} → null; hints and lens gone', { skip: sliceSkip }, async () => {

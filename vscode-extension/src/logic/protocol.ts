@@ -92,12 +92,14 @@ export interface QueryResult {
 export interface SliceCriterion {
   uri: string | null;
   file: string | null;
-  line: number;
+  /** Null when the criterion has no source line. */
+  line: number | null;
   function: string | null;
-  /** The stack context, when the slice is callstack-sensitive; null over all contexts. */
   thread?: number | null;
+  /** The frame whose stack context the slice follows; null: all calling contexts. */
   frame?: number | null;
-  variables: string[];
+  /** The variables asked for (unknown ones included); null: every variable used there. */
+  variables: string[] | null;
 }
 
 /** One file's lines of a slice; `uri` is null for files not found in the workspace. */

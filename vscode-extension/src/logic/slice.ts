@@ -26,9 +26,25 @@ export function sliceParams(at: { uri: string; line: number } | null, variables:
   return p;
 }
 
-/** The reduction as a whole percentage (0.333 → 33). */
-export function percent(reduction: number): number {
-  return Number.isFinite(reduction) ? Math.round(reduction * 100) : 0;
+/** Rounds to a whole number, ties to even (as Rust's `{:.0}`, which the server's lens uses). */
+export function roundHalfEven(x: number): number {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
+}
+
+/**
+ * The reduction as a whole percentage (0.333 → 33), computed like the server's lens: from the
+ * line counts when there are any (the `reduction` field is rounded to 3 decimals).
+ */
+export function percent(reduction: number, restrictedLines?: number, unrestrictedLines?: number): number {
+  const x =
+    restrictedLines !== undefined && unrestrictedLines !== undefined && unrestrictedLines > 0
+      ? (1 - restrictedLines / unrestrictedLines) * 100
+      : reduction * 100;
+  return Number.isFinite(x) ? roundHalfEven(x) : 0;
 }
 
 function lines(n: number): string {
@@ -37,19 +53,29 @@ function lines(n: number): string {
 
 /** `slice: 4 lines (static 6, −33 %)`, as the server's lens says it. */
 export function sliceSummary(r: SliceResult): string {
-  return `slice: ${lines(r.restrictedLines)} (static ${r.unrestrictedLines}, −${percent(r.reduction)} %)`;
+  return `slice: ${lines(r.restrictedLines)} (static ${r.unrestrictedLines}, −${slicePercent(r)} %)`;
+}
+
+export function slicePercent(r: SliceResult): number {
+  return percent(r.reduction, r.restrictedLines, r.unrestrictedLines);
 }
 
 /** `charge() line 31`, `line 31 of ./src/x.c` (1-based line, as editors number them). */
 export function criterionPlace(c: SliceCriterion): string {
+  if (c.line === null || c.line === undefined) return c.function ? `${c.function}()` : c.file ?? 'the criterion';
   const line = `line ${c.line + 1}`;
   if (c.function) return `${c.function}() ${line}`;
   return c.file ? `${line} of ${c.file}` : line;
 }
 
-/** `a, f` or `every variable used there` (the server resolved none). */
-export function criterionVariables(c: SliceCriterion): string {
-  return c.variables.length > 0 ? c.variables.join(', ') : 'no variables used there';
+/**
+ * `a, f` (the names asked for that the line uses), `every variable used there` (none named),
+ * or `no variable used there` (all named ones unknown).
+ */
+export function criterionVariables(c: SliceCriterion, unknown: readonly string[] = []): string {
+  if (!c.variables) return 'every variable used there';
+  const known = c.variables.filter((v) => !unknown.includes(v));
+  return known.length > 0 ? known.join(', ') : 'no variable used there';
 }
 
 /** Slice lines in files the server did not find in the workspace (not shown). */
@@ -61,7 +87,7 @@ export function unshown(r: SliceResult): { files: number; lines: number } {
 /** The message shown after slicing. */
 export function sliceMessage(r: SliceResult): string {
   const c = r.criterion;
-  let s = `CSI: slice from ${criterionPlace(c)} for ${criterionVariables(c)}: ${sliceSummary(r).slice('slice: '.length)}`;
+  let s = `CSI: slice from ${criterionPlace(c)} for ${criterionVariables(c, r.unknownVariables)}: ${sliceSummary(r).slice('slice: '.length)}`;
   if (r.unknownVariables.length > 0) s += `. Not used there: ${r.unknownVariables.join(', ')}`;
   const u = unshown(r);
   if (u.lines > 0) s += `. ${lines(u.lines)} in ${u.files === 1 ? '1 file' : `${u.files} files`} outside the workspace`;
@@ -72,13 +98,11 @@ export function sliceMessage(r: SliceResult): string {
 export function sliceTooltip(r: SliceResult): string {
   const c = r.criterion;
   const ctx =
-    c.thread !== undefined && c.thread !== null && c.frame !== undefined && c.frame !== null
-      ? `frame #${c.frame} of thread ${c.thread + 1}`
-      : 'all calling contexts';
+    c.frame !== undefined && c.frame !== null ? `frame #${c.frame} of thread ${(c.thread ?? 0) + 1}` : 'all calling contexts';
   return [
-    `Slice from ${criterionPlace(c)} (${ctx}) for ${criterionVariables(c)}`,
+    `Slice from ${criterionPlace(c)} (${ctx}) for ${criterionVariables(c, r.unknownVariables)}`,
     `${lines(r.restrictedLines)} could have affected it in this run (trace-restricted slice);`,
-    `the static slice has ${r.unrestrictedLines}: ${percent(r.reduction)} % fewer.`,
+    `the static slice has ${r.unrestrictedLines}: ${slicePercent(r)} % fewer.`,
     'Click to clear.',
   ].join('\n');
 }
@@ -106,7 +130,7 @@ export function sliceLines(r: SliceResult | null, uri: string, showStatic: boole
   const restricted = linesOf(r.restricted, key, uri);
   const staticOnly = showStatic ? [...linesOf(r.unrestricted, key, uri)].filter((l) => !restricted.has(l)) : [];
   const c = r.criterion;
-  const criterion = c.uri && key(c.uri) === key(uri) ? c.line : null;
+  const criterion = c.uri && c.line !== null && c.line !== undefined && key(c.uri) === key(uri) ? c.line : null;
   if (restricted.size === 0 && staticOnly.length === 0 && criterion === null) return null;
   return { restricted: [...restricted].sort((a, b) => a - b), staticOnly: staticOnly.sort((a, b) => a - b), criterion };
 }
