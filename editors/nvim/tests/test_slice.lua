@@ -83,8 +83,8 @@ test(':CsiSlice! marks the slice from the crash point, echoes its size, jumps th
   for _, l in ipairs(RESTRICTED) do
     H.truthy(not vim.tbl_contains(NEVER, l), ('restricted line %d never ran'):format(l + 1))
   end
-  H.contains(H.messages[#H.messages], 'CSI: slice from charge() line 31 for ', 'echo')
-  H.contains(H.messages[#H.messages], ': ' .. SUMMARY:sub(#'slice: ' + 1), 'echo')
+  eq(H.messages[#H.messages], 'CSI: slice from charge() line 31 for every variable used there: ' .. SUMMARY:sub(#'slice: ' + 1),
+    'echo')
   eq(vim.api.nvim_win_get_cursor(0), { 31, 0 }, 'cursor on the criterion')
   -- The line-state signs are still there.
   eq(H.lines_with(H.signs(bufnr), 'CsiNever', 1), NEVER, 'never-run signs')
@@ -95,7 +95,7 @@ test('the server lens above the criterion says the same', function()
     vim.lsp.codelens.refresh()
     return has_slice_lens()
   end, 'the slice lens', 8000)
-  eq(t, ('%d: %s'):format(CRITERION, SUMMARY), 'lens')
+  eq(t, ('%d: %s · hide'):format(CRITERION, SUMMARY), 'lens')
 end)
 
 test(':CsiSlice {var} from the cursor line; unknown names are echoed', function()
@@ -105,12 +105,16 @@ test(':CsiSlice {var} from the cursor line; unknown names are echoed', function(
   local r = wait(function()
     return csi.state.slice
   end, 'the slice for f')
-  eq(r.criterion.variables, { 'f' }, 'variables')
+  eq(r.criterion.variables, { 'f', 'nosuch' }, 'the names asked for')
   eq(r.unknownVariables, { 'nosuch' }, 'unknown')
-  H.contains(H.messages[#H.messages], 'Not used there: nosuch', 'echo')
+  eq(H.messages[#H.messages], 'CSI: slice from charge() line 31 for f: ' .. SUMMARY:sub(#'slice: ' + 1)
+    .. '. Not used there: nosuch', 'echo')
   local signs = slice_marks()
   for _, l in ipairs(signs.CsiSlice) do
     H.truthy(vim.tbl_contains(RESTRICTED, l), ('line %d of f\'s slice is in the crash slice'):format(l + 1))
+  end
+  for _, l in ipairs({ 15, 16, 17, 18, 26 }) do
+    H.truthy(vim.tbl_contains(signs.CsiSlice, l), ('line %d defines f'):format(l + 1))
   end
 end)
 

@@ -82,13 +82,19 @@ test('summary and message of the documented example', function()
   eq(slice.summary(DOC), 'slice: 4 lines (static 6, −33 %)', 'as the server lens says it')
   eq(slice.message(DOC), 'slice from charge() line 30 for a, amount: 4 lines (static 6, −33 %)', 'message')
   eq(slice.percent(0.5), 50, '50 %')
+  -- From the counts, ties to even, as the server's lens (Rust `{:.0}`) rounds.
+  eq({ slice.percent(0.091, 20, 22), slice.percent(0.125, 7, 8), slice.percent(0.375, 5, 8), slice.percent(0, 0, 0) },
+    { 9, 12, 38, 0 }, 'percentages')
+  local every = vim.deepcopy(DOC)
+  every.criterion.variables = vim.NIL
+  H.contains(slice.message(every), 'slice from charge() line 30 for every variable used there: ', 'null variables')
   local odd = vim.deepcopy(DOC)
   odd.criterion['function'] = vim.NIL
-  odd.criterion.variables = {}
+  odd.criterion.variables = { 'amount' }
   odd.unknownVariables = { 'amount' }
   odd.restrictedLines, odd.unrestrictedLines, odd.reduction = 1, 1, 0
   table.insert(odd.restricted, { uri = vim.NIL, file = '/usr/include/x.h', lines = { 7, 8 } })
-  eq(slice.message(odd), 'slice from line 30 of ./src/null_deref.c for no variables used there: 1 line (static 1, −0 %)'
+  eq(slice.message(odd), 'slice from line 30 of ./src/null_deref.c for no variable used there: 1 line (static 1, −0 %)'
     .. '. Not used there: amount. 2 lines in 1 file outside the workspace', 'message with oddities')
 end)
 

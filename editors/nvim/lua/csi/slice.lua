@@ -32,12 +32,25 @@ function M.define()
   end
 end
 
---- The reduction as a whole percentage (0.333 → 33).
-function M.percent(reduction)
-  if type(reduction) ~= 'number' or reduction ~= reduction then
+--- The reduction as a whole percentage (0.333 → 33), as the server's lens computes it: from
+--- the line counts when there are any (the `reduction` field is rounded to 3 decimals),
+--- rounded with ties to even (Rust's `{:.0}`).
+function M.percent(reduction, restricted, unrestricted)
+  local x
+  if type(restricted) == 'number' and type(unrestricted) == 'number' and unrestricted > 0 then
+    x = (1 - restricted / unrestricted) * 100
+  elseif type(reduction) == 'number' then
+    x = reduction * 100
+  end
+  if not x or x ~= x or x == math.huge or x == -math.huge then
     return 0
   end
-  return math.floor(reduction * 100 + 0.5)
+  local f = math.floor(x)
+  local d = x - f
+  if d > 0.5 or (d == 0.5 and f % 2 == 1) then
+    return f + 1
+  end
+  return f
 end
 
 local function n_lines(n)
@@ -47,12 +60,15 @@ end
 --- `slice: 4 lines (static 6, −33 %)`, as the server's lens says it.
 function M.summary(r)
   return ('slice: %s (static %d, −%d %%)'):format(n_lines(r.restrictedLines or 0), r.unrestrictedLines or 0,
-    M.percent(r.reduction))
+    M.percent(r.reduction, r.restrictedLines, r.unrestrictedLines))
 end
 
 --- `charge() line 31`, `line 31 of ./src/x.c` (1-based).
 function M.place(c)
-  local line = ('line %d'):format((c.line or 0) + 1)
+  if type(c.line) ~= 'number' then
+    return not is_null(c['function']) and (c['function'] .. '()') or (is_null(c.file) and 'the criterion' or c.file)
+  end
+  local line = ('line %d'):format(c.line + 1)
   if not is_null(c['function']) then
     return c['function'] .. '() ' .. line
   end
@@ -62,10 +78,16 @@ end
 --- What :CsiSlice echoes: `slice from charge() line 31 for a, f: 4 lines (static 6, −33 %)`.
 function M.message(r)
   local c = r.criterion or {}
-  local vars = (not is_null(c.variables) and #c.variables > 0) and table.concat(c.variables, ', ')
-    or 'no variables used there'
-  local s = ('slice from %s for %s: %s'):format(M.place(c), vars, M.summary(r):sub(#'slice: ' + 1))
   local unknown = is_null(r.unknownVariables) and {} or r.unknownVariables
+  -- null: every variable; else the names asked for (unknown ones too, reported after).
+  local vars = 'every variable used there'
+  if not is_null(c.variables) then
+    local known = vim.tbl_filter(function(v)
+      return not vim.tbl_contains(unknown, v)
+    end, c.variables)
+    vars = #known > 0 and table.concat(known, ', ') or 'no variable used there'
+  end
+  local s = ('slice from %s for %s: %s'):format(M.place(c), vars, M.summary(r):sub(#'slice: ' + 1))
   if #unknown > 0 then
     s = s .. '. Not used there: ' .. table.concat(unknown, ', ')
   end
