@@ -446,12 +446,8 @@ impl Session {
                             .collect(),
                         variables,
                     },
-                    None => SliceCriterion {
-                        thread: 0,
-                        frame: None,
-                        nodes,
-                        variables,
-                    },
+                    // Else the innermost frame of the crashing thread in that function, if any.
+                    None => csi_analysis::slice::nodes_criterion(g, &self.report, 0, nodes, variables),
                 }
             }
         };

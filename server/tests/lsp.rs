@@ -617,23 +617,69 @@ async fn stdio_binary_end_to_end() {
 
 #[tokio::test]
 async fn slice_from_the_crash_and_from_a_line() {
+    const SLICES: &str = "fixtures/src/slices.c";
     let mut c = in_process(json!({})).await;
     c.request(
         "workspace/executeCommand",
-        open_args("null_deref/realistic-O0", "null_deref"),
+        open_args("slices/realistic-O0", "slices"),
     )
     .await;
+    // From the crash point (crates/csi-dump/tests/slicing.rs explains these lines).
     let r = c.request("csi/slice", json!({})).await;
-    let got = scrub(&r["result"]);
-    println!("CRASH {got}");
-    let r2 = c
-        .request("csi/slice", json!({"uri": uri(SRC), "line": 30, "variables": ["f", "nope"]}))
+    let file = |lines: Value| {
+        json!([{"uri": "file://$ROOT/fixtures/src/slices.c", "file": "./src/slices.c", "lines": lines}])
+    };
+    assert_eq!(
+        scrub(&r["result"]),
+        json!({
+            "criterion": {"uri": "file://$ROOT/fixtures/src/slices.c", "file": "./src/slices.c",
+                          "line": 25, "function": "boom", "thread": 0, "frame": 0, "variables": null},
+            "unknownVariables": [],
+            "restricted": file(json!([8, 12, 13, 14, 15, 17, 18, 22, 23, 25, 26, 29, 30, 31, 32, 33, 34, 37, 38])),
+            "unrestricted": file(json!([8, 12, 13, 14, 15, 17, 18, 22, 23, 24, 25, 26, 29, 30, 31, 32, 33, 34, 36, 37, 38])),
+            "restrictedLines": 19, "unrestrictedLines": 21, "reduction": 0.095
+        })
+    );
+    // Shown: a hint on every restricted line, a lens above the criterion.
+    let h = hints(&mut c, SLICES).await;
+    let slice_lines: Vec<u64> = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["label"] == "◆ slice")
+        .map(|x| x["position"]["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(slice_lines, [8, 12, 13, 14, 15, 17, 18, 22, 23, 25, 26, 29, 30, 31, 32, 33, 34, 37, 38]);
+    let lenses = c
+        .request("textDocument/codeLens", json!({"textDocument": {"uri": uri(SLICES)}}))
         .await;
-    println!("LINE {}", scrub(&r2["result"]));
-    let h = hints(&mut c, SRC).await;
-    println!("HINTS {h}");
+    let lens_of_slice: Vec<&Value> = lenses["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["command"]["command"] == "csi.slice")
+        .collect();
+    assert_eq!(
+        lens_of_slice,
+        [&lens("slice: 19 lines (static 21, −10 %) · hide", 25, "csi.slice", Some(json!({"clear": true})))]
+    );
+    // From a line, for one variable, in main's frame (line 39 is its call of boom).
     let r = c
-        .request("textDocument/codeLens", json!({"textDocument": {"uri": uri(SRC)}}))
+        .request("csi/slice", json!({"uri": uri(SLICES), "line": 38, "variables": ["k", "nope"]}))
         .await;
-    println!("LENS {}", r["result"]);
+    let got = scrub(&r["result"]);
+    assert_eq!(got["criterion"]["frame"], 1);
+    assert_eq!(got["criterion"]["function"], "main");
+    assert_eq!(got["unknownVariables"], json!(["nope"]));
+    assert_eq!(got["restricted"][0]["lines"], json!([8, 29, 30, 31, 32, 37, 38]));
+    // Bad requests are errors, not crashes.
+    let r = c.request("csi/slice", json!({"uri": uri(SLICES)})).await;
+    assert!(r["error"]["message"].as_str().unwrap().contains("both `uri` and `line`"), "{r}");
+    let r = c.request("csi/slice", json!({"uri": uri(SLICES), "line": 3})).await;
+    assert!(r["error"]["message"].as_str().unwrap().contains("no code"), "{r}");
+    // Hidden again.
+    let r = c.request("csi/slice", json!({"clear": true})).await;
+    assert_eq!(r["result"], Value::Null);
+    let h = hints(&mut c, SLICES).await;
+    assert!(!h.as_array().unwrap().iter().any(|x| x["label"] == "◆ slice"));
 }
