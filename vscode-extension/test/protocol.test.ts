@@ -314,6 +314,10 @@ test('the extension session against csi-lsp on null_deref', { skip }, async (t) 
     const anywhere: SliceResult = await conn.sendRequest('csi/slice', { uri: srcUri, line: 16 });
     assert.deepEqual([anywhere.criterion.function, anywhere.criterion.frame], ['fee', null]);
     assert.match(sliceTooltip(anywhere), /\(all calling contexts\)/);
+    // A line of main() while frame #0 is selected: in main's frame #1.
+    const inMain: SliceResult = await conn.sendRequest('csi/slice', { uri: srcUri, line: 38 });
+    assert.deepEqual([inMain.criterion.function, inMain.criterion.thread, inMain.criterion.frame], ['main', 0, 1]);
+    assert.match(sliceTooltip(inMain), /^Slice from main\(\) line 39 \(frame #1 of thread 1\)/);
     // The same through the command, as the lens and other clients run it.
     const viaCommand = await conn.sendRequest('workspace/executeCommand', {
       command: 'csi.slice',
