@@ -28,6 +28,8 @@ use crate::instrument::{blocks, instructions, value_name};
 /// unknown memory.
 enum Location {
     Named { name: String, exact: bool },
+    /// Read-only memory (`const` globals, string literals): reading it depends on nothing.
+    Constant,
     Unknown,
 }
 
@@ -78,6 +80,9 @@ impl Names {
         let mut v = p;
         let mut exact = true;
         for _ in 0..16 {
+            if !LLVMIsAGlobalVariable(v).is_null() && LLVMIsGlobalConstant(v) != 0 {
+                return Location::Constant;
+            }
             if let Some(name) = self.slot(v) {
                 return Location::Named { name, exact };
             }
@@ -231,6 +236,7 @@ pub(crate) unsafe fn fill(f: LLVMValueRef, node_of: &HashMap<LLVMValueRef, u32>,
             let use_loc = |node: &mut csi_model::sections::cfg::CfgNode, p: LLVMValueRef| {
                 match names.location(p) {
                     Location::Named { name, .. } => push(&mut node.uses, name),
+                    Location::Constant => {}
                     Location::Unknown => push(&mut node.uses, "*".into()),
                 }
             };
@@ -238,6 +244,8 @@ pub(crate) unsafe fn fill(f: LLVMValueRef, node_of: &HashMap<LLVMValueRef, u32>,
                 match names.location(p) {
                     Location::Named { name, exact } if exact && whole => push(&mut node.must_defs, name),
                     Location::Named { name, .. } => push(&mut node.may_defs, name),
+                    // Writing read-only memory faults; it defines nothing another load reads.
+                    Location::Constant => {}
                     Location::Unknown => push(&mut node.may_defs, "*".into()),
                 }
             };
