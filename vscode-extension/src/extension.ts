@@ -14,10 +14,13 @@ import {
   Methods,
   type PathTrace,
   type QueryResult,
+  type SliceParams,
+  type SliceResult,
   type Stack,
   type StepResult,
 } from './logic/protocol';
 import { findServer } from './logic/server';
+import { parseVariables, sliceMessage, sliceParams, sliceTooltip } from './logic/slice';
 import { PAGE, type StackNode, ViewCommands, frameChildren, itemView, roots, splitOmitted, stepChildren } from './logic/stackTree';
 import { CsiState, type RecentCrash, addRecent, frameTitle } from './logic/state';
 import { deltaTo } from './logic/stepping';
@@ -34,7 +37,13 @@ export const Commands = {
   toggleScope: 'csi.vscode.toggleScope',
   revealLine: 'csi.vscode.revealLine',
   refresh: 'csi.vscode.refresh',
+  sliceCrash: 'csi.vscode.sliceCrash',
+  sliceLine: 'csi.vscode.sliceLine',
+  sliceClear: 'csi.vscode.sliceClear',
 } as const;
+
+/** Context key: a slice is shown (menus offer *Clear Slice*). */
+export const SLICE_CONTEXT = 'csi.sliceShown';
 
 const RECENT_KEY = 'csi.recentCrashes';
 
@@ -57,8 +66,10 @@ function config(): vscode.WorkspaceConfiguration {
 }
 
 /** Whole-line decoration types for one look (rebuilt when settings change). */
-export function createDecorationTypes(): Record<Kind, vscode.TextEditorDecorationType> {
+export function createDecorationTypes(extensionPath?: string): Record<Kind, vscode.TextEditorDecorationType> {
   const c = config();
+  const sliceRuler = c.get<boolean>('slice.overviewRuler', true);
+  const sliceGutter = c.get<boolean>('slice.gutterIcon', true) && extensionPath !== undefined;
   const ruler = c.get<boolean>('decorations.overviewRuler', true);
   const neverStyle = c.get<string>('decorations.neverStyle', 'red');
   const lane = vscode.OverviewRulerLane.Right;
@@ -92,6 +103,35 @@ export function createDecorationTypes(): Record<Kind, vscode.TextEditorDecoratio
       overviewRulerColor: color('csi.currentStepBorder'),
       overviewRulerLane: vscode.OverviewRulerLane.Center,
       after: { contentText: ' ◀ path step', color: color('csi.currentStepBorder') },
+    }),
+    // The slice: a left border, a faint background, a gutter mark and a ruler mark in the
+    // left lane (the line states use the right one, the path step the centre).
+    slice: vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      backgroundColor: color('csi.sliceBackground'),
+      borderWidth: '0 0 0 2px',
+      borderStyle: 'solid',
+      borderColor: color('csi.sliceBorder'),
+      ...(sliceRuler ? { overviewRulerColor: color('csi.sliceBorder'), overviewRulerLane: vscode.OverviewRulerLane.Left } : {}),
+      ...(sliceGutter
+        ? { gutterIconPath: vscode.Uri.file(path.join(extensionPath!, 'media', 'slice.svg')), gutterIconSize: '60%' }
+        : {}),
+      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+    }),
+    sliceStatic: vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      borderWidth: '0 0 0 2px',
+      borderStyle: 'dotted',
+      borderColor: color('csi.sliceStaticBorder'),
+      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+    }),
+    sliceCriterion: vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      borderWidth: '0 0 0 5px',
+      borderStyle: 'solid',
+      borderColor: color('csi.sliceBorder'),
+      ...(sliceRuler ? { overviewRulerColor: color('csi.sliceBorder'), overviewRulerLane: vscode.OverviewRulerLane.Full } : {}),
+      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
     }),
   };
 }
@@ -250,17 +290,22 @@ export class Controller implements vscode.Disposable {
   readonly stackView: StackProvider;
   readonly overview: OverviewProvider;
   readonly status: vscode.StatusBarItem;
+  /** `slice: 4 lines (static 6, −33 %)` while a slice is shown; click clears it. */
+  readonly sliceStatus: vscode.StatusBarItem;
+  private sliceShown = false;
   private readonly disposables: vscode.Disposable[] = [];
   private treeTimer: ReturnType<typeof setTimeout> | undefined;
   private syncing = false;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.scope = config().get<Scope>('decorations.scope', 'global');
-    this.types = createDecorationTypes();
+    this.types = createDecorationTypes(this.context.extensionPath);
     this.stackView = new StackProvider(this.state, () => this.client);
     this.overview = new OverviewProvider(this.state);
     this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
     this.status.command = Commands.selectFrame;
+    this.sliceStatus = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 49);
+    this.sliceStatus.command = Commands.sliceClear;
     this.state.onChange(() => this.render());
   }
 
@@ -271,6 +316,18 @@ export class Controller implements vscode.Disposable {
     this.status.tooltip = this.state.stack ? `${this.state.stack.title}\nClick to select a frame` : 'CSI: open a crash';
     this.status.command = this.state.isOpen ? Commands.selectFrame : Commands.openCrash;
     if (this.state.isOpen || this.client) this.status.show();
+    const slice = this.state.slice;
+    if (slice) {
+      this.sliceStatus.text = `$(list-filter) ${this.state.sliceText()}`;
+      this.sliceStatus.tooltip = sliceTooltip(slice);
+      this.sliceStatus.show();
+    } else {
+      this.sliceStatus.hide();
+    }
+    if (this.sliceShown !== (slice !== null)) {
+      this.sliceShown = slice !== null;
+      void vscode.commands.executeCommand('setContext', SLICE_CONTEXT, this.sliceShown);
+    }
     if (this.treeTimer) clearTimeout(this.treeTimer);
     this.treeTimer = setTimeout(() => {
       this.treeTimer = undefined;
@@ -282,7 +339,8 @@ export class Controller implements vscode.Disposable {
   /** The plan for one editor (exposed for tests). */
   planFor(doc: vscode.TextDocument): DecorationPlan {
     const uri = doc.uri.toString();
-    return plan(this.state.lineStates(uri), this.scope, this.state.currentStepLine(uri), doc.lineCount);
+    const slice = this.state.sliceLines(uri, config().get<boolean>('slice.showStatic', true));
+    return plan(this.state.lineStates(uri), this.scope, this.state.currentStepLine(uri), doc.lineCount, slice);
   }
 
   decorate(editor: vscode.TextEditor): void {
@@ -291,7 +349,7 @@ export class Controller implements vscode.Disposable {
 
   rebuildDecorations(): void {
     for (const t of Object.values(this.types)) t.dispose();
-    this.types = createDecorationTypes();
+    this.types = createDecorationTypes(this.context.extensionPath);
     this.render();
   }
 
@@ -333,7 +391,7 @@ export class Controller implements vscode.Disposable {
 
   /** After the server ran one of its commands for a code lens: follow the selection. */
   afterServerCommand(command: string, result: unknown): void {
-    if (!result && command !== Methods.clearCommand) return;
+    if (!result && command !== Methods.clearCommand && command !== Methods.sliceCommand) return;
     switch (command) {
       case 'csi.selectFrame':
         this.state.setTrace(result as PathTrace);
@@ -345,11 +403,16 @@ export class Controller implements vscode.Disposable {
       case 'csi.openCrash':
       case 'csi.openReport':
         this.stackView.resetCache();
+        this.state.setSlice(null);
         this.state.setStack(result as Stack);
         void this.syncTrace();
         break;
       case Methods.clearCommand:
         this.state.clear();
+        break;
+      case Methods.sliceCommand:
+        // The slice lens ({"clear": true}) or another csi.slice run.
+        this.state.setSlice((result as SliceResult | null) ?? null);
         break;
     }
   }
@@ -410,6 +473,8 @@ export class Controller implements vscode.Disposable {
   /** A crash is open: model, its files opened (for line states), the crash point shown. */
   private async opened(stack: Stack): Promise<void> {
     this.stackView.resetCache();
+    // Opening a crash (even the same one again) clears the server's slice.
+    this.state.setSlice(null);
     this.state.setStack(stack);
     await this.syncTrace();
     const uris = new Set<string>();
@@ -502,6 +567,60 @@ export class Controller implements vscode.Disposable {
     this.state.clear();
   }
 
+  /** *Slice from Crash Point*: every variable used where the innermost analysed frame stopped. */
+  async sliceCrash(): Promise<SliceResult | null | undefined> {
+    return this.runSlice(sliceParams(null), true);
+  }
+
+  /**
+   * *Slice from This Line*: the cursor line (or `arg`), for the variables typed in the input
+   * box (`csi.slice.askVariables`); empty input slices for every variable used on the line,
+   * Escape cancels.
+   */
+  async sliceLine(arg?: { uri: string; line: number; variables?: string[] }): Promise<SliceResult | null | undefined> {
+    if (arg) return this.runSlice(sliceParams({ uri: arg.uri, line: arg.line }, arg.variables ?? []), false);
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      void vscode.window.showInformationMessage('CSI: put the cursor on a line of a C or C++ file to slice from it.');
+      return undefined;
+    }
+    const at = { uri: editor.document.uri.toString(), line: editor.selection.active.line };
+    let variables: string[] = [];
+    if (config().get<boolean>('slice.askVariables', true)) {
+      const input = await vscode.window.showInputBox({
+        title: `CSI: slice from line ${at.line + 1}`,
+        prompt: 'Variables to slice for, separated by spaces or commas. Empty: every variable used on the line.',
+        placeHolder: 'every variable used on the line',
+      });
+      if (input === undefined) return undefined;
+      variables = parseVariables(input);
+    }
+    return this.runSlice(sliceParams(at, variables), false);
+  }
+
+  private async runSlice(params: SliceParams, reveal: boolean): Promise<SliceResult | null> {
+    const r = await this.requireClient().sendRequest<SliceResult | null>(Methods.slice, params);
+    this.state.setSlice(r ?? null);
+    if (!r) return null;
+    const c = r.criterion;
+    if (reveal && c.uri && c.line !== null) await this.reveal(c.uri, c.line);
+    const msg = sliceMessage(r);
+    const shown =
+      r.unknownVariables.length > 0
+        ? vscode.window.showWarningMessage(msg, 'Clear Slice')
+        : vscode.window.showInformationMessage(msg, 'Clear Slice');
+    void Promise.resolve(shown).then((pick) => {
+      if (pick === 'Clear Slice') void this.sliceClear();
+    });
+    return r;
+  }
+
+  /** *Clear Slice*: marks go now; the server drops its hints and lens. */
+  async sliceClear(): Promise<void> {
+    this.state.setSlice(null);
+    if (this.client && this.state.isOpen) await this.client.sendRequest(Methods.slice, { clear: true });
+  }
+
   toggleScope(): Scope {
     this.scope = nextScope(this.scope);
     void vscode.window.setStatusBarMessage(`CSI colours: ${this.scope === 'local' ? 'selected frame' : this.scope}`, 3000);
@@ -513,6 +632,7 @@ export class Controller implements vscode.Disposable {
     for (const t of Object.values(this.types)) t.dispose();
     for (const d of this.disposables) d.dispose();
     this.status.dispose();
+    this.sliceStatus.dispose();
   }
 }
 
@@ -622,6 +742,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   reg(Commands.toggleScope, () => controller.toggleScope());
   reg(Commands.revealLine, (uri: string, line: number) => controller.reveal(uri, line));
   reg(Commands.refresh, () => controller.syncStack());
+  reg(Commands.sliceCrash, () => controller.sliceCrash());
+  reg(Commands.sliceLine, (a?: { uri: string; line: number; variables?: string[] }) => controller.sliceLine(a));
+  reg(Commands.sliceClear, () => controller.sliceClear());
 
   context.subscriptions.push(
     controller,
@@ -630,7 +753,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
     vscode.window.registerTreeDataProvider('csiOverview', controller.overview),
     vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => controller.decorate(e))),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('csi.decorations')) {
+      if (e.affectsConfiguration('csi.decorations') || e.affectsConfiguration('csi.slice')) {
         controller.scope = config().get<Scope>('decorations.scope', controller.scope);
         controller.rebuildDecorations();
       }

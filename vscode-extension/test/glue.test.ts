@@ -15,6 +15,10 @@ const ROOT = '/repo';
 const rec = JSON.parse(
   fs.readFileSync(path.join(__dirname, '..', '..', 'test', 'fixtures', 'null_deref.json'), 'utf8').split('$ROOT').join(ROOT),
 );
+// csi/slice: the example result of docs/protocol.md (test/fixtures/slice_protocol_example.json).
+const SLICE = JSON.parse(
+  fs.readFileSync(path.join(__dirname, '..', '..', 'test', 'fixtures', 'slice_protocol_example.json'), 'utf8').split('$ROOT').join(ROOT),
+);
 const SRC = `${ROOT}/fixtures/src/null_deref.c`;
 const SRC_URI = `file://${SRC}`;
 const TEXT = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'fixtures', 'src', 'null_deref.c'), 'utf8');
@@ -43,6 +47,7 @@ async function start() {
     ['csi/stepPath', rec.stepBack2],
     ['csi/query', (p: any) => ({ kind: p.kind, answer: p.kind === 'mayRun' && p.line === 29 ? 'impossible' : 'possible' })],
     ['workspace/executeCommand', null],
+    ['csi/slice', (p: any) => (p.clear ? null : structuredClone(SLICE))],
   ]);
   vscode.recorded.config.set('csi.serverPath', process.execPath); // any existing file
   vscode.recorded.files.set(SRC, TEXT);
@@ -252,4 +257,201 @@ test('errors from the server become messages, not exceptions', async () => {
   // Stepping without a crash says so.
   await vscode.commands.executeCommand(Commands.stepBack);
   assert.ok(vscode.recorded.messages.some((m) => m.text.includes('no path trace')));
+});
+
+// Decoration types of the slice, told apart by their options.
+const sliceDeco = (o: any) => o.borderColor?.id === 'csi.sliceBorder' && o.borderWidth === '0 0 0 2px';
+const staticDeco = (o: any) => o.borderColor?.id === 'csi.sliceStaticBorder';
+const criterionDeco = (o: any) => o.borderColor?.id === 'csi.sliceBorder' && o.borderWidth === '0 0 0 5px';
+const sliceStatus = () => vscode.recorded.statusItems[1];
+
+test('slice from the crash point: request, marks, status bar, message; clear slice', async () => {
+  const { controller, client } = await start();
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  client.deliver('csi/lineStates', rec.lineStates);
+  assert.equal(sliceStatus().visible, false);
+  const editor = vscode.window.activeTextEditor!;
+  editor.selection = new vscode.Selection(5, 0, 5, 0);
+
+  const r = await vscode.commands.executeCommand(Commands.sliceCrash);
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/slice', params: {} });
+  assert.equal(r.restrictedLines, 4);
+  assert.equal(editor.selection.active.line, 29, 'the criterion revealed');
+  assert.deepEqual(painted(editor, sliceDeco), [[12, 12], [15, 15], [26, 26], [29, 29]]);
+  assert.deepEqual(painted(editor, staticDeco), [[19, 19], [27, 27]]);
+  assert.deepEqual(painted(editor, criterionDeco), [[29, 29]]);
+  // The line states stay as they were.
+  assert.deepEqual(painted(editor, bg('csi.neverBackground')), [[19, 19], [29, 29], [41, 42]]);
+  assert.equal(sliceStatus().text, '$(list-filter) slice: 4 lines (static 6, −33 %)');
+  assert.equal(sliceStatus().visible, true);
+  assert.equal(sliceStatus().command, Commands.sliceClear);
+  assert.match(sliceStatus().tooltip, /^Slice from charge\(\) line 30 \(frame #0 of thread 1\) for a, amount/);
+  assert.equal(vscode.recorded.context.get('csi.sliceShown'), true);
+  assert.ok(vscode.recorded.messages.some((m) => m.kind === 'info' && m.text === 'CSI: slice from charge() line 30 for a, amount: 4 lines (static 6, −33 %)'));
+  assert.equal(controller.state.slice?.criterion.function, 'charge');
+
+  // The look: a themable border, a gutter icon, the ruler's left lane; static lines faint.
+  const t = vscode.recorded.decorationTypes.find((d) => !d.disposed && sliceDeco(d.options))!;
+  assert.equal(t.options.isWholeLine, true);
+  assert.equal(t.options.backgroundColor.id, 'csi.sliceBackground');
+  assert.equal(t.options.overviewRulerColor.id, 'csi.sliceBorder');
+  assert.equal(t.options.overviewRulerLane, vscode.OverviewRulerLane.Left);
+  assert.match(t.options.gutterIconPath.fsPath, /\/media\/slice\.svg$/);
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+  assert.ok(pkg.contributes.menus.commandPalette.some((m: any) => m.command === Commands.sliceClear && m.when === 'csi.sliceShown'));
+  const st = vscode.recorded.decorationTypes.find((d) => !d.disposed && staticDeco(d.options))!;
+  assert.equal(st.options.overviewRulerColor, undefined, 'static-only lines stay out of the ruler');
+  assert.equal(st.options.backgroundColor, undefined);
+
+  // Line colours off: the slice stays.
+  controller.scope = 'off';
+  controller.render();
+  assert.deepEqual(painted(editor, bg('csi.neverBackground')), []);
+  assert.equal(painted(editor, sliceDeco).length, 4);
+  controller.scope = 'global';
+
+  // Settings: no static-only lines, no gutter icon, no ruler marks.
+  vscode.workspace._set('csi.slice.showStatic', false);
+  assert.deepEqual(painted(editor, staticDeco), []);
+  assert.equal(painted(editor, sliceDeco).length, 4);
+  vscode.workspace._set('csi.slice.gutterIcon', false);
+  vscode.workspace._set('csi.slice.overviewRuler', false);
+  const t2 = vscode.recorded.decorationTypes.find((d) => !d.disposed && sliceDeco(d.options))!;
+  assert.equal(t2.options.gutterIconPath, undefined);
+  assert.equal(t2.options.overviewRulerColor, undefined);
+  assert.equal(painted(editor, sliceDeco).length, 4, 'repainted with the new types');
+  vscode.workspace._set('csi.slice.showStatic', true);
+  assert.deepEqual(painted(editor, staticDeco), [[19, 19], [27, 27]]);
+
+  // An editor shown later gets the marks too.
+  editor.decorations.clear();
+  controller.decorate(editor as any);
+  assert.equal(painted(editor, sliceDeco).length, 4);
+
+  await vscode.commands.executeCommand(Commands.sliceClear);
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/slice', params: { clear: true } });
+  assert.deepEqual(painted(editor, sliceDeco), []);
+  assert.deepEqual(painted(editor, staticDeco), []);
+  assert.deepEqual(painted(editor, criterionDeco), []);
+  assert.equal(sliceStatus().visible, false);
+  assert.equal(vscode.recorded.context.get('csi.sliceShown'), false);
+  assert.equal(painted(editor, bg('csi.neverBackground')).length, 3, 'line states untouched');
+});
+
+test('slice from this line: variables from the input box; empty = all; Escape cancels; unknown names warn', async () => {
+  const { client } = await start();
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  const editor = vscode.window.activeTextEditor!;
+  editor.selection = new vscode.Selection(30, 4, 30, 4);
+
+  vscode.recorded.inputBoxes.push('f, a');
+  await vscode.commands.executeCommand(Commands.sliceLine);
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/slice', params: { uri: SRC_URI, line: 30, variables: ['f', 'a'] } });
+  assert.match(vscode.recorded.inputBoxOptions[0].title, /line 31/);
+  assert.equal(editor.selection.active.line, 30, 'the cursor stays');
+  assert.equal(painted(editor, sliceDeco).length, 4);
+
+  vscode.recorded.inputBoxes.push('');
+  await vscode.commands.executeCommand(Commands.sliceLine);
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/slice', params: { uri: SRC_URI, line: 30 } });
+
+  const n = client.requests.length;
+  vscode.recorded.inputBoxes.push(undefined);
+  assert.equal(await vscode.commands.executeCommand(Commands.sliceLine), undefined);
+  assert.equal(client.requests.length, n, 'Escape: nothing asked');
+  assert.equal(painted(editor, sliceDeco).length, 4, 'the old slice stays');
+
+  vscode.recorded.config.set('csi.slice.askVariables', false);
+  const asked = vscode.recorded.inputBoxOptions.length;
+  await vscode.commands.executeCommand(Commands.sliceLine);
+  assert.equal(vscode.recorded.inputBoxOptions.length, asked, 'no input box');
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/slice', params: { uri: SRC_URI, line: 30 } });
+
+  // Arguments (from another extension or a keybinding) skip the input box.
+  await vscode.commands.executeCommand(Commands.sliceLine, { uri: SRC_URI, line: 26, variables: ['who'] });
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/slice', params: { uri: SRC_URI, line: 26, variables: ['who'] } });
+
+  LanguageClient.answers.set('csi/slice', () => ({ ...structuredClone(SLICE), unknownVariables: ['amount'] }));
+  await vscode.commands.executeCommand(Commands.sliceLine, { uri: SRC_URI, line: 30, variables: ['a', 'amount'] });
+  assert.ok(vscode.recorded.messages.some((m) => m.kind === 'warning' && /Not used there: amount$/.test(m.text)));
+});
+
+test('the slice goes with CSI: Clear, another crash, the server lens; not shown on edited files', async () => {
+  const { controller, client } = await start();
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  client.deliver('csi/lineStates', rec.lineStates);
+  const editor = vscode.window.activeTextEditor!;
+
+  await vscode.commands.executeCommand(Commands.sliceCrash);
+  assert.equal(painted(editor, sliceDeco).length, 4);
+  await vscode.commands.executeCommand(Commands.clear);
+  assert.equal(controller.state.slice, null);
+  assert.deepEqual(painted(editor, sliceDeco), []);
+  assert.equal(sliceStatus().visible, false);
+
+  // Opening a crash (the same one again, too) drops the slice: the server forgot it.
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  await vscode.commands.executeCommand(Commands.sliceCrash);
+  assert.equal(painted(editor, sliceDeco).length, 4);
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  assert.equal(controller.state.slice, null);
+  assert.deepEqual(painted(editor, sliceDeco), []);
+
+  // The server's lens above the criterion runs csi.slice {"clear": true} (through the middleware).
+  const mw = client.clientOptions.middleware.executeCommand;
+  await mw('csi.slice', [{}], async () => structuredClone(SLICE));
+  assert.equal(painted(editor, sliceDeco).length, 4, 'a csi.slice run elsewhere shows too');
+  assert.equal(sliceStatus().visible, true);
+  await mw('csi.slice', [{ clear: true }], async () => null);
+  assert.deepEqual(painted(editor, sliceDeco), []);
+  assert.equal(sliceStatus().visible, false);
+
+  // An edited document (stale line states) loses the marks; the slice comes back with the text.
+  await vscode.commands.executeCommand(Commands.sliceCrash);
+  client.deliver('csi/lineStates', { uri: SRC_URI, version: 2, must: [], may: [], never: [], partial: [], frame: null, stale: true });
+  assert.deepEqual(painted(editor, sliceDeco), []);
+  assert.equal(sliceStatus().visible, true, 'the slice is still there');
+  client.deliver('csi/lineStates', rec.lineStates);
+  assert.equal(painted(editor, sliceDeco).length, 4);
+
+  // A slice while the server has no crash: its error is a message.
+  await vscode.commands.executeCommand(Commands.clear);
+  LanguageClient.answers.set('csi/slice', () => {
+    throw new Error('no crash is open: run csi.openCrash (or set executable/core in .csi.toml)');
+  });
+  assert.equal(await vscode.commands.executeCommand(Commands.sliceCrash), undefined);
+  assert.ok(vscode.recorded.messages.some((m) => m.kind === 'error' && m.text.includes('no crash is open')));
+  // Clear Slice with no crash open does not bother the server.
+  const n = client.requests.length;
+  await vscode.commands.executeCommand(Commands.sliceClear);
+  assert.equal(client.requests.length, n);
+});
+
+test('the slice csi-lsp answers on the fixture crash (recorded): marks, status, message', async () => {
+  const { client } = await start();
+  LanguageClient.answers.set('csi/slice', (p: any) => (p.clear ? null : p.variables ? rec.sliceLine : rec.slice));
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  client.deliver('csi/lineStates', rec.lineStates);
+  const editor = vscode.window.activeTextEditor!;
+
+  await vscode.commands.executeCommand(Commands.sliceCrash);
+  assert.deepEqual(painted(editor, sliceDeco), [[7, 9], [11, 11], [15, 18], [20, 20], [26, 28], [30, 31], [35, 40]]);
+  assert.deepEqual(painted(editor, staticDeco), [[19, 19], [29, 29]], 'case 2 and puts("unusual fee"): never ran');
+  assert.deepEqual(painted(editor, criterionDeco), [[30, 30]]);
+  assert.equal(editor.selection.active.line, 30);
+  assert.equal(sliceStatus().text, '$(list-filter) slice: 20 lines (static 22, −9 %)');
+  assert.ok(
+    vscode.recorded.messages.some(
+      (m) => m.kind === 'info' && m.text === 'CSI: slice from charge() line 31 for every variable used there: 20 lines (static 22, −9 %)',
+    ),
+  );
+
+  vscode.recorded.inputBoxes.push('f nosuch');
+  await vscode.commands.executeCommand(Commands.sliceLine);
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/slice', params: { uri: SRC_URI, line: 30, variables: ['f', 'nosuch'] } });
+  assert.ok(
+    vscode.recorded.messages.some(
+      (m) => m.kind === 'warning' && m.text === 'CSI: slice from charge() line 31 for f: 20 lines (static 22, −9 %). Not used there: nosuch',
+    ),
+  );
 });

@@ -2,12 +2,25 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as fs from 'fs';
 import * as path from 'path';
 
-import { lineCount, linesFor, nextScope, plan, toRanges } from '../src/logic/decorations';
+import { emptyPlan, lineCount, linesFor, nextScope, plan, toRanges } from '../src/logic/decorations';
 import { countIn, fileOverview, findFunctions, ratioBar, stripCode } from '../src/logic/overview';
-import type { LineStates, PathTrace, Stack } from '../src/logic/protocol';
+import type { LineStates, PathTrace, SliceResult, Stack } from '../src/logic/protocol';
 import { findServer } from '../src/logic/server';
+import {
+  criterionPlace,
+  parseVariables,
+  percent,
+  sliceLines,
+  sliceMessage,
+  sliceParams,
+  sliceSummary,
+  sliceTooltip,
+  sliceUris,
+  unshown,
+} from '../src/logic/slice';
 import { frameChildren, itemView, roots, splitOmitted, stepChildren } from '../src/logic/stackTree';
 import { CsiState, addRecent, crashName } from '../src/logic/state';
 import { canStep, currentStep, deltaTo, stepTarget, stepsOnLine } from '../src/logic/stepping';
@@ -90,7 +103,8 @@ describe('decorations', () => {
   test('no frame analysis or stale: nothing', () => {
     assert.equal(linesFor(ls({ frame: null }), 'local'), null);
     const stale = plan(ls({ stale: true }), 'global', 3);
-    assert.deepEqual(stale, { must: [], may: [], never: [], partial: [], current: [] });
+    assert.deepEqual(stale, emptyPlan());
+    assert.deepEqual(Object.keys(stale), ['must', 'may', 'never', 'partial', 'current', 'slice', 'sliceStatic', 'sliceCriterion']);
     assert.equal(linesFor(undefined, 'global'), null);
   });
   test('scope cycles', () => {
@@ -286,5 +300,129 @@ describe('finding the server', () => {
     assert.ok('error' in r && r.error.includes('/nope/csi-lsp'));
     const none = findServer({ ...base, isFile: () => false });
     assert.ok('error' in none && none.error.includes('csi.serverPath'));
+  });
+});
+
+describe('slice', () => {
+  // The example result of docs/protocol.md, "csi/slice", verbatim (the checkout path as $ROOT).
+  const DOC: SliceResult = JSON.parse(
+    fs.readFileSync(path.join(__dirname, '..', '..', 'test', 'fixtures', 'slice_protocol_example.json'), 'utf8'),
+  );
+  const SRC = 'file://$ROOT/fixtures/src/null_deref.c';
+  const other = (r: SliceResult, over: Partial<SliceResult>): SliceResult => ({ ...structuredClone(r), ...over });
+
+  test('params: crash point, a line, variables', () => {
+    assert.deepEqual(sliceParams(null), {});
+    assert.deepEqual(sliceParams(null, ['a']), { variables: ['a'] });
+    assert.deepEqual(sliceParams({ uri: U, line: 4 }), { uri: U, line: 4 });
+    assert.deepEqual(sliceParams({ uri: U, line: 4 }, ['acct', 'amount']), { uri: U, line: 4, variables: ['acct', 'amount'] });
+    assert.deepEqual(parseVariables(''), []);
+    assert.deepEqual(parseVariables('   '), []);
+    assert.deepEqual(parseVariables(' acct, amount acct;f '), ['acct', 'amount', 'f']);
+  });
+
+  test('summary, message and tooltip of the documented example', () => {
+    assert.equal(percent(0.333), 33);
+    assert.equal(percent(0.5), 50);
+    assert.equal(percent(0), 0);
+    assert.equal(percent(Number.NaN), 0);
+    // From the counts, ties to even, as the server's lens (Rust `{:.0}`) rounds.
+    assert.equal(percent(0.091, 20, 22), 9);
+    assert.equal(percent(0.125, 7, 8), 12);
+    assert.equal(percent(0.375, 5, 8), 38);
+    assert.equal(percent(0.333, 2, 3), 33);
+    assert.equal(percent(0, 0, 0), 0);
+    assert.equal(sliceSummary(DOC), 'slice: 4 lines (static 6, −33 %)', 'as the server lens says it');
+    assert.equal(criterionPlace(DOC.criterion), 'charge() line 30');
+    assert.equal(sliceMessage(DOC), 'CSI: slice from charge() line 30 for a, amount: 4 lines (static 6, −33 %)');
+    assert.match(sliceTooltip(DOC), /^Slice from charge\(\) line 30 \(frame #0 of thread 1\) for a, amount\n/);
+    assert.match(sliceTooltip(DOC), /static slice has 6: 33 % fewer/);
+    const one = other(DOC, { restrictedLines: 1, unrestrictedLines: 1, reduction: 0 });
+    assert.equal(sliceSummary(one), 'slice: 1 line (static 1, −0 %)');
+    const anywhere = other(DOC, {
+      criterion: { ...DOC.criterion, function: null, thread: 0, frame: null, variables: ['amount'] },
+      unknownVariables: ['amount'],
+    });
+    assert.equal(criterionPlace(anywhere.criterion), 'line 30 of ./src/null_deref.c');
+    assert.match(sliceTooltip(anywhere), /\(all calling contexts\) for no variable used there/);
+    assert.equal(
+      sliceMessage(anywhere),
+      'CSI: slice from line 30 of ./src/null_deref.c for no variable used there: 4 lines (static 6, −33 %). Not used there: amount',
+    );
+    // What the server says for "every variable" (null) and for some unknown names.
+    const every = other(DOC, { criterion: { ...DOC.criterion, variables: null } });
+    assert.match(sliceMessage(every), /^CSI: slice from charge\(\) line 30 for every variable used there: /);
+    const some = other(DOC, { criterion: { ...DOC.criterion, variables: ['f', 'nosuch'] }, unknownVariables: ['nosuch'] });
+    assert.match(sliceMessage(some), / for f: 4 lines .*\. Not used there: nosuch$/);
+    const noLine = { ...DOC.criterion, line: null };
+    assert.equal(criterionPlace(noLine), 'charge()');
+    assert.equal(sliceLines(other(DOC, { criterion: noLine }), SRC, true)?.criterion, null);
+  });
+
+  test('lines of a document: restricted, static-only, criterion', () => {
+    assert.deepEqual(sliceLines(DOC, SRC, true), { restricted: [12, 15, 26, 29], staticOnly: [19, 27], criterion: 29 });
+    assert.deepEqual(sliceLines(DOC, SRC, false), { restricted: [12, 15, 26, 29], staticOnly: [], criterion: 29 });
+    assert.equal(sliceLines(DOC, 'file:///elsewhere.c', true), null);
+    assert.equal(sliceLines(null, SRC, true), null);
+    // URIs compare through the key (the editor's spelling vs the server's).
+    assert.ok(sliceLines(DOC, SRC.toUpperCase(), true, (u) => u.toLowerCase()));
+    assert.deepEqual(sliceUris(DOC, true), [SRC]);
+  });
+
+  test('several files, files outside the workspace', () => {
+    const r = other(DOC, {
+      restricted: [
+        { uri: 'file:///w/b.c', file: 'b.c', lines: [3, 1] },
+        { uri: null, file: '/usr/include/x.h', lines: [7, 8] },
+        { uri: SRC, file: './src/null_deref.c', lines: [29] },
+      ],
+      unrestricted: [
+        { uri: 'file:///w/b.c', file: 'b.c', lines: [1, 2, 3] },
+        { uri: 'file:///w/c.c', file: 'c.c', lines: [9] },
+        { uri: null, file: '/usr/include/x.h', lines: [7, 8, 9] },
+        { uri: SRC, file: './src/null_deref.c', lines: [29] },
+      ],
+    });
+    assert.deepEqual(sliceLines(r, 'file:///w/b.c', true), { restricted: [1, 3], staticOnly: [2], criterion: null });
+    assert.deepEqual(sliceLines(r, 'file:///w/c.c', true), { restricted: [], staticOnly: [9], criterion: null });
+    assert.equal(sliceLines(r, 'file:///w/c.c', false), null);
+    assert.deepEqual(sliceUris(r, false), ['file:///w/b.c', SRC]);
+    assert.deepEqual(sliceUris(r, true), ['file:///w/b.c', SRC, 'file:///w/c.c']);
+    assert.deepEqual(unshown(r), { files: 1, lines: 2 });
+    assert.match(sliceMessage(r), /\. 2 lines in 1 file outside the workspace$/);
+  });
+
+  test('the plan: slice ranges whatever the scope, none in a stale document', () => {
+    const lines = sliceLines(DOC, SRC, true);
+    const p = plan(ls({ uri: SRC }), 'off', null, 44, lines);
+    assert.deepEqual(p.slice, [{ start: 12, end: 12 }, { start: 15, end: 15 }, { start: 26, end: 26 }, { start: 29, end: 29 }]);
+    assert.deepEqual(p.sliceStatic, [{ start: 19, end: 19 }, { start: 27, end: 27 }]);
+    assert.deepEqual(p.sliceCriterion, [{ start: 29, end: 29 }]);
+    assert.deepEqual(p.must, [], 'scope off');
+    // Past the end of the document: dropped.
+    assert.deepEqual(plan(undefined, 'global', null, 20, lines).slice, [{ start: 12, end: 12 }, { start: 15, end: 15 }]);
+    assert.deepEqual(plan(ls({ uri: SRC, stale: true }), 'global', null, 44, lines), emptyPlan());
+  });
+
+  test('state: set, lines through the uri key, cleared with the crash or another crash', () => {
+    const s = new CsiState((u) => u.toLowerCase());
+    let changes = 0;
+    s.onChange(() => changes++);
+    s.setStack(stack());
+    s.setSlice(DOC);
+    assert.equal(changes, 2);
+    assert.equal(s.sliceText(), 'slice: 4 lines (static 6, −33 %)');
+    assert.deepEqual(s.sliceLines(SRC.toUpperCase(), true)?.staticOnly, [19, 27]);
+    s.setStack(stack()); // the same crash again (csi/stack refresh): kept
+    assert.ok(s.slice);
+    s.setStack({ ...stack(), title: 'other (/w/core2)' });
+    assert.equal(s.slice, null, 'another crash');
+    s.setSlice(DOC);
+    s.clear();
+    assert.equal(s.slice, null);
+    assert.equal(s.sliceText(), null);
+    s.setSlice(DOC);
+    s.setSlice(null);
+    assert.equal(s.sliceLines(SRC, true), null);
   });
 });

@@ -17,6 +17,18 @@ vim.api.nvim_create_autocmd('ColorScheme', {
   group = group,
   callback = function()
     require('csi.lines').define()
+    require('csi.slice').define()
+  end,
+})
+
+-- A buffer loaded while a slice is shown gets its marks.
+vim.api.nvim_create_autocmd('BufReadPost', {
+  group = group,
+  callback = function(a)
+    local slice = require('csi.slice')
+    if slice.result then
+      slice.apply(a.buf)
+    end
   end,
 })
 
@@ -30,6 +42,7 @@ vim.api.nvim_create_autocmd('FileType', {
 })
 
 require('csi.lines').define()
+require('csi.slice').define()
 
 local cmd = vim.api.nvim_create_user_command
 
@@ -91,3 +104,30 @@ end, {
 cmd('CsiClear', function()
   require('csi').clear()
 end, { nargs = 0, desc = 'CSI: close the crash' })
+
+-- Identifiers on the cursor line, for :CsiSlice's completion.
+local function line_words(arglead)
+  local words, seen = {}, {}
+  local keywords = { ['if'] = true, ['for'] = true, ['while'] = true, ['return'] = true, ['int'] = true,
+    ['char'] = true, ['const'] = true, ['struct'] = true, ['else'] = true, ['sizeof'] = true }
+  for w in vim.api.nvim_get_current_line():gmatch('[%a_][%w_]*') do
+    if not seen[w] and not keywords[w] and w:sub(1, #arglead) == arglead then
+      seen[w] = true
+      table.insert(words, w)
+    end
+  end
+  return words
+end
+
+cmd('CsiSlice', function(o)
+  require('csi').slice({ crash = o.bang, variables = o.fargs })
+end, {
+  nargs = '*',
+  bang = true,
+  complete = line_words,
+  desc = 'CSI: slice from the cursor line (! from the crash point) for [variables]',
+})
+
+cmd('CsiSliceClear', function()
+  require('csi').slice_clear()
+end, { nargs = 0, desc = 'CSI: hide the slice' })

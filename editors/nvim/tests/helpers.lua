@@ -1,6 +1,6 @@
 -- A small test runner for headless Neovim: test(), eq(), wait(), finish() (exit code 1 on
 -- failure). Tests run in order and share the editor.
-local H = { passed = 0, failed = 0, messages = {} }
+local H = { passed = 0, failed = 0, skipped = 0, messages = {} }
 
 H.root = assert(os.getenv('CSI_ROOT'), 'CSI_ROOT is not set (run tests/run.sh)')
 H.server = assert(os.getenv('CSI_LSP'), 'CSI_LSP is not set (run tests/run.sh)')
@@ -32,6 +32,12 @@ function H.test(name, fn)
     H.failed = H.failed + 1
     out('FAIL - ' .. name .. '\n' .. tostring(err):gsub('\n', '\n       '))
   end
+end
+
+--- A test that cannot run here (says why; does not fail).
+function H.skip(name, why)
+  H.skipped = H.skipped + 1
+  out('skip - ' .. name .. ' # SKIP ' .. why)
 end
 
 function H.eq(got, want, what)
@@ -67,19 +73,20 @@ function H.contains(s, needle, what)
   end
 end
 
---- line (1-based) → sign name of the CSI sign group in bufnr.
-function H.signs(bufnr)
+--- line (1-based) → sign name of the CSI sign group (or `group`) in bufnr.
+function H.signs(bufnr, group)
   local out_ = {}
-  local placed = vim.fn.sign_getplaced(bufnr, { group = 'csi' })[1]
+  local placed = vim.fn.sign_getplaced(bufnr, { group = group or 'csi' })[1]
   for _, s in ipairs(placed and placed.signs or {}) do
     out_[s.lnum] = s.name
   end
   return out_
 end
 
---- row (0-based) → line highlight group of the CSI extmarks in bufnr.
-function H.line_highlights(bufnr)
-  local ns = vim.api.nvim_get_namespaces()['csi_lines']
+--- row (0-based) → line highlight group of the CSI extmarks (namespace `ns_name`, default
+--- csi_lines) in bufnr.
+function H.line_highlights(bufnr, ns_name)
+  local ns = vim.api.nvim_get_namespaces()[ns_name or 'csi_lines']
   local out_ = {}
   if not ns then
     return out_
@@ -126,7 +133,7 @@ function H.hover(bufnr, line, character)
 end
 
 function H.finish()
-  out(('%d passed, %d failed'):format(H.passed, H.failed))
+  out(('%d passed, %d failed'):format(H.passed, H.failed) .. (H.skipped > 0 and (', %d skipped'):format(H.skipped) or ''))
   if H.failed > 0 then
     vim.cmd('cquit 1')
   else

@@ -2,6 +2,7 @@
 // whole-line decorations.
 
 import type { LineSets, LineStates } from './protocol';
+import type { SliceLines } from './slice';
 
 /** Which answer colours the lines: the whole program's, the selected frame's, or none. */
 export type Scope = 'global' | 'local' | 'off';
@@ -27,13 +28,19 @@ export interface DecorationPlan {
   partial: LineRange[];
   /** The current path-trace step of the selected frame, when it is in this document. */
   current: LineRange[];
+  /** Lines of the restricted slice (csi/slice). */
+  slice: LineRange[];
+  /** Lines only in the unrestricted (static) slice. */
+  sliceStatic: LineRange[];
+  /** The slice criterion's line. */
+  sliceCriterion: LineRange[];
 }
 
-export const KINDS = ['must', 'may', 'never', 'partial', 'current'] as const;
+export const KINDS = ['must', 'may', 'never', 'partial', 'current', 'slice', 'sliceStatic', 'sliceCriterion'] as const;
 export type Kind = (typeof KINDS)[number];
 
 export function emptyPlan(): DecorationPlan {
-  return { must: [], may: [], never: [], partial: [], current: [] };
+  return { must: [], may: [], never: [], partial: [], current: [], slice: [], sliceStatic: [], sliceCriterion: [] };
 }
 
 /** The line sets a scope shows; null when nothing is shown (off, stale, or no frame analysis). */
@@ -60,12 +67,16 @@ export function toRanges(lines: readonly number[], lineCount?: number): LineRang
   return out;
 }
 
-/** Everything to decorate in one document. */
+/**
+ * Everything to decorate in one document. The slice is shown whatever the scope, but not in
+ * a document edited since it was analysed (stale), like the line states.
+ */
 export function plan(
   states: LineStates | undefined,
   scope: Scope,
   currentStepLine: number | null,
   lineCount?: number,
+  slice: SliceLines | null = null,
 ): DecorationPlan {
   const p = emptyPlan();
   const sets = linesFor(states, scope);
@@ -77,6 +88,11 @@ export function plan(
   }
   if (currentStepLine !== null && !(states?.stale ?? false)) {
     p.current = toRanges([currentStepLine], lineCount);
+  }
+  if (slice && !(states?.stale ?? false)) {
+    p.slice = toRanges(slice.restricted, lineCount);
+    p.sliceStatic = toRanges(slice.staticOnly, lineCount);
+    if (slice.criterion !== null) p.sliceCriterion = toRanges([slice.criterion], lineCount);
   }
   return p;
 }

@@ -88,6 +88,49 @@ export interface QueryResult {
   answer: 'possible' | 'impossible';
 }
 
+/** Where a slice starts (csi/slice `criterion`). Lines are 0-based. */
+export interface SliceCriterion {
+  uri: string | null;
+  file: string | null;
+  /** Null when the criterion has no source line. */
+  line: number | null;
+  function: string | null;
+  thread?: number | null;
+  /** The frame whose stack context the slice follows; null: all calling contexts. */
+  frame?: number | null;
+  /** The variables asked for (unknown ones included); null: every variable used there. */
+  variables: string[] | null;
+}
+
+/** One file's lines of a slice; `uri` is null for files not found in the workspace. */
+export interface SliceFile {
+  uri: string | null;
+  file: string;
+  lines: number[];
+}
+
+/** The result of csi/slice (null after `{"clear": true}`). */
+export interface SliceResult {
+  criterion: SliceCriterion;
+  unknownVariables: string[];
+  /** The slice restricted by the crash's trace data. */
+  restricted: SliceFile[];
+  /** The plain static slice from the same criterion. */
+  unrestricted: SliceFile[];
+  restrictedLines: number;
+  unrestrictedLines: number;
+  /** 1 − restrictedLines / unrestrictedLines (0 when both are empty). */
+  reduction: number;
+}
+
+/** csi/slice params: {} slices from the crash point. */
+export interface SliceParams {
+  uri?: string;
+  line?: number;
+  variables?: string[];
+  clear?: boolean;
+}
+
 /** Method names, in one place. */
 export const Methods = {
   openCrash: 'csi/openCrash',
@@ -98,6 +141,9 @@ export const Methods = {
   stepPath: 'csi/stepPath',
   query: 'csi/query',
   lineStates: 'csi/lineStates',
+  slice: 'csi/slice',
+  /** The server's command for csi/slice (its code lens runs it with {"clear": true}). */
+  sliceCommand: 'csi.slice',
   /** Only a command (workspace/executeCommand). */
   clearCommand: 'csi.clear',
 } as const;

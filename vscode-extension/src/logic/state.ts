@@ -2,7 +2,8 @@
 // trace and the latest csi/lineStates per document. Plain data plus change events; the glue
 // renders it.
 
-import type { Frame, LineStates, PathStep, PathTrace, Selected, Stack, StepResult } from './protocol';
+import type { Frame, LineStates, PathStep, PathTrace, Selected, SliceResult, Stack, StepResult } from './protocol';
+import { type SliceLines, sliceLines, sliceSummary } from './slice';
 import { currentStep, stepLabel } from './stepping';
 
 export type Listener = () => void;
@@ -14,6 +15,8 @@ export class CsiState {
   stack: Stack | null = null;
   selected: Selected | null = null;
   trace: PathTrace | null = null;
+  /** The slice shown (csi/slice), or null. */
+  slice: SliceResult | null = null;
   private readonly states = new Map<string, LineStates>();
   private readonly listeners: Listener[] = [];
 
@@ -37,6 +40,8 @@ export class CsiState {
 
   /** A new crash (or a fresh csi/stack of the same one). */
   setStack(stack: Stack): void {
+    // Another crash: the server forgot the slice with the old one.
+    if (this.stack && this.stack.title !== stack.title) this.slice = null;
     const same =
       this.stack !== null &&
       this.stack.title === stack.title &&
@@ -90,8 +95,25 @@ export class CsiState {
     this.stack = null;
     this.selected = null;
     this.trace = null;
+    this.slice = null;
     this.states.clear();
     this.changed();
+  }
+
+  /** The answer of csi/slice (null: cleared). */
+  setSlice(r: SliceResult | null): void {
+    this.slice = r;
+    this.changed();
+  }
+
+  /** The slice's lines in a document (null: none there). */
+  sliceLines(uri: string, showStatic: boolean): SliceLines | null {
+    return sliceLines(this.slice, uri, showStatic, this.key);
+  }
+
+  /** `slice: 4 lines (static 6, −33 %)`, or null without a slice. */
+  sliceText(): string | null {
+    return this.slice ? sliceSummary(this.slice) : null;
   }
 
   selectedFrame(): Frame | null {

@@ -164,6 +164,12 @@ export const recorded = {
   /** Answers for showQuickPick / showOpenDialog, consumed in order. */
   quickPicks: [] as Array<(items: any[]) => any>,
   openDialogs: [] as Array<string | undefined>,
+  /** Answers for showInputBox, consumed in order (undefined: Escape). */
+  inputBoxes: [] as Array<string | undefined>,
+  /** The options showInputBox was called with. */
+  inputBoxOptions: [] as any[],
+  /** Context keys set with the `setContext` command. */
+  context: new Map<string, unknown>(),
   files: new Map<string, string>(),
   reset(): void {
     this.commands.clear();
@@ -174,6 +180,9 @@ export const recorded = {
     this.config.clear();
     this.quickPicks = [];
     this.openDialogs = [];
+    this.inputBoxes = [];
+    this.inputBoxOptions = [];
+    this.context.clear();
     this.files.clear();
     window.visibleTextEditors = [];
     window.activeTextEditor = undefined;
@@ -188,6 +197,10 @@ export const commands = {
     return new Disposable(() => recorded.commands.delete(id));
   },
   async executeCommand(id: string, ...args: any[]): Promise<any> {
+    if (id === 'setContext') {
+      recorded.context.set(args[0], args[1]);
+      return undefined;
+    }
     const f = recorded.commands.get(id);
     if (!f) throw new Error(`command '${id}' not found`);
     return f(...args);
@@ -259,6 +272,10 @@ export const window = {
   async showQuickPick(items: any[]): Promise<any> {
     const f = recorded.quickPicks.shift();
     return f ? f(items) : undefined;
+  },
+  async showInputBox(options?: any): Promise<string | undefined> {
+    recorded.inputBoxOptions.push(options);
+    return recorded.inputBoxes.shift();
   },
   async showOpenDialog(): Promise<Uri[] | undefined> {
     const p = recorded.openDialogs.shift();

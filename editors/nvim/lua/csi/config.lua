@@ -25,6 +25,16 @@ M.defaults = {
   -- no analysis); 'global': the answer for the whole execution before the crash.
   highlight_scope = 'frame',
   highlight_priority = 90, -- below Tree-sitter (100), above syntax
+  -- :CsiSlice marks: signs and line highlights for the restricted slice and its criterion,
+  -- and (static = true) for the lines only in the plain static slice.
+  slice = {
+    signs = true,
+    sign_text = { slice = '◆', static = '◇', criterion = '▶' },
+    sign_priority = 6, -- above the line-state signs (5): a slice line shows the slice sign
+    line_highlights = true,
+    highlight_priority = 95, -- above the line-state highlights (90)
+    static = true,
+  },
   codelens = true,
   inlay_hints = true, -- Neovim >= 0.10
   -- Jump to the crash frame after opening a crash, to a frame when it is selected, to the

@@ -3,6 +3,7 @@ local config = require('csi.config')
 local lsp = require('csi.lsp')
 local lines = require('csi.lines')
 local frames = require('csi.frames')
+local slice = require('csi.slice')
 
 local M = {}
 
@@ -13,6 +14,7 @@ M.state = {
   path = nil, -- the last csi/selectFrame result
   step = nil, -- the last csi/stepPath result
   query = nil, -- the last csi/query result (with the question)
+  slice = nil, -- the csi/slice result shown
 }
 
 local function notify(msg, level)
@@ -64,6 +66,7 @@ end
 function M.setup(opts)
   config.set(opts)
   lines.define()
+  slice.define()
   -- Buffers already open when the plugin is set up.
   if config.get().autostart then
     for _, b in ipairs(vim.api.nvim_list_bufs()) do
@@ -169,6 +172,9 @@ function M.open_crash(exe, core, opts)
   notify('opening ' .. params.core .. ' …')
   return request('csi/openCrash', params, function(st)
     set_stack(st)
+    -- Opening a crash clears the server's slice.
+    M.state.slice = nil
+    slice.clear_all()
     for _, n in ipairs(is_null(st.notices) and {} or st.notices) do
       notify(type(n) == 'string' and n or vim.inspect(n), vim.log.levels.WARN)
     end
@@ -282,11 +288,63 @@ function M.query(kind, line2, opts)
   end)
 end
 
+--- Slices (csi/slice) and marks the slice: from the crash point (opts.crash), else from
+--- opts.uri / opts.line (0-based; default: the cursor line), for opts.variables (default:
+--- every variable used on the line). Echoes the size and the reduction.
+function M.slice(opts)
+  opts = opts or {}
+  local params = {}
+  if not opts.crash then
+    params.uri = opts.uri or vim.uri_from_bufnr(0)
+    params.line = opts.line or (vim.api.nvim_win_get_cursor(0)[1] - 1)
+  end
+  if type(opts.variables) == 'table' and #opts.variables > 0 then
+    params.variables = opts.variables
+  end
+  return request('csi/slice', params, function(r)
+    if is_null(r) then
+      M.state.slice = nil
+      slice.clear_all()
+      return
+    end
+    M.state.slice = r
+    slice.show(r)
+    local unknown = not is_null(r.unknownVariables) and #r.unknownVariables > 0
+    notify(slice.message(r), unknown and vim.log.levels.WARN or nil)
+    local c = r.criterion or {}
+    if opts.crash and config.get().jump and opts.jump ~= false then
+      jump(c.uri, c.line, 0)
+    end
+    lsp.refresh_all()
+    if opts.on_done then
+      opts.on_done(r)
+    end
+  end)
+end
+
+--- Hides the slice: its signs and highlights here, its hints and lens in the server.
+function M.slice_clear(opts)
+  opts = opts or {}
+  local known = M.state.slice ~= nil or M.state.stack ~= nil
+  M.state.slice = nil
+  slice.clear_all()
+  local function done()
+    lsp.refresh_all()
+    if opts.on_done then
+      opts.on_done()
+    end
+  end
+  if not known or not request('csi/slice', { clear = true }, done) then
+    done()
+  end
+end
+
 --- Closes the crash: the server drops hints, lenses and diagnostics; signs and highlights go.
 function M.clear(opts)
   opts = opts or {}
   lines.clear_all()
-  M.state.stack, M.state.selected, M.state.path, M.state.step = nil, nil, nil, nil
+  slice.clear_all()
+  M.state.stack, M.state.selected, M.state.path, M.state.step, M.state.slice = nil, nil, nil, nil, nil
   frames.clear_qflist()
   return request('workspace/executeCommand', { command = 'csi.clear', arguments = {} }, function()
     lines.clear_all()

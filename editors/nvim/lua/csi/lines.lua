@@ -141,6 +141,8 @@ function M.handler(_, params, _, _)
   local bufnr = M.buf_of_uri(params.uri)
   if bufnr then
     M.apply(bufnr, params)
+    -- The slice follows: shown on a freshly opened buffer, gone from an edited (stale) one.
+    require('csi.slice').apply(bufnr)
   end
   vim.schedule(function()
     pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'CsiLineStates', modeline = false })

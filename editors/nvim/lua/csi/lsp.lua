@@ -132,7 +132,7 @@ end
 
 -- Code lens commands run in the client, so that selecting a frame or stepping from a lens
 -- also jumps and refreshes.
-local function lens_commands()
+function M.lens_commands()
   return {
     ['csi.selectFrame'] = function(command)
       local a = (command.arguments or {})[1] or {}
@@ -141,6 +141,15 @@ local function lens_commands()
     ['csi.stepPath'] = function(command)
       local a = (command.arguments or {})[1] or {}
       require('csi').step(a.delta or -1)
+    end,
+    -- The lens above a slice's criterion hides the slice ({"clear": true}).
+    ['csi.slice'] = function(command)
+      local a = (command.arguments or {})[1] or {}
+      if a.clear then
+        require('csi').slice_clear()
+      else
+        require('csi').slice({ crash = a.uri == nil, uri = a.uri, line = a.line, variables = a.variables })
+      end
     end,
   }
 end
@@ -156,7 +165,7 @@ local function client_config(root)
     init_options = init,
     capabilities = cfg.capabilities or vim.lsp.protocol.make_client_capabilities(),
     handlers = { ['csi/lineStates'] = lines.handler },
-    commands = lens_commands(),
+    commands = M.lens_commands(),
     on_attach = on_attach,
   }
 end
