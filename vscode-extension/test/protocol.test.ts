@@ -33,7 +33,7 @@ const srcPath = path.join(root, 'fixtures', 'src', 'null_deref.c');
 const srcUri = `file://${srcPath}`;
 
 // csi/slice from the crash point on the fixture: restricted-slice lines (0-based).
-const RESTRICTED = [7, 8, 9, 11, 15, 16, 17, 18, 20, 26, 27, 28, 30, 31, 35, 36, 37, 38, 39, 40];
+const RESTRICTED = [7, 8, 9, 11, 12, 15, 16, 17, 18, 20, 22, 26, 27, 28, 30, 31, 35, 36, 37, 38, 39, 40];
 
 let proc: ChildProcess;
 let conn: MessageConnection;
@@ -270,7 +270,7 @@ test('the extension session against csi-lsp on null_deref', { skip }, async (t) 
     // which never ran.
     const src = sliceLines(r, srcUri, true)!;
     assert.deepEqual(src, { restricted: RESTRICTED, staticOnly: [19, 29], criterion: 30 });
-    assert.equal(sliceSummary(r), 'slice: 20 lines (static 22, −9 %)');
+    assert.equal(sliceSummary(r), 'slice: 22 lines (static 24, −8 %)');
     // Every restricted line may have run.
     const ls = state.lineStates(srcUri)!;
     for (const l of src.restricted) assert.ok(!ls.never.includes(l), `slice line ${l + 1} never ran`);
@@ -279,9 +279,10 @@ test('the extension session against csi-lsp on null_deref', { skip }, async (t) 
     const p = plan(state.lineStates(srcUri), 'global', null, 44, state.sliceLines(srcUri, true));
     assert.deepEqual(p.slice, [
       { start: 7, end: 9 },
-      { start: 11, end: 11 },
+      { start: 11, end: 12 },
       { start: 15, end: 18 },
       { start: 20, end: 20 },
+      { start: 22, end: 22 },
       { start: 26, end: 28 },
       { start: 30, end: 31 },
       { start: 35, end: 40 },

@@ -17,9 +17,9 @@ csi.setup({ cmd = { H.server } })
 -- `case 2` (never ran), charge()'s lines but `puts("unusual fee")` (never ran), main's
 -- accounts, loop and calls. Only in the static slice: `case 2` (19) and the puts (29).
 local CRITERION = 30
-local RESTRICTED = { 7, 8, 9, 11, 15, 16, 17, 18, 20, 26, 27, 28, 30, 31, 35, 36, 37, 38, 39, 40 }
+local RESTRICTED = { 7, 8, 9, 11, 12, 15, 16, 17, 18, 20, 22, 26, 27, 28, 30, 31, 35, 36, 37, 38, 39, 40 }
 local STATIC_ONLY = { 19, 29 }
-local SUMMARY = 'slice: 20 lines (static 22, −9 %)'
+local SUMMARY = 'slice: 22 lines (static 24, −8 %)'
 local NEVER = { 19, 29, 41, 42 }
 
 local bufnr
