@@ -289,7 +289,10 @@ impl Backend {
             Some(_) => return Err(invalid("`variables` must be an array of strings")),
         }
         .filter(|v| !v.is_empty());
-        let at = match (arg.get("uri").and_then(Value::as_str), arg.get("line").and_then(Value::as_u64)) {
+        let at = match (
+            arg.get("uri").and_then(Value::as_str),
+            arg.get("line").and_then(Value::as_u64),
+        ) {
             (Some(uri), Some(line)) => {
                 let path = uri
                     .parse::<Uri>()
@@ -298,7 +301,9 @@ impl Backend {
                     .unwrap_or_else(|| PathBuf::from(uri));
                 let keys: Vec<String> = s.keys_for(&path).into_iter().map(str::to_string).collect();
                 if keys.is_empty() {
-                    return Err(invalid(format!("{uri} is not a source file of the crashed program")));
+                    return Err(invalid(format!(
+                        "{uri} is not a source file of the crashed program"
+                    )));
                 }
                 Some((keys, line as u32 + 1))
             }
@@ -308,7 +313,9 @@ impl Backend {
         let (state, s2, sel) = (self.state.clone(), s.clone(), self.selection());
         let shown = tokio::task::spawn_blocking(move || {
             let mut slicer = state.slicer.lock().unwrap();
-            let at = at.as_ref().map(|(k, l)| (k.iter().map(String::as_str).collect(), *l));
+            let at = at
+                .as_ref()
+                .map(|(k, l)| (k.iter().map(String::as_str).collect(), *l));
             s2.slice(&mut slicer, sel, at, variables)
         })
         .await

@@ -447,7 +447,9 @@ impl Session {
                         variables,
                     },
                     // Else the innermost frame of the crashing thread in that function, if any.
-                    None => csi_analysis::slice::nodes_criterion(g, &self.report, 0, nodes, variables),
+                    None => {
+                        csi_analysis::slice::nodes_criterion(g, &self.report, 0, nodes, variables)
+                    }
                 }
             }
         };

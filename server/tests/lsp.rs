@@ -626,9 +626,7 @@ async fn slice_from_the_crash_and_from_a_line() {
     .await;
     // From the crash point (crates/csi-dump/tests/slicing.rs explains these lines).
     let r = c.request("csi/slice", json!({})).await;
-    let file = |lines: Value| {
-        json!([{"uri": "file://$ROOT/fixtures/src/slices.c", "file": "./src/slices.c", "lines": lines}])
-    };
+    let file = |lines: Value| json!([{"uri": "file://$ROOT/fixtures/src/slices.c", "file": "./src/slices.c", "lines": lines}]);
     assert_eq!(
         scrub(&r["result"]),
         json!({
@@ -649,9 +647,15 @@ async fn slice_from_the_crash_and_from_a_line() {
         .filter(|x| x["label"] == "◆ slice")
         .map(|x| x["position"]["line"].as_u64().unwrap())
         .collect();
-    assert_eq!(slice_lines, [8, 12, 13, 14, 15, 17, 18, 22, 23, 25, 26, 29, 30, 31, 32, 33, 34, 37, 38]);
+    assert_eq!(
+        slice_lines,
+        [8, 12, 13, 14, 15, 17, 18, 22, 23, 25, 26, 29, 30, 31, 32, 33, 34, 37, 38]
+    );
     let lenses = c
-        .request("textDocument/codeLens", json!({"textDocument": {"uri": uri(SLICES)}}))
+        .request(
+            "textDocument/codeLens",
+            json!({"textDocument": {"uri": uri(SLICES)}}),
+        )
         .await;
     let lens_of_slice: Vec<&Value> = lenses["result"]
         .as_array()
@@ -661,25 +665,51 @@ async fn slice_from_the_crash_and_from_a_line() {
         .collect();
     assert_eq!(
         lens_of_slice,
-        [&lens("slice: 19 lines (static 21, −10 %) · hide", 25, "csi.slice", Some(json!({"clear": true})))]
+        [&lens(
+            "slice: 19 lines (static 21, −10 %) · hide",
+            25,
+            "csi.slice",
+            Some(json!({"clear": true}))
+        )]
     );
     // From a line, for one variable, in main's frame (line 39 is its call of boom).
     let r = c
-        .request("csi/slice", json!({"uri": uri(SLICES), "line": 38, "variables": ["k", "nope"]}))
+        .request(
+            "csi/slice",
+            json!({"uri": uri(SLICES), "line": 38, "variables": ["k", "nope"]}),
+        )
         .await;
     let got = scrub(&r["result"]);
     assert_eq!(got["criterion"]["frame"], 1);
     assert_eq!(got["criterion"]["function"], "main");
     assert_eq!(got["unknownVariables"], json!(["nope"]));
-    assert_eq!(got["restricted"][0]["lines"], json!([8, 29, 30, 31, 32, 37, 38]));
+    assert_eq!(
+        got["restricted"][0]["lines"],
+        json!([8, 29, 30, 31, 32, 37, 38])
+    );
     // Bad requests are errors, not crashes.
     let r = c.request("csi/slice", json!({"uri": uri(SLICES)})).await;
-    assert!(r["error"]["message"].as_str().unwrap().contains("both `uri` and `line`"), "{r}");
-    let r = c.request("csi/slice", json!({"uri": uri(SLICES), "line": 3})).await;
-    assert!(r["error"]["message"].as_str().unwrap().contains("no code"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("both `uri` and `line`"),
+        "{r}"
+    );
+    let r = c
+        .request("csi/slice", json!({"uri": uri(SLICES), "line": 3}))
+        .await;
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("no code"),
+        "{r}"
+    );
     // Hidden again.
     let r = c.request("csi/slice", json!({"clear": true})).await;
     assert_eq!(r["result"], Value::Null);
     let h = hints(&mut c, SLICES).await;
-    assert!(!h.as_array().unwrap().iter().any(|x| x["label"] == "◆ slice"));
+    assert!(!h
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["label"] == "◆ slice"));
 }

@@ -342,8 +342,12 @@ impl Sdg {
         use petgraph::algo::dominators::simple_fast;
         use petgraph::graph::{DiGraph, NodeIndex};
         let func = g.function(f);
-        let local: HashMap<NodeId, usize> =
-            func.nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let local: HashMap<NodeId, usize> = func
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (n, i))
+            .collect();
         // Reverse CFG rooted at the exit; entry → exit added (the usual augmentation), and
         // every node that cannot reach the exit gets a virtual edge to it.
         let mut rev: DiGraph<(), ()> = DiGraph::with_capacity(func.nodes.len(), 0);
@@ -388,7 +392,10 @@ impl Sdg {
             }
         }
         let pdom = simple_fast(&rev, NodeIndex::new(exit));
-        let ipdom = |i: usize| pdom.immediate_dominator(NodeIndex::new(i)).map(|x| x.index());
+        let ipdom = |i: usize| {
+            pdom.immediate_dominator(NodeIndex::new(i))
+                .map(|x| x.index())
+        };
         let entry = local[&func.entry];
         let mut has_parent = vec![false; func.nodes.len()];
         let mut cd: BTreeSet<(usize, usize)> = BTreeSet::new();
@@ -446,8 +453,12 @@ impl Sdg {
         let aliasable = |name: &str| -> bool {
             name == STAR || name.starts_with('@') || escaped.contains(name) || !precise
         };
-        let local: HashMap<NodeId, usize> =
-            func.nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let local: HashMap<NodeId, usize> = func
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (n, i))
+            .collect();
         let nn = func.nodes.len();
         // Def sites: phase A (the node itself, formal-ins at the entry), phase B (actual-outs).
         let mut defs: Vec<DefSite> = Vec::new();
@@ -566,7 +577,11 @@ impl Sdg {
         }
         // Uses.
         let mut new_edges: Vec<(VertexId, VertexId, LocId)> = Vec::new();
-        let resolve = |user: VertexId, name: &str, reach: &Bits, s: &mut Sdg, new_edges: &mut Vec<(VertexId, VertexId, LocId)>| {
+        let resolve = |user: VertexId,
+                       name: &str,
+                       reach: &Bits,
+                       s: &mut Sdg,
+                       new_edges: &mut Vec<(VertexId, VertexId, LocId)>| {
             if precise && is_ssa(name) {
                 if let Some(&d) = ssa_def.get(name) {
                     if d != user {
@@ -605,7 +620,10 @@ impl Sdg {
                         // Old def/use sets: the call node's own uses feed every actual.
                         new_edges.push((n, v, l));
                     }
-                    if let Some(i_arg) = name.strip_prefix("%arg").and_then(|x| x.parse::<usize>().ok()) {
+                    if let Some(i_arg) = name
+                        .strip_prefix("%arg")
+                        .and_then(|x| x.parse::<usize>().ok())
+                    {
                         match call.args.as_ref() {
                             Some(args) => {
                                 for a in args.get(i_arg).into_iter().flatten() {
@@ -676,12 +694,13 @@ impl Sdg {
             ins_at.insert(v, l);
         }
         let mut have: BTreeSet<(VertexId, VertexId)> = BTreeSet::new();
-        let mut dirty: Vec<bool> = vec![true; g.functions.len()];
+        // Worklist of functions whose summaries may have grown.
+        let mut queued: Vec<bool> = vec![true; g.functions.len()];
+        let mut work: std::collections::VecDeque<usize> = (0..g.functions.len()).collect();
         let mut mark = vec![u32::MAX; self.vertices.len()];
         let mut epoch = 0u32;
-        loop {
-            let Some(f) = dirty.iter().position(|&d| d) else { break };
-            dirty[f] = false;
+        while let Some(f) = work.pop_front() {
+            queued[f] = false;
             for &(lo, fo) in &outs_of[f] {
                 epoch += 1;
                 let mut stack = vec![fo];
@@ -701,12 +720,20 @@ impl Sdg {
                     }
                 }
                 for &c in &callers[f] {
-                    let Some(&ao) = actual_out.get(&(c, lo)) else { continue };
+                    let Some(&ao) = actual_out.get(&(c, lo)) else {
+                        continue;
+                    };
                     for &li in &reached_ins {
-                        let Some(&ai) = actual_in.get(&(c, li)) else { continue };
+                        let Some(&ai) = actual_in.get(&(c, li)) else {
+                            continue;
+                        };
                         if have.insert((ai, ao)) {
                             self.add_edge(ai, ao, DepKind::Summary);
-                            dirty[g.node(c).function as usize] = true;
+                            let caller = g.node(c).function as usize;
+                            if !queued[caller] {
+                                queued[caller] = true;
+                                work.push_back(caller);
+                            }
                         }
                     }
                 }

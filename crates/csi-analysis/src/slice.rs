@@ -130,7 +130,12 @@ fn frame_retain(
     frame_alive: &dyn Fn(NodeId) -> bool,
 ) -> FrameRestriction {
     let func = g.function(f);
-    let alive: HashSet<NodeId> = func.nodes.iter().copied().filter(|&n| frame_alive(n)).collect();
+    let alive: HashSet<NodeId> = func
+        .nodes
+        .iter()
+        .copied()
+        .filter(|&n| frame_alive(n))
+        .collect();
     let mut path: Vec<NodeId> = Vec::new();
     let starts: Vec<NodeId> = if fr.point.len() == 1 {
         path.extend(fr.path.iter().copied().filter(|n| g.node(*n).function == f));
@@ -144,7 +149,11 @@ fn frame_retain(
         [func.entry].into_iter().collect()
     } else {
         let mut seen: HashSet<NodeId> = HashSet::new();
-        let mut stack: Vec<NodeId> = starts.iter().copied().filter(|n| alive.contains(n)).collect();
+        let mut stack: Vec<NodeId> = starts
+            .iter()
+            .copied()
+            .filter(|n| alive.contains(n))
+            .collect();
         seen.extend(stack.iter().copied());
         while let Some(v) = stack.pop() {
             for &p in &g.preds[v as usize] {
@@ -178,14 +187,15 @@ fn frame_retain(
             let fh = from_host(e);
             // Nodes that may have run before the trace keep everything; so do edges inside one
             // node (a call and its own actuals, summary edges of a call that may have run).
-            if reachable.contains(&h) || (fh == h && (on_path.contains(&h) || reachable.contains(&h))) {
+            if reachable.contains(&h)
+                || (fh == h && (on_path.contains(&h) || reachable.contains(&h)))
+            {
                 edges.insert(e);
             }
         }
     }
-    let must_defs = |p: NodeId| -> HashSet<&str> {
-        g.node(p).must_defs.iter().map(String::as_str).collect()
-    };
+    let must_defs =
+        |p: NodeId| -> HashSet<&str> { g.node(p).must_defs.iter().map(String::as_str).collect() };
     for i in (0..path.len()).rev() {
         let n = path[i];
         let incoming: &[EdgeId] = into_host.get(&n).map(Vec::as_slice).unwrap_or(&[]);
@@ -211,7 +221,11 @@ fn frame_retain(
                     continue;
                 }
                 match sdg.edges[e as usize].kind {
-                    DepKind::Control if ctrl_open && sdg.vertices[sdg.edges[e as usize].to as usize].kind == VertexKind::Node => {
+                    DepKind::Control
+                        if ctrl_open
+                            && sdg.vertices[sdg.edges[e as usize].to as usize].kind
+                                == VertexKind::Node =>
+                    {
                         edges.insert(e);
                         ctrl_open = false;
                     }
@@ -299,9 +313,13 @@ pub fn slice(
     };
     // The next frame out that is in the graph, and whether frame k's caller is that frame's
     // call (else library code called frame k, and the whole outer call feeds it).
-    let outer = |k: usize| -> Option<usize> { (k + 1..frames.len()).find(|&j| frames[j].function.is_some()) };
+    let outer = |k: usize| -> Option<usize> {
+        (k + 1..frames.len()).find(|&j| frames[j].function.is_some())
+    };
     let edge_ok = |e: EdgeId, ctx: Ctx| -> bool {
-        let Some(r) = opts.restriction else { return true };
+        let Some(r) = opts.restriction else {
+            return true;
+        };
         let edge = &sdg.edges[e as usize];
         let (h, fh) = (
             sdg.vertices[edge.to as usize].host,
@@ -323,7 +341,10 @@ pub fn slice(
     let mut stack: Vec<(VertexId, Ctx)> = Vec::new();
     let mut result: BTreeSet<VertexId> = BTreeSet::new();
     let mut unknown: Vec<String> = Vec::new();
-    let push = |v: VertexId, c: Ctx, seen: &mut HashSet<(VertexId, Ctx)>, stack: &mut Vec<(VertexId, Ctx)>| {
+    let push = |v: VertexId,
+                c: Ctx,
+                seen: &mut HashSet<(VertexId, Ctx)>,
+                stack: &mut Vec<(VertexId, Ctx)>| {
         if seen.insert((v, c)) {
             stack.push((v, c));
         }
@@ -332,7 +353,9 @@ pub fn slice(
     // Restricted, only those that may have run (in the frame's activation, when it has one):
     // a line's code after the frame's in-progress call did not.
     let ran = |n: NodeId| -> bool {
-        let Some(r) = opts.restriction else { return true };
+        let Some(r) = opts.restriction else {
+            return true;
+        };
         match (start_ctx, criterion.frame) {
             (Ctx::Frame(_), Some(k)) => match r.frames.get(k) {
                 Some(Some(fr)) => fr.alive.contains(&n),
@@ -382,7 +405,11 @@ pub fn slice(
                     }
                 }
             }
-            unknown = vars.iter().filter(|v| !used.contains(v.as_str())).cloned().collect();
+            unknown = vars
+                .iter()
+                .filter(|v| !used.contains(v.as_str()))
+                .cloned()
+                .collect();
         }
     }
     while let Some((v, ctx)) = stack.pop() {
@@ -400,9 +427,10 @@ pub fn slice(
                         let k = k as usize;
                         match outer(k) {
                             // The caller is the next frame's call: ascend only there.
-                            Some(j) if !frames[k].called_from_outside => {
-                                frames[j].point.contains(&sdg.vertices[edge.from as usize].host).then_some(Ctx::Frame(j as u32))
-                            }
+                            Some(j) if !frames[k].called_from_outside => frames[j]
+                                .point
+                                .contains(&sdg.vertices[edge.from as usize].host)
+                                .then_some(Ctx::Frame(j as u32)),
                             // Called by library code: handled below, once per vertex.
                             Some(_) => None,
                             // No caller on the stack (truncated stack): any caller.
@@ -423,8 +451,8 @@ pub fn slice(
         if let (Ctx::Frame(k), true) = (ctx, opts.interprocedural) {
             let k = k as usize;
             let vk = sdg.vertices[v as usize];
-            let at_entry = v == g.function(vk.function).entry
-                || matches!(vk.kind, VertexKind::FormalIn(_));
+            let at_entry =
+                v == g.function(vk.function).entry || matches!(vk.kind, VertexKind::FormalIn(_));
             if at_entry && frames[k].called_from_outside {
                 if let Some(j) = outer(k) {
                     for &c in &frames[j].point {
@@ -447,7 +475,10 @@ pub fn slice(
         let mut any = false;
         if let Some(file) = g.file_of(h) {
             for l in node.lines() {
-                lines.entry(g.file_name(file).to_string()).or_default().insert(l);
+                lines
+                    .entry(g.file_name(file).to_string())
+                    .or_default()
+                    .insert(l);
                 any = true;
             }
         }
@@ -620,8 +651,15 @@ impl Slicer {
         self.restriction(g, report, cov, 0);
         let r = &self.restrictions[&0];
         let sdg = &self.sdg;
-        let with_line = |v: VertexId| g.node(sdg.vertices[v as usize].host).lines().next().is_some();
-        let total = (0..sdg.vertices.len() as VertexId).filter(|&v| with_line(v)).count();
+        let with_line = |v: VertexId| {
+            g.node(sdg.vertices[v as usize].host)
+                .lines()
+                .next()
+                .is_some()
+        };
+        let total = (0..sdg.vertices.len() as VertexId)
+            .filter(|&v| with_line(v))
+            .count();
         let pair = slice_pair(g, sdg, report, r, crit.clone());
         let mut frames = Vec::new();
         for (k, fr) in report.threads[0].frames.iter().enumerate() {
@@ -636,13 +674,25 @@ impl Slicer {
                 variables: None,
             };
             let run = |restriction| {
-                slice(g, sdg, report, &c, SliceOptions { restriction, interprocedural: false })
-                    .vertices_with_lines
+                slice(
+                    g,
+                    sdg,
+                    report,
+                    &c,
+                    SliceOptions {
+                        restriction,
+                        interprocedural: false,
+                    },
+                )
+                .vertices_with_lines
             };
             frames.push(FrameSliceStats {
                 frame: k,
                 function: g.function(f).name.clone(),
-                total: sdg.by_function[f as usize].iter().filter(|&&v| with_line(v)).count(),
+                total: sdg.by_function[f as usize]
+                    .iter()
+                    .filter(|&&v| with_line(v))
+                    .count(),
                 restricted: run(Some(r)),
                 unrestricted: run(None),
             });

@@ -4,8 +4,10 @@
 use std::collections::BTreeSet;
 
 use csi_analysis::best_effort_coverage;
-use csi_analysis::slice::{crash_criterion, restrict, slice, slice_pair, SliceCriterion, SliceOptions};
 use csi_analysis::sdg::Sdg;
+use csi_analysis::slice::{
+    crash_criterion, restrict, slice, slice_pair, SliceCriterion, SliceOptions,
+};
 use csi_model::sections::cfg::{cfg_to_program_graph, parse_cfg};
 use csi_model::{FailureReport, Frame, NodeId, ProgramGraph, Thread};
 
@@ -27,7 +29,13 @@ fn node(g: &ProgramGraph, f: &str, k: u32) -> NodeId {
 }
 
 fn lines(s: &csi_analysis::slice::Slice) -> Vec<u32> {
-    s.lines.values().flatten().copied().collect::<BTreeSet<_>>().into_iter().collect()
+    s.lines
+        .values()
+        .flatten()
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
 /// id(v) { return v; }            20
@@ -103,11 +111,34 @@ fn calls_through_the_stack_and_returned_calls() {
         nodes: vec![node(&g, "sink", 2)],
         variables: None,
     };
-    let s = slice(&g, &sdg, &report, &anywhere, SliceOptions { restriction: None, interprocedural: true });
+    let s = slice(
+        &g,
+        &sdg,
+        &report,
+        &anywhere,
+        SliceOptions {
+            restriction: None,
+            interprocedural: true,
+        },
+    );
     assert_eq!(lines(&s), [20, 30, 31, 32, 33, 34, 35, 40, 50, 51]);
     // Intraprocedural in main from its call: no descent into id, no ascent.
-    let c = SliceCriterion { thread: 0, frame: Some(1), nodes: vec![node(&g, "main", 7)], variables: None };
-    let s = slice(&g, &sdg, &report, &c, SliceOptions { restriction: Some(&r), interprocedural: false });
+    let c = SliceCriterion {
+        thread: 0,
+        frame: Some(1),
+        nodes: vec![node(&g, "main", 7)],
+        variables: None,
+    };
+    let s = slice(
+        &g,
+        &sdg,
+        &report,
+        &c,
+        SliceOptions {
+            restriction: Some(&r),
+            interprocedural: false,
+        },
+    );
     assert_eq!(lines(&s), [30, 31, 33, 34, 35]);
     // Only variable `a` at 34.
     let c = SliceCriterion {
@@ -116,7 +147,16 @@ fn calls_through_the_stack_and_returned_calls() {
         nodes: vec![node(&g, "main", 6)],
         variables: Some(vec!["a".into()]),
     };
-    let s = slice(&g, &sdg, &report, &c, SliceOptions { restriction: None, interprocedural: true });
+    let s = slice(
+        &g,
+        &sdg,
+        &report,
+        &c,
+        SliceOptions {
+            restriction: None,
+            interprocedural: true,
+        },
+    );
     assert_eq!(lines(&s), [20, 30, 31, 34]);
 }
 

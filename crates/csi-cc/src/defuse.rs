@@ -27,7 +27,10 @@ use crate::instrument::{blocks, instructions, value_name};
 /// What a pointer designates: a named slot (`exact` when the pointer is the slot itself), or
 /// unknown memory.
 enum Location {
-    Named { name: String, exact: bool },
+    Named {
+        name: String,
+        exact: bool,
+    },
     /// Read-only memory (`const` globals, string literals): reading it depends on nothing.
     Constant,
     Unknown,
@@ -105,7 +108,12 @@ impl Names {
 
     /// The SSA name of a value as used in node `at` (`None` for constants, globals' addresses
     /// and values computed in the same node, whose inputs the node's own sets already hold).
-    unsafe fn value(&self, v: LLVMValueRef, at: u32, node_of: &HashMap<LLVMValueRef, u32>) -> Option<String> {
+    unsafe fn value(
+        &self,
+        v: LLVMValueRef,
+        at: u32,
+        node_of: &HashMap<LLVMValueRef, u32>,
+    ) -> Option<String> {
         if let Some(&p) = self.params.get(&v) {
             return Some(format!("%arg{p}"));
         }
@@ -165,7 +173,10 @@ unsafe fn address_escapes(v: LLVMValueRef) -> bool {
         } else if !LLVMIsAGetElementPtrInst(user).is_null() {
             LLVMGetOperand(user, 0) == v && !address_escapes(user)
         } else if !LLVMIsACallInst(user).is_null() {
-            matches!(intrinsic_kind(user), Some(Intrinsic::Memory | Intrinsic::Ignored))
+            matches!(
+                intrinsic_kind(user),
+                Some(Intrinsic::Memory | Intrinsic::Ignored)
+            )
         } else {
             false
         };
@@ -224,7 +235,11 @@ unsafe fn is_pointer(v: LLVMValueRef) -> bool {
 
 /// Fills `uses`/`must_defs`/`may_defs` of every node, `args`/`result` of every call and the
 /// function's `params`/`escaped`. `node_of` maps each instruction to the node holding it.
-pub(crate) unsafe fn fill(f: LLVMValueRef, node_of: &HashMap<LLVMValueRef, u32>, cfg: &mut CfgFunction) {
+pub(crate) unsafe fn fill(
+    f: LLVMValueRef,
+    node_of: &HashMap<LLVMValueRef, u32>,
+    cfg: &mut CfgFunction,
+) {
     let names = Names::new(f);
     cfg.params = Some(LLVMCountParams(f));
     cfg.escaped = Some(escaped_allocas(f, &names));
@@ -233,22 +248,26 @@ pub(crate) unsafe fn fill(f: LLVMValueRef, node_of: &HashMap<LLVMValueRef, u32>,
             let Some(&n) = node_of.get(&i) else { continue };
             let node = &mut cfg.nodes[n as usize];
             let op = LLVMGetInstructionOpcode(i);
-            let use_loc = |node: &mut csi_model::sections::cfg::CfgNode, p: LLVMValueRef| {
-                match names.location(p) {
+            let use_loc =
+                |node: &mut csi_model::sections::cfg::CfgNode, p: LLVMValueRef| match names
+                    .location(p)
+                {
                     Location::Named { name, .. } => push(&mut node.uses, name),
                     Location::Constant => {}
                     Location::Unknown => push(&mut node.uses, "*".into()),
-                }
-            };
-            let def_loc = |node: &mut csi_model::sections::cfg::CfgNode, p: LLVMValueRef, whole: bool| {
-                match names.location(p) {
-                    Location::Named { name, exact } if exact && whole => push(&mut node.must_defs, name),
-                    Location::Named { name, .. } => push(&mut node.may_defs, name),
-                    // Writing read-only memory faults; it defines nothing another load reads.
-                    Location::Constant => {}
-                    Location::Unknown => push(&mut node.may_defs, "*".into()),
-                }
-            };
+                };
+            let def_loc =
+                |node: &mut csi_model::sections::cfg::CfgNode, p: LLVMValueRef, whole: bool| {
+                    match names.location(p) {
+                        Location::Named { name, exact } if exact && whole => {
+                            push(&mut node.must_defs, name)
+                        }
+                        Location::Named { name, .. } => push(&mut node.may_defs, name),
+                        // Writing read-only memory faults; it defines nothing another load reads.
+                        Location::Constant => {}
+                        Location::Unknown => push(&mut node.may_defs, "*".into()),
+                    }
+                };
             // SSA inputs from other nodes (the address operands of loads and stores too: a
             // pointer computed elsewhere is a dependence on that computation).
             let ops = LLVMGetNumOperands(i).max(0) as u32;
@@ -316,7 +335,10 @@ pub(crate) unsafe fn fill(f: LLVMValueRef, node_of: &HashMap<LLVMValueRef, u32>,
     // a call's result, which its call's actual-out defines.
     let mut referenced = BTreeSet::new();
     for node in &cfg.nodes {
-        let args = node.call.iter().flat_map(|c| c.args.iter().flatten().flatten());
+        let args = node
+            .call
+            .iter()
+            .flat_map(|c| c.args.iter().flatten().flatten());
         for s in node.uses.iter().chain(args) {
             if let Some(k) = s.strip_prefix('%').and_then(|k| k.parse::<usize>().ok()) {
                 referenced.insert(k);
@@ -346,7 +368,9 @@ unsafe fn fill_call(call: &mut CfgCall, i: LLVMValueRef, names: &Names) {
         args.push(names.value_anywhere(a).into_iter().collect::<Vec<_>>());
     }
     call.args = Some(args);
-    if LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMTypeKind::LLVMVoidTypeKind && !LLVMGetFirstUse(i).is_null() {
+    if LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMTypeKind::LLVMVoidTypeKind
+        && !LLVMGetFirstUse(i).is_null()
+    {
         call.result = names.value_anywhere(i);
     }
 }

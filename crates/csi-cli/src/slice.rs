@@ -17,7 +17,11 @@ pub struct SliceRequest {
     pub stats: bool,
 }
 
-pub fn run(crash: &Crash, cov: &Coverages, req: &SliceRequest) -> Result<(SlicePair, Option<SliceStats>), Failure> {
+pub fn run(
+    crash: &Crash,
+    cov: &Coverages,
+    req: &SliceRequest,
+) -> Result<(SlicePair, Option<SliceStats>), Failure> {
     let g = &crash.graph;
     let report = &crash.report;
     if req.thread >= report.threads.len() {
@@ -31,7 +35,9 @@ pub fn run(crash: &Crash, cov: &Coverages, req: &SliceRequest) -> Result<(SliceP
     let criterion = match &req.line {
         None => {
             let mut c = crash_criterion(report, req.thread).ok_or_else(|| {
-                Failure::BadInput("no frame of the thread is in the program graph: give --line".into())
+                Failure::BadInput(
+                    "no frame of the thread is in the program graph: give --line".into(),
+                )
             })?;
             c.variables = variables;
             c
@@ -71,7 +77,10 @@ pub fn json(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> Stri
                 .extend(g.node(n).lines());
         }
     }
-    let function = c.nodes.first().map(|&n| g.function(g.node(n).function).name.clone());
+    let function = c
+        .nodes
+        .first()
+        .map(|&n| g.function(g.node(n).function).name.clone());
     let mut v = serde_json::json!({
         "criterion": {
             "thread": c.thread,
@@ -161,13 +170,22 @@ pub fn text(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> Stri
             let _ = writeln!(out, "  {mark} {l:>5}  {text}");
         }
     }
-    let _ = writeln!(out, "\n● in the restricted slice   ○ only in the static slice");
+    let _ = writeln!(
+        out,
+        "\n● in the restricted slice   ○ only in the static slice"
+    );
     if let Some(s) = stats {
         let _ = writeln!(
             out,
             "\nslice sizes (SDG vertices with a line; dissertation Figs. 5.12-5.13):"
         );
-        let pct = |a: usize, t: usize| if t == 0 { 0.0 } else { 100.0 * a as f64 / t as f64 };
+        let pct = |a: usize, t: usize| {
+            if t == 0 {
+                0.0
+            } else {
+                100.0 * a as f64 / t as f64
+            }
+        };
         let _ = writeln!(
             out,
             "  interprocedural: restricted {} ({:.1} %), static {} ({:.1} %) of {}",

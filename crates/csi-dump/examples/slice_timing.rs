@@ -15,7 +15,10 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/crashes/slices/realistic-O0");
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/crashes/slices/realistic-O0"
+    );
     let (exe, core) = match args.as_slice() {
         [e, c] => (e.clone(), c.clone()),
         _ => (format!("{root}/slices"), format!("{root}/core")),
@@ -24,7 +27,10 @@ fn main() {
     let crash = csi_dump::Crash::open(exe.as_ref(), core.as_ref(), &Default::default())
         .unwrap_or_else(|e| panic!("{e}"));
     let cov = best_effort_coverage(&crash.graph, &crash.report).expect("analysis");
-    println!("load + best-effort coverage: {:.3} s", t.elapsed().as_secs_f64());
+    println!(
+        "load + best-effort coverage: {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
     let g = &crash.graph;
     let r = &crash.report;
     let (mut build, mut restr, mut sl, mut total) = (vec![], vec![], vec![], vec![]);
@@ -49,7 +55,18 @@ fn main() {
         let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
         for e in &sdg.edges {
             let k = match e.kind {
-                csi_analysis::sdg::DepKind::Data(l) => format!("data {}", if sdg.loc_name(l) == "*" { "*" } else if sdg.loc_name(l).starts_with('@') { "@global" } else if sdg.loc_name(l).starts_with('%') { "%ssa" } else { "local" }),
+                csi_analysis::sdg::DepKind::Data(l) => format!(
+                    "data {}",
+                    if sdg.loc_name(l) == "*" {
+                        "*"
+                    } else if sdg.loc_name(l).starts_with('@') {
+                        "@global"
+                    } else if sdg.loc_name(l).starts_with('%') {
+                        "%ssa"
+                    } else {
+                        "local"
+                    }
+                ),
                 k => format!("{k:?}"),
             };
             *kinds.entry(k).or_default() += 1;

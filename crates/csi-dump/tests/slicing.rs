@@ -57,16 +57,22 @@ fn known_slices() {
         // Static: p ← 38 ← idx (33) ← pick's return (19) ← found (13, 16) under the loop
         // (14, 15); k ← twice (32, 9); scale ← 35, 37 and its initial value; and `puts` (25)
         // may write any memory, scale included. `unused` (23/24) only through k's block.
-        let stat = [9, 13, 14, 15, 16, 18, 19, 23, 24, 25, 26, 27, 30, 31, 32, 33, 34, 35, 37, 38, 39];
+        let stat = [
+            9, 13, 14, 15, 16, 18, 19, 23, 24, 25, 26, 27, 30, 31, 32, 33, 34, 35, 37, 38, 39,
+        ];
         assert_eq!(only(&s.unrestricted), stat, "{name}: static slice");
         // Restricted: `puts("big")` (25) and `scale = 6` (37) never ran in this run (the
         // frames' path traces: boom's and main's). With basic-block coverage, pick's
         // `found = i` (16) is known never to have run too, and with it the `if` (15) that
         // only controls it.
         let want: Vec<u32> = if name.contains("bb-") {
-            vec![9, 13, 14, 18, 19, 23, 24, 26, 27, 30, 31, 32, 33, 34, 35, 38, 39]
+            vec![
+                9, 13, 14, 18, 19, 23, 24, 26, 27, 30, 31, 32, 33, 34, 35, 38, 39,
+            ]
         } else {
-            vec![9, 13, 14, 15, 16, 18, 19, 23, 24, 26, 27, 30, 31, 32, 33, 34, 35, 38, 39]
+            vec![
+                9, 13, 14, 15, 16, 18, 19, 23, 24, 26, 27, 30, 31, 32, 33, 34, 35, 38, 39,
+            ]
         };
         assert_eq!(only(&s.restricted), want, "{name}: restricted slice");
 
@@ -76,10 +82,20 @@ fn known_slices() {
         let cov = best_effort_coverage(g, &crash.report).unwrap();
         let mut slicer = Slicer::new(g);
         let nodes = nodes_on_line(g, "slices.c", 39);
-        let c = nodes_criterion(g, &crash.report, 0, nodes, Some(vec!["k".into(), "zz".into()]));
+        let c = nodes_criterion(
+            g,
+            &crash.report,
+            0,
+            nodes,
+            Some(vec!["k".into(), "zz".into()]),
+        );
         assert_eq!(c.frame, Some(1), "{name}: line 39 is main's frame");
         let pair = slicer.slice_pair(g, &crash.report, &cov, c);
-        assert_eq!(only(&pair.restricted.lines), [9, 30, 31, 32, 33, 38, 39], "{name}: k at 39");
+        assert_eq!(
+            only(&pair.restricted.lines),
+            [9, 30, 31, 32, 33, 38, 39],
+            "{name}: k at 39"
+        );
         assert_eq!(pair.restricted.unknown_variables, ["zz"]);
     }
     if seen == 0 {
@@ -113,23 +129,37 @@ fn restricted_slices_are_sound() {
                 .unwrap_or_default();
             for &l in lines {
                 checked_lines += 1;
-                assert!(stat.contains(&l), "{name}: {file}:{l} restricted but not in the static slice");
-                assert!(!never.contains(&l), "{name}: {file}:{l} in the restricted slice but never executed");
+                assert!(
+                    stat.contains(&l),
+                    "{name}: {file}:{l} restricted but not in the static slice"
+                );
+                assert!(
+                    !never.contains(&l),
+                    "{name}: {file}:{l} in the restricted slice but never executed"
+                );
             }
         }
         // Against clang's coverage of the same run: a restricted line that did not run must
         // be one the analysis could not decide (Maybe).
         if let Some(o) = &fx.oracle {
-            let oracle: Oracle = serde_json::from_str(&std::fs::read_to_string(o).unwrap()).unwrap();
+            let oracle: Oracle =
+                serde_json::from_str(&std::fs::read_to_string(o).unwrap()).unwrap();
             for (file, lines) in &s.restricted {
-                let Some((_, counts)) = oracle.iter().find(|(f, _)| csi_dump::same_source(f, file)) else {
+                let Some((_, counts)) = oracle.iter().find(|(f, _)| csi_dump::same_source(f, file))
+                else {
                     continue;
                 };
-                let must: BTreeSet<u32> = global.get(file).map(|fl| fl.must.iter().copied().collect()).unwrap_or_default();
+                let must: BTreeSet<u32> = global
+                    .get(file)
+                    .map(|fl| fl.must.iter().copied().collect())
+                    .unwrap_or_default();
                 for &l in lines {
                     if counts.get(&l.to_string()) == Some(&0) {
                         not_run += 1;
-                        assert!(!must.contains(&l), "{name}: {file}:{l} must-ran but clang says 0");
+                        assert!(
+                            !must.contains(&l),
+                            "{name}: {file}:{l} must-ran but clang says 0"
+                        );
                     }
                 }
             }
@@ -146,7 +176,9 @@ fn restricted_slices_are_sound() {
         }
     }
     for (key, (realistic, bb)) in &by_program {
-        let (Some(bb), false) = (bb, realistic.is_empty()) else { continue };
+        let (Some(bb), false) = (bb, realistic.is_empty()) else {
+            continue;
+        };
         // Different runs of a program that waits on another thread's timing are different
         // executions: comparing them says nothing.
         if key.starts_with("thread_crash") {
@@ -155,7 +187,10 @@ fn restricted_slices_are_sound() {
         for (file, lines) in bb {
             let r = realistic.get(file).cloned().unwrap_or_default();
             let extra: Vec<&u32> = lines.difference(&r).collect();
-            assert!(extra.is_empty(), "{key}: bb's restricted slice has lines realistic's lacks: {file} {extra:?}");
+            assert!(
+                extra.is_empty(),
+                "{key}: bb's restricted slice has lines realistic's lacks: {file} {extra:?}"
+            );
         }
     }
     eprintln!(
