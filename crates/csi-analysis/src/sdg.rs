@@ -342,12 +342,7 @@ impl Sdg {
         use petgraph::algo::dominators::simple_fast;
         use petgraph::graph::{DiGraph, NodeIndex};
         let func = g.function(f);
-        let local: HashMap<NodeId, usize> = func
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| (n, i))
-            .collect();
+        let local = local_index(func);
         // Reverse CFG rooted at the exit; entry → exit added (the usual augmentation), and
         // every node that cannot reach the exit gets a virtual edge to it.
         let mut rev: DiGraph<(), ()> = DiGraph::with_capacity(func.nodes.len(), 0);
@@ -453,12 +448,7 @@ impl Sdg {
         let aliasable = |name: &str| -> bool {
             name == STAR || name.starts_with('@') || escaped.contains(name) || !precise
         };
-        let local: HashMap<NodeId, usize> = func
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| (n, i))
-            .collect();
+        let local = local_index(func);
         let nn = func.nodes.len();
         // Def sites: phase A (the node itself, formal-ins at the entry), phase B (actual-outs).
         let mut defs: Vec<DefSite> = Vec::new();
@@ -740,6 +730,11 @@ impl Sdg {
             }
         }
     }
+}
+
+/// Position of each of a function's nodes in `func.nodes`.
+fn local_index(func: &csi_model::Function) -> HashMap<NodeId, usize> {
+    func.nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect()
 }
 
 /// A call whose effects the graph cannot describe: no callee in the graph, or through a
