@@ -140,11 +140,16 @@ pub fn text(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> Stri
             pair.restricted.unknown_variables.join(", ")
         );
     }
+    let plural = |n: usize| if n == 1 { "line" } else { "lines" };
+    let (r, u) = (pair.restricted.line_count(), pair.unrestricted.line_count());
+    if r == 0 && u > 0 && pair.restricted.unknown_variables.len() < c.variables.as_ref().map_or(1, Vec::len) {
+        let _ = writeln!(out, "  note: the traces show this code did not run in this run");
+    }
     let _ = writeln!(
         out,
-        "restricted by the crash's traces: {} lines; static slice: {} lines ({:.0} % fewer)\n",
-        pair.restricted.line_count(),
-        pair.unrestricted.line_count(),
+        "restricted by the crash's traces: {r} {}; static slice: {u} {} ({:.0} % fewer)\n",
+        plural(r),
+        plural(u),
         pair.reduction() * 100.0
     );
     let files: BTreeSet<&String> = pair
