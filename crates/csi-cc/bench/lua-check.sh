@@ -63,10 +63,11 @@ luaH_getint;{CC,PT}
 luaH_getshortstr;{CC,PT}
 SCHEMA
 cc_for() {
-  case "${1%-O0}" in
+  local v="${1%-O0}"
+  case "$v" in
     plain) echo "clang-19 -g" ;;
     fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/fixed.schema" ;;
-    *) echo "$CSI --csi-scheme=$1" ;;
+    *) echo "$CSI --csi-scheme=$v" ;;
   esac
 }
 if [ "$BUILD" = 1 ]; then
