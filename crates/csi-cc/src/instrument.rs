@@ -199,7 +199,6 @@ struct BlockInfo {
     succs: Vec<u32>,
     /// Lines for the PT/BBC metadata (unconditional branches skipped).
     lines: Vec<u32>,
-    is_ret: bool,
 }
 
 struct Ctx {
@@ -639,11 +638,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             if succs.is_empty() && is_ret {
                 cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
             }
-            info.push(BlockInfo {
-                succs,
-                lines,
-                is_ret,
-            });
+            info.push(BlockInfo { succs, lines });
         }
         // A node added for a block that ended with a call may have a pending edge to a node
         // that was never created; drop such edges.
@@ -758,15 +753,9 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                     continue;
                 }
                 let mut items: Vec<PtItem> = b.lines.iter().map(|&l| PtItem::Line(l)).collect();
-                let stores = b.is_ret || nb.back_edge_store_increment.contains_key(&(bi as u32));
-                if stores {
-                    if b.is_ret && !items.is_empty() {
-                        let last = items.pop().unwrap();
-                        items.push(PtItem::PathEnd);
-                        items.push(last);
-                    } else {
-                        items.push(PtItem::PathEnd);
-                    }
+                // Completed paths are stored on back edges only (see `instrument_paths`).
+                if nb.back_edge_store_increment.contains_key(&(bi as u32)) {
+                    items.push(PtItem::PathEnd);
                 }
                 blocks_out.push(PtBlock {
                     id: pt_id(bi as u32),
@@ -1079,17 +1068,20 @@ unsafe fn instrument_paths(
     let arr_ty = LLVMArrayType2(c.i64t, n);
     let i64d = c.basic_type("long", 64, 0x05);
     let vol = |t| LLVMDIBuilderCreateQualifiedType(c.dib, 0x35, t);
-    let arr_di = c.volatile_array(i64d, 64, n);
-    let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
-    let idx = c.local(f, sp, c.i64t, 8, "__PT_counter_idx", vol(i64d));
+    // A live frame's ring buffer only ever holds paths completed on back edges: the path
+    // completed at a function exit would be stored right before `ret`, into a frame that
+    // is gone one instruction later, so no exit store is made (csi-cc v1.4.0 makes one;
+    // readers never see it in a live frame either). A function without back edges therefore
+    // has an always-empty buffer and gets no `__PT_counter_arr` / `__PT_counter_idx` at all,
+    // only `__PT_current_path` (readers know this from the path graph: no back edge).
+    let looping = !nb.back_edges.is_empty();
+    let ring = looping.then(|| {
+        let arr_di = c.volatile_array(i64d, 64, n);
+        let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
+        let idx = c.local(f, sp, c.i64t, 8, "__PT_counter_idx", vol(i64d));
+        (arr, idx)
+    });
     let cur = c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d));
-    // Initialise after the allocas.
-    c.position_before(after_allocas(bbs[0]));
-    let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
-    c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
-    c.vstore(LLVMConstInt(c.i64t, 0, 0), idx);
-    c.vstore(LLVMConstInt(c.i64t, 0, 0), cur);
-
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
     for (u, b) in info.iter().enumerate() {
@@ -1098,6 +1090,27 @@ unsafe fn instrument_paths(
         }
     }
     let nsucc = |u: u32| info[u as usize].succs.iter().collect::<BTreeSet<_>>().len();
+    // The increment of the entry block's only out-edge is folded into the initial value:
+    // the entry block has no predecessors, and readers do not use the sum of a frame that is
+    // still in it (its value there is not the partial path's sum, by design).
+    let entry_inc: i64 = if nsucc(0) == 1 {
+        nb.increments
+            .iter()
+            .filter(|(&(u, _), _)| u == 0)
+            .map(|(_, &i)| i)
+            .sum()
+    } else {
+        0
+    };
+    // Initialise after the allocas.
+    c.position_before(after_allocas(bbs[0]));
+    if let Some((arr, idx)) = ring {
+        let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
+        c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
+        c.vstore(LLVMConstInt(c.i64t, 0, 0), idx);
+    }
+    c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
+
     let place = |u: u32, v: u32| -> Place {
         if nsucc(u) == 1 {
             Place::EndOf(u)
@@ -1107,8 +1120,9 @@ unsafe fn instrument_paths(
             Place::Split(u, v)
         }
     };
-    // Emits "store the completed path (+inc) and advance the index".
-    let store_path = |inc: i64, idx_known_zero: bool| {
+    // Emits "store the completed path (+inc) and advance the index" (back edges only).
+    let store_path = |inc: i64| {
+        let (arr, idx) = ring.expect("a function with back edges has a ring buffer");
         let s = c.vload(c.i64t, cur);
         let s = if inc != 0 {
             LLVMBuildAdd(
@@ -1120,13 +1134,6 @@ unsafe fn instrument_paths(
         } else {
             s
         };
-        if idx_known_zero {
-            // Without back edges this is the only store this frame ever makes: the index is
-            // still 0, so the same memory results without loading it.
-            c.vstore(s, c.gep(arr_ty, arr, LLVMConstInt(c.i64t, 0, 0)));
-            c.vstore(LLVMConstInt(c.i64t, u64::from(n > 1), 0), idx);
-            return;
-        }
         let i = c.vload(c.i64t, idx);
         let p = c.gep(arr_ty, arr, i);
         c.vstore(s, p);
@@ -1164,6 +1171,9 @@ unsafe fn instrument_paths(
     }
     let mut acts: Vec<(u32, u32, Act)> = Vec::new();
     for (&(u, v), &inc) in &nb.increments {
+        if u == 0 && nsucc(0) == 1 {
+            continue; // folded into the initial value
+        }
         acts.push((u, v, Act::Inc(inc)));
     }
     for (&(u, h), &reinit) in &nb.back_edges {
@@ -1186,16 +1196,9 @@ unsafe fn instrument_paths(
         match act {
             Act::Inc(i) => add(i),
             Act::Back(store_inc, reinit) => {
-                store_path(store_inc, false);
+                store_path(store_inc);
                 c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
             }
-        }
-    }
-    // Function exits: store the completed path before `ret`.
-    for (&u, &inc) in &nb.exits {
-        if info[u as usize].is_ret {
-            c.position_before(LLVMGetBasicBlockTerminator(bbs[u as usize]));
-            store_path(inc, nb.back_edges.is_empty());
         }
     }
 }

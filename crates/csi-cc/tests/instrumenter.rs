@@ -258,33 +258,43 @@ fn trace_at_probe(opt: &str, func: &str, arg: &str, pt_size: u32) -> Trace {
             "-ex",
             "up",
             "-ex",
+            "p __PT_current_path",
+            "-ex",
             "p __PT_counter_arr",
             "-ex",
             "p __PT_counter_idx",
         ])
-        .args(["-ex", "p __PT_current_path", "-ex", "info locals", "--args"])
+        .args(["-ex", "info locals", "--args"])
         .arg(&exe)
         .arg(arg));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let vals = gdb_values(&text);
-    assert!(
-        vals.len() >= 3,
-        "gdb output:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains("__PT_counter_arr = {"),
-        "info locals shows the ring buffer:\n{text}"
-    );
-    let arr = parse_array(&vals[0]);
-    assert_eq!(arr.len(), pt_size as usize);
-    let idx: usize = vals[1].parse().unwrap();
-    let cur: i64 = vals[2].parse().unwrap();
     let pts = parse_pt(&section(&exe, ".debug_PT"), "ptloop").unwrap();
     let pt = pts
         .into_iter()
         .find(|f| f.name == func)
         .expect("function is path-traced");
+    // Only a function with back edges has a ring buffer (paths are stored on back edges).
+    let looping = pt.edges.iter().any(|e| e.back);
+    assert_eq!(
+        vals.len(),
+        if looping { 3 } else { 1 },
+        "gdb output:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.contains("__PT_counter_arr = {"),
+        looping,
+        "info locals shows the ring buffer iff the function loops:\n{text}"
+    );
+    let cur: i64 = vals[0].parse().unwrap();
+    let (arr, idx) = if looping {
+        let arr = parse_array(&vals[1]);
+        assert_eq!(arr.len(), pt_size as usize);
+        (arr, vals[2].parse::<usize>().unwrap())
+    } else {
+        (vec![-1], 0)
+    };
     let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "ptloop").unwrap();
     let cf = cfg.iter().find(|f| f.name == func).unwrap();
     // The frame is stopped in the call to `probe`: its node's block is the current block.

@@ -734,10 +734,21 @@ impl<'a> Extract<'a> {
                 v
             }
         };
-        let arr_bytes = var("__PT_counter_arr")?;
-        let idx = int(&var("__PT_counter_idx")?);
+        // Without back edges a live frame has completed no path (csi-cc v1.4.0 stores one
+        // only right before `ret`; our csi-cc makes no exit store and gives such functions
+        // no ring buffer at all): the buffer, if any, is not read.
+        let looping = pt.edges.iter().any(|e| e.back);
+        let (arr, idx) = if looping {
+            let arr_bytes = var("__PT_counter_arr")?;
+            let idx = int(&var("__PT_counter_idx")?);
+            (
+                arr_bytes.chunks_exact(8).map(int).collect::<Vec<i64>>(),
+                idx,
+            )
+        } else {
+            (vec![-1], 0)
+        };
         let sum = int(&var("__PT_current_path")?);
-        let arr: Vec<i64> = arr_bytes.chunks_exact(8).map(int).collect();
         if arr.is_empty() || idx < 0 || idx as usize >= arr.len() {
             return Err(format!(
                 "ring buffer index {idx} out of range (corrupt frame?)"
