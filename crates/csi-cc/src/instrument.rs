@@ -529,6 +529,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             path_traced: false,
             pt_skipped: None,
             cc: None,
+            cc_entry_by_position: false,
             bbc: None,
             fc: None,
             nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],
@@ -687,19 +688,31 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             .iter()
             .map(|&n| cfg.nodes[n as usize].block.unwrap_or(u32::MAX))
             .collect();
-        let placement = cc_probe_placement(
-            &call_blocks,
-            opts.cc_all_probes || has_returns_twice_call(&bbs),
-        );
+        let keep_all = opts.cc_all_probes || has_returns_twice_call(&bbs);
+        let placement = cc_probe_placement(&call_blocks, keep_all);
+        // Probes of the entry block store only into the global array: a live frame has run
+        // an entry-block call site iff it is stopped after it in that block or anywhere
+        // outside the block (the entry block has no predecessors and is straight-line code),
+        // so readers take the local bit from the frame's position (`cc_entry_by_position`).
+        // They get the last slots, beyond the local array's length, so a reader that does
+        // not know this sees no local bit for them (unknown, sound). Not with `setjmp`-like
+        // calls (a block can be resumed mid-way) or `--csi-cc-probes=all`.
+        let global_only = |k: usize| !keep_all && call_blocks[k] == 0;
         let mut slot: Vec<Option<u64>> = vec![None; calls.len()];
         let mut n_probes = 0u64;
-        for (k, p) in placement.iter().enumerate() {
-            if p.is_none() {
-                slot[k] = Some(n_probes);
-                n_probes += 1;
+        for pass in [false, true] {
+            for (k, p) in placement.iter().enumerate() {
+                if p.is_none() && global_only(k) == pass {
+                    slot[k] = Some(n_probes);
+                    n_probes += 1;
+                }
             }
         }
+        let n_local = (0..calls.len())
+            .filter(|&k| placement[k].is_none() && !global_only(k))
+            .count() as u64;
         if mech.cc && !calls.is_empty() {
+            cfg.cc_entry_by_position = (0..calls.len()).any(global_only);
             for (k, &n) in call_nodes.iter().enumerate() {
                 match (slot[k], placement[k]) {
                     (Some(j), _) => cfg.nodes[n as usize].labels.push(format!("CC{j}")),
@@ -783,10 +796,15 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         if cc_on {
             let gname = format!("__CC_arr_{fmash}_{name}");
             let (g, gty) = c.global(&gname, n_probes, sp);
-            let lty = LLVMArrayType2(c.i8t, n_probes.div_ceil(8) * 8);
-            let b = c.basic_type("__csi_bool", 8, 0x02);
-            let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_probes));
-            cc_vars = Some((g, gty, a, lty));
+            // The local array holds the slots below `n_local`; none at all when every
+            // probe is in the entry block (no zeroing then).
+            let local = (n_local > 0).then(|| {
+                let lty = LLVMArrayType2(c.i8t, n_local.div_ceil(8) * 8);
+                let b = c.basic_type("__csi_bool", 8, 0x02);
+                let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_local));
+                (a, lty)
+            });
+            cc_vars = Some((g, gty, local));
             cfg.cc = Some(gname.clone());
             CcFunction {
                 name: name.clone(),
@@ -854,13 +872,15 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         // ---- Code -----------------------------------------------------------------------------
         // Coverage stores first (they only insert before existing instructions).
         let one = LLVMConstInt(c.i8t, 1, 0);
-        if let Some((g, gty, a, lty)) = cc_vars {
+        if let Some((g, gty, local)) = cc_vars {
             for ((inst, ..), s) in calls.iter().zip(&slot) {
                 let Some(j) = *s else { continue };
                 c.position_before(*inst);
                 let idx = LLVMConstInt(c.i64t, j, 0);
-                let lp = c.gep(lty, a, idx);
-                c.vstore(one, lp);
+                if let Some((a, lty)) = local.filter(|_| j < n_local) {
+                    let lp = c.gep(lty, a, idx);
+                    c.vstore(one, lp);
+                }
                 let gp = c.gep(gty, g, idx);
                 c.vstore(one, gp);
             }
@@ -888,7 +908,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size);
         }
         // Zero the local coverage arrays at entry (after the allocas, before anything else).
-        for (a, lty) in [cc_vars.map(|v| (v.2, v.3)), bbc_vars.map(|v| (v.2, v.3))]
+        for (a, lty) in [cc_vars.and_then(|v| v.2), bbc_vars.map(|v| (v.2, v.3))]
             .into_iter()
             .flatten()
         {

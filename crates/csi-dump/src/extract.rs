@@ -613,6 +613,9 @@ impl<'a> Extract<'a> {
                 rf.local_coverage.insert(n, ran);
             }
         }
+        for (n, ran) in self.entry_cc_by_position(f, &rf.point, at_call) {
+            rf.local_coverage.entry(n).or_insert(ran);
+        }
         rf.stopped_at = (!at_call)
             .then(|| {
                 cf.location.as_ref().map(|l| csi_model::SourcePos {
@@ -1000,6 +1003,61 @@ impl<'a> Extract<'a> {
             };
             if let Some(r) = ran {
                 out.push((gnodes[k], r));
+            }
+        }
+        out
+    }
+
+    /// Local coverage of the entry block's call sites of a function whose csi-cc stored
+    /// their probes only globally (`cc_entry_by_position`), from the frame's candidate
+    /// points: a site ran in this activation iff the frame is stopped after it in the entry
+    /// block, in its call (`at_call`), or outside the entry block (which has no predecessors
+    /// and is straight-line code). All candidates must agree; a frame stopped inside the
+    /// site's own node but not in its call is undecided.
+    fn entry_cc_by_position(
+        &self,
+        f: FuncId,
+        points: &[NodeId],
+        at_call: bool,
+    ) -> Vec<(NodeId, bool)> {
+        let mut out = Vec::new();
+        let Some(rec) = self
+            .cfg
+            .get(f as usize)
+            .filter(|r| r.cc.is_some() && r.cc_entry_by_position)
+        else {
+            return out;
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        if gnodes.len() != rec.nodes.len() || points.is_empty() {
+            return out;
+        }
+        let at: Option<Vec<usize>> = points
+            .iter()
+            .map(|p| gnodes.iter().position(|x| x == p))
+            .collect();
+        let Some(at) = at else { return out };
+        for (k, node) in rec.nodes.iter().enumerate() {
+            let covered = node.labels.iter().any(|l| l.starts_with("CC")) || node.implied.is_some();
+            if node.kind != NodeKind::CallSite || node.block != Some(0) || !covered {
+                continue;
+            }
+            let votes: Option<Vec<bool>> = at
+                .iter()
+                .map(|&ip| match rec.nodes[ip].block {
+                    Some(0) => match ip.cmp(&k) {
+                        std::cmp::Ordering::Greater => Some(true),
+                        std::cmp::Ordering::Equal => at_call.then_some(true),
+                        std::cmp::Ordering::Less => Some(false),
+                    },
+                    Some(_) => Some(true),
+                    None => None,
+                })
+                .collect();
+            if let Some(v) = votes {
+                if v.iter().all(|&x| x == v[0]) {
+                    out.push((gnodes[k], v[0]));
+                }
             }
         }
         out

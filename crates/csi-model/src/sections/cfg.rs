@@ -158,6 +158,15 @@ pub struct CfgFunction {
     /// Global coverage arrays, when instrumented.
     #[serde(default)]
     pub cc: Option<String>,
+    /// The probes of call sites in the entry block (`block` 0) store only into the global
+    /// array: their slots lie beyond the local `__CC_arr` (which is absent when no other site
+    /// is probed). A live frame ran such a site iff it is stopped after it in the entry
+    /// block (or at it, in the call) or anywhere outside the entry block — the block has no
+    /// predecessors and no `setjmp`-like call in the function can resume it — so readers
+    /// take the local bit from the frame's position. Readers that ignore this field see no
+    /// local bit for these sites: unknown, which is sound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cc_entry_by_position: bool,
     #[serde(default)]
     pub bbc: Option<String>,
     #[serde(default)]
