@@ -530,6 +530,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             pt_skipped: None,
             cc: None,
             cc_entry_by_position: false,
+            cc_local_by_path: false,
             bbc: None,
             fc: None,
             nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],
@@ -708,11 +709,23 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                 }
             }
         }
-        let n_local = (0..calls.len())
-            .filter(|&k| placement[k].is_none() && !global_only(k))
-            .count() as u64;
+        // A path-traced function without back edges needs no local array at all: a live
+        // frame's running sum decodes to its whole path from the entry (Theorem 2.1), which
+        // says which of its call sites ran (`cc_local_by_path`).
+        let local_by_path = !keep_all
+            && numbering
+                .as_ref()
+                .is_some_and(|nb| nb.back_edges.is_empty());
+        let n_local = if local_by_path {
+            0
+        } else {
+            (0..calls.len())
+                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .count() as u64
+        };
         if mech.cc && !calls.is_empty() {
             cfg.cc_entry_by_position = (0..calls.len()).any(global_only);
+            cfg.cc_local_by_path = local_by_path;
             for (k, &n) in call_nodes.iter().enumerate() {
                 match (slot[k], placement[k]) {
                     (Some(j), _) => cfg.nodes[n as usize].labels.push(format!("CC{j}")),

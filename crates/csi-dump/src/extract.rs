@@ -616,6 +616,37 @@ impl<'a> Extract<'a> {
         for (n, ran) in self.entry_cc_by_position(f, &rf.point, at_call) {
             rf.local_coverage.entry(n).or_insert(ran);
         }
+        // Call sites of a loop-free path-traced function without a local array
+        // (`cc_local_by_path`): the path decoded from the entry up to the (single) point says
+        // which ran; the point's own site ran if the frame is in its call.
+        if let (Some(rec), true, [p]) = (
+            self.cfg
+                .get(f as usize)
+                .filter(|r| r.cc.is_some() && r.cc_local_by_path),
+            rf.path_from_entry,
+            rf.point.as_slice(),
+        ) {
+            let gnodes = &self.graph.function(f).nodes;
+            if gnodes.len() == rec.nodes.len() {
+                for (k, node) in rec.nodes.iter().enumerate() {
+                    let covered =
+                        node.labels.iter().any(|l| l.starts_with("CC")) || node.implied.is_some();
+                    if node.kind != NodeKind::CallSite || !covered {
+                        continue;
+                    }
+                    let n = gnodes[k];
+                    let ran = if n == *p {
+                        if !at_call {
+                            continue;
+                        }
+                        true
+                    } else {
+                        rf.path.contains(&n)
+                    };
+                    rf.local_coverage.entry(n).or_insert(ran);
+                }
+            }
+        }
         rf.stopped_at = (!at_call)
             .then(|| {
                 cf.location.as_ref().map(|l| csi_model::SourcePos {

@@ -167,6 +167,12 @@ pub struct CfgFunction {
     /// local bit for these sites: unknown, which is sound.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cc_entry_by_position: bool,
+    /// The function is path-traced and has no back edge, and its call sites have no local
+    /// coverage array (`__CC_arr`): a live frame's running path sum decodes to its whole path
+    /// from the entry, which says which call sites ran in the activation. Readers that
+    /// ignore this field see no local array: unknown, which is sound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cc_local_by_path: bool,
     #[serde(default)]
     pub bbc: Option<String>,
     #[serde(default)]
