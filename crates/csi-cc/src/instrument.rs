@@ -529,7 +529,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             path_traced: false,
             pt_skipped: None,
             cc: None,
-            cc_entry_by_position: false,
+            cc_local_len: None,
             cc_local_by_path: false,
             bbc: None,
             fc: None,
@@ -691,14 +691,22 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             .collect();
         let keep_all = opts.cc_all_probes || has_returns_twice_call(&bbs);
         let placement = cc_probe_placement(&call_blocks, keep_all);
-        // Probes of the entry block store only into the global array: a live frame has run
-        // an entry-block call site iff it is stopped after it in that block or anywhere
-        // outside the block (the entry block has no predecessors and is straight-line code),
-        // so readers take the local bit from the frame's position (`cc_entry_by_position`).
-        // They get the last slots, beyond the local array's length, so a reader that does
-        // not know this sees no local bit for them (unknown, sound). Not with `setjmp`-like
-        // calls (a block can be resumed mid-way) or `--csi-cc-probes=all`.
-        let global_only = |k: usize| !keep_all && call_blocks[k] == 0;
+        // Probes whose local bit a live frame's position decides store only into the global
+        // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
+        // frame is stopped after it in X, or in a block that X dominates; it did not if the
+        // frame is before it in X or in a block X cannot reach. When X is on no cycle and
+        // dominates every block it reaches (except blocks of only PHIs and `ret`, where no
+        // call or crash stops a frame), one of the two always holds — the entry block is
+        // the common case. Those probes get the last slots, beyond the local array's length
+        // (`cc_local_len`), so a reader that does not know this sees no local bit for them
+        // (unknown, sound). Not with `setjmp`-like calls (a block can be resumed mid-way) or
+        // `--csi-cc-probes=all`.
+        let by_position = if keep_all {
+            vec![false; bbs.len()]
+        } else {
+            position_decided_blocks(&succs, &bbs)
+        };
+        let global_only = |k: usize| by_position[call_blocks[k] as usize];
         let mut slot: Vec<Option<u64>> = vec![None; calls.len()];
         let mut n_probes = 0u64;
         for pass in [false, true] {
@@ -724,7 +732,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                 .count() as u64
         };
         if mech.cc && !calls.is_empty() {
-            cfg.cc_entry_by_position = (0..calls.len()).any(global_only);
+            cfg.cc_local_len = (n_local < n_probes).then_some(n_local);
             cfg.cc_local_by_path = local_by_path;
             for (k, &n) in call_nodes.iter().enumerate() {
                 match (slot[k], placement[k]) {
@@ -997,6 +1005,116 @@ fn cc_probe_placement(blocks: &[u32], keep_all: bool) -> Vec<Option<(usize, usiz
         start = end + 1;
     }
     out
+}
+
+/// Blocks whose call sites' local coverage a live frame's position decides exactly (see
+/// `cc_by_position` above): on no cycle, and dominating every block they reach, except
+/// blocks of only PHIs and a `ret`.
+unsafe fn position_decided_blocks(succs: &[Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Vec<bool> {
+    let n = succs.len();
+    let trivial_ret: Vec<bool> = bbs
+        .iter()
+        .map(|&b| {
+            instructions(b).into_iter().all(|i| {
+                !LLVMIsAPHINode(i).is_null() || LLVMGetInstructionOpcode(i) == LLVMOpcode::LLVMRet
+            })
+        })
+        .collect();
+    let idom = immediate_dominators(succs);
+    let dominates = |x: usize, mut y: usize| loop {
+        if y == x {
+            return true;
+        }
+        match idom[y] {
+            Some(d) if d != y => y = d,
+            _ => return false,
+        }
+    };
+    (0..n)
+        .map(|x| {
+            if idom[x].is_none() {
+                return false; // unreachable
+            }
+            let mut seen = vec![false; n];
+            let mut stack: Vec<usize> = succs[x].iter().map(|&s| s as usize).collect();
+            while let Some(y) = stack.pop() {
+                if std::mem::replace(&mut seen[y], true) {
+                    continue;
+                }
+                if y == x || !(dominates(x, y) || trivial_ret[y]) {
+                    return false;
+                }
+                stack.extend(succs[y].iter().map(|&s| s as usize));
+            }
+            true
+        })
+        .collect()
+}
+
+/// Immediate dominators of the blocks reachable from block 0 (Cooper, Harvey, Kennedy);
+/// the entry's is itself, an unreachable block's `None`.
+fn immediate_dominators(succs: &[Vec<u32>]) -> Vec<Option<usize>> {
+    let n = succs.len();
+    let mut order = Vec::with_capacity(n); // postorder
+    let mut seen = vec![false; n];
+    let mut stack = vec![(0usize, 0usize)];
+    seen[0] = true;
+    while let Some(&mut (b, ref mut k)) = stack.last_mut() {
+        if let Some(&s) = succs[b].get(*k) {
+            *k += 1;
+            if !seen[s as usize] {
+                seen[s as usize] = true;
+                stack.push((s as usize, 0));
+            }
+        } else {
+            order.push(b);
+            stack.pop();
+        }
+    }
+    let mut po = vec![usize::MAX; n];
+    for (i, &b) in order.iter().enumerate() {
+        po[b] = i;
+    }
+    let mut preds = vec![Vec::new(); n];
+    for (u, ss) in succs.iter().enumerate() {
+        for &s in ss {
+            preds[s as usize].push(u);
+        }
+    }
+    let mut idom: Vec<Option<usize>> = vec![None; n];
+    idom[0] = Some(0);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in order.iter().rev().skip(1) {
+            let mut new: Option<usize> = None;
+            for &p in &preds[b] {
+                if idom[p].is_none() {
+                    continue;
+                }
+                new = Some(match new {
+                    None => p,
+                    Some(mut a) => {
+                        let mut c = p;
+                        while a != c {
+                            while po[a] < po[c] {
+                                a = idom[a].unwrap();
+                            }
+                            while po[c] < po[a] {
+                                c = idom[c].unwrap();
+                            }
+                        }
+                        a
+                    }
+                });
+            }
+            if new.is_some() && idom[b] != new {
+                idom[b] = new;
+                changed = true;
+            }
+        }
+    }
+    idom
 }
 
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
