@@ -695,9 +695,10 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
         // frame is stopped after it in X, or in a block that X dominates; it did not if the
         // frame is before it in X or in a block X cannot reach. When X is on no cycle and
-        // dominates every block it reaches (except blocks of only PHIs and `ret`, where no
-        // call or crash stops a frame), one of the two always holds — the entry block is
-        // the common case. Those probes get the last slots, beyond the local array's length
+        // dominates every block it reaches (except return blocks of only PHIs, casts, loads
+        // from allocas and `ret`, where no call or crash stops a frame), one of the two always
+        // holds — the entry block and branches that end in their own `return` are the
+        // common cases. Those probes get the last slots, beyond the local array's length
         // (`cc_local_len`), so a reader that does not know this sees no local bit for them
         // (unknown, sound). Not with `setjmp`-like calls (a block can be resumed mid-way) or
         // `--csi-cc-probes=all`.
@@ -1009,15 +1010,24 @@ fn cc_probe_placement(blocks: &[u32], keep_all: bool) -> Vec<Option<(usize, usiz
 
 /// Blocks whose call sites' local coverage a live frame's position decides exactly (see
 /// `cc_by_position` above): on no cycle, and dominating every block they reach, except
-/// blocks of only PHIs and a `ret`.
+/// return blocks where no call or crash can stop a frame.
 unsafe fn position_decided_blocks(succs: &[Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Vec<bool> {
     let n = succs.len();
+    // Return blocks where nothing can stop a frame but an asynchronous signal: PHIs, loads
+    // straight from allocas (-O0's return value), casts, an unconditional branch, `ret`.
     let trivial_ret: Vec<bool> = bbs
         .iter()
         .map(|&b| {
-            instructions(b).into_iter().all(|i| {
-                !LLVMIsAPHINode(i).is_null() || LLVMGetInstructionOpcode(i) == LLVMOpcode::LLVMRet
-            })
+            let term = LLVMGetBasicBlockTerminator(b);
+            !term.is_null()
+                && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMRet
+                && instructions(b).into_iter().all(|i| {
+                    !LLVMIsAPHINode(i).is_null()
+                        || !LLVMIsACastInst(i).is_null()
+                        || i == term
+                        || (LLVMGetInstructionOpcode(i) == LLVMOpcode::LLVMLoad
+                            && !LLVMIsAAllocaInst(LLVMGetOperand(i, 0)).is_null())
+                })
         })
         .collect();
     let idom = immediate_dominators(succs);
