@@ -1366,7 +1366,25 @@ unsafe fn instrument_paths(
 
 #[cfg(test)]
 mod tests {
-    use super::cc_probe_placement;
+    use super::{cc_probe_placement, immediate_dominators};
+
+    #[test]
+    fn immediate_dominators_of_a_diamond_a_loop_and_an_unreachable_block() {
+        // 0 -> 1, 2; 1 -> 3; 2 -> 3; 3 -> 4; 4 -> 3, 5; 6 -> 5 (6 unreachable).
+        let succs = vec![
+            vec![1, 2],
+            vec![3],
+            vec![3],
+            vec![4],
+            vec![3, 5],
+            vec![],
+            vec![5],
+        ];
+        assert_eq!(
+            immediate_dominators(&succs),
+            vec![Some(0), Some(0), Some(0), Some(0), Some(3), Some(4), None]
+        );
+    }
 
     #[test]
     fn probes_first_and_last_call_of_each_block() {
