@@ -16,7 +16,7 @@ use llvm_sys::core::*;
 use llvm_sys::debuginfo::*;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{CStr, CString};
 use std::ptr;
 
@@ -509,7 +509,8 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             .collect();
         // ---- Facts about the unmodified function -------------------------------------------
         let mut info = Vec::with_capacity(bbs.len());
-        let mut has_indirectbr = false;
+        let mut has_callbr = false;
+        let mut indirectbr_blocks: Vec<u32> = Vec::new();
         let mut calls: Vec<(LLVMValueRef, u32, String, Option<String>)> = Vec::new(); // inst, line, name, callee
         let mut cfg = CfgFunction {
             csi_cfg: CFG_FORMAT_VERSION,
@@ -543,10 +544,10 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             let term = LLVMGetBasicBlockTerminator(bb);
             let mut succs = Vec::new();
             if !term.is_null() {
-                if LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMIndirectBr
-                    || LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMCallBr
-                {
-                    has_indirectbr = true;
+                match LLVMGetInstructionOpcode(term) {
+                    LLVMOpcode::LLVMIndirectBr => indirectbr_blocks.push(bi as u32),
+                    LLVMOpcode::LLVMCallBr => has_callbr = true,
+                    _ => {}
                 }
                 for s in 0..LLVMGetNumSuccessors(term) {
                     succs.push(index[&LLVMGetSuccessor(term, s)]);
@@ -663,11 +664,27 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let succs: Vec<Vec<u32>> = info.iter().map(|b| b.succs.clone()).collect();
         let mut numbering: Option<Numbering> = None;
         if mech.pt {
-            if has_indirectbr {
-                cfg.pt_skipped = Some("indirect branch (computed goto)".into());
+            if has_callbr {
+                cfg.pt_skipped = Some("asm goto (callbr)".into());
             } else {
                 let probs: Vec<Vec<f64>> = bbs.iter().map(|&b| branch_weights(c, b)).collect();
-                match ballarus::number_with_probabilities(0, &succs, &probs) {
+                // Computed gotos: an indirect branch's edges cannot be split, so they carry
+                // no increment; every edge into one of its targets ends the path (stored
+                // before the branch, or on the edge) and the target restarts it, like a loop
+                // head (see `instrument_paths`).
+                let mut breaks = BTreeSet::new();
+                let targets: BTreeSet<u32> = indirectbr_blocks
+                    .iter()
+                    .flat_map(|&u| info[u as usize].succs.iter().copied())
+                    .collect();
+                for (u, b) in info.iter().enumerate() {
+                    for &t in &b.succs {
+                        if targets.contains(&t) {
+                            breaks.insert((u as u32, t));
+                        }
+                    }
+                }
+                match ballarus::number_with_breaks(0, &succs, &probs, &breaks) {
                     Ok(nb) => numbering = Some(nb),
                     Err(e) => cfg.pt_skipped = Some(e.to_string()),
                 }
@@ -1329,6 +1346,7 @@ unsafe fn instrument_paths(
     enum Act {
         Inc(i64),
         Back(i64, i64),
+        Store(i64),
     }
     let mut acts: Vec<(u32, u32, Act)> = Vec::new();
     for (&(u, v), &inc) in &nb.increments {
@@ -1337,11 +1355,54 @@ unsafe fn instrument_paths(
         }
         acts.push((u, v, Act::Inc(inc)));
     }
+    // Heads all of whose entering edges are back edges (targets of computed gotos) restart
+    // the path at their start, once; the edges then only store the completed path — before
+    // the terminator of an indirect branch, whose edges cannot be split.
+    let indirect = |u: u32| {
+        let t = LLVMGetBasicBlockTerminator(bbs[u as usize]);
+        !t.is_null() && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMIndirectBr
+    };
+    let restarts: BTreeMap<u32, i64> = nb
+        .back_edges
+        .iter()
+        .filter(|(&(_, h), _)| {
+            preds[h as usize]
+                .iter()
+                .all(|&p| nb.back_edges.contains_key(&(p, h)))
+        })
+        .map(|(&(_, h), &reinit)| (h, reinit))
+        .collect();
+    let mut stored_before_indirect: BTreeSet<u32> = BTreeSet::new();
     for (&(u, h), &reinit) in &nb.back_edges {
-        acts.push((u, h, Act::Back(nb.back_edge_store_increment[&u], reinit)));
+        let store = nb.back_edge_store_increment[&u];
+        if restarts.contains_key(&h) {
+            if indirect(u) {
+                if stored_before_indirect.insert(u) {
+                    acts.push((u, u, Act::Store(store)));
+                }
+            } else {
+                acts.push((u, h, Act::Store(store)));
+            }
+        } else {
+            assert!(
+                !indirect(u),
+                "an indirect branch's target restarts the path"
+            );
+            acts.push((u, h, Act::Back(store, reinit)));
+        }
+    }
+    // The restarts first: a store placed at the start of the same block goes before them.
+    for (&h, &reinit) in &restarts {
+        c.position_before(c.first_insertion(bbs[h as usize]));
+        c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
     }
     for (u, v, act) in acts {
-        match place(u, v) {
+        let at = if u == v {
+            Place::EndOf(u) // the store before an indirect branch
+        } else {
+            place(u, v)
+        };
+        match at {
             Place::EndOf(b) => c.position_before(LLVMGetBasicBlockTerminator(bbs[b as usize])),
             Place::StartOf(b) => c.position_before(c.first_insertion(bbs[b as usize])),
             Place::Split(a, b) => {
@@ -1360,6 +1421,7 @@ unsafe fn instrument_paths(
                 store_path(store_inc);
                 c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
             }
+            Act::Store(store_inc) => store_path(store_inc),
         }
     }
 }

@@ -441,6 +441,49 @@ fn path_trace_under_gdb_o2() {
     assert!(lines_until_call(&t.pt, &t.partial, 16).contains(&16));
 }
 
+/// Computed goto (Lua's VM dispatch, `goto *ops[*pc++]`): the indirect branch's edges end a
+/// path and its targets start one, so the ring buffer holds one completed path per handler
+/// run, in order, and the partial path is the handler that calls `probe`.
+#[test]
+fn path_trace_under_gdb_computed_goto() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb is not installed");
+        return;
+    }
+    for opt in ["-O0", "-O2"] {
+        let t = trace_at_probe(opt, "interp", "5", 10);
+        let handlers: Vec<&str> = t
+            .completed
+            .iter()
+            .map(|p| {
+                let ls = lines_of(&t.pt, p);
+                match () {
+                    _ if ls.contains(&35) => "inc",
+                    _ if ls.contains(&38) => "dbl",
+                    _ if ls.contains(&41) => "probe",
+                    _ if ls.contains(&44) => "halt",
+                    _ => "entry",
+                }
+            })
+            .collect();
+        assert_eq!(
+            handlers,
+            ["entry", "inc", "dbl", "inc", "dbl", "inc"],
+            "{opt}: one completed path per handler, oldest first"
+        );
+        let last = lines_until_call(&t.pt, &t.partial, 41);
+        assert!(
+            !last.contains(&35) && !last.contains(&38),
+            "{opt}: the partial path is the probe handler: {last:?}"
+        );
+    }
+}
+
+#[test]
+fn computed_goto_behaves_the_same() {
+    same_behaviour(&["ptloop.c"], &["25"]);
+}
+
 #[test]
 fn bad_input() {
     let d = scratch();
