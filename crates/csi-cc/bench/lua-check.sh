@@ -2,7 +2,7 @@
 # Builds Lua 5.4 (Debian's lua5.4 source, upstream tarball inside it) with plain clang-19 and with
 # csi-cc in several tracing configurations, in a scratch dir outside the repo; checks that
 # bench/lua/programs.lua prints the same and exits the same in every build; then runs the overhead
-# benchmark bench/lua/heavy.lua: medians of RUNS interleaved runs, time and max-RSS ratios to plain,
+# benchmark bench/lua/heavy.lua: medians of RUNS interleaved runs, CPU-time and max-RSS ratios to plain,
 # and (CALLGRIND=1, the default when valgrind is installed) instruction counts under callgrind
 # (profiles left in <scratch>/<config>.callgrind for callgrind_annotate).
 #
@@ -91,12 +91,15 @@ for v in "${CONFIGS[@]}"; do
   else echo "lua programs: $v DIFFERS from $b"; diff "$b.out" "$v.out" || true; status=1; fi
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-for v in "${CONFIGS[@]}"; do : >"$v.times"; : >"$v.rss"; done
-# Interleaved rounds, so that load from other processes spreads over all configurations.
+for v in "${CONFIGS[@]}"; do : >"$v.times"; : >"$v.rss"; : >"$v.wall"; done
+# Interleaved rounds, so that load from other processes spreads over all configurations. The
+# time is CPU time (user + system), which waiting for a busy CPU does not inflate; wall-clock
+# times are kept in <config>.wall.
 for i in $(seq "$RUNS"); do
   for v in "${CONFIGS[@]}"; do
-    /usr/bin/env time -f "%e %M" -o t.txt "./$v/src/lua" "$HERE/lua/heavy.lua" "$(scale "$v")" >/dev/null
-    awk '{print $1}' t.txt >>"$v.times"; awk '{print $2}' t.txt >>"$v.rss"
+    /usr/bin/env time -f "%e %M %U %S" -o t.txt "./$v/src/lua" "$HERE/lua/heavy.lua" "$(scale "$v")" >/dev/null
+    awk '{print $3 + $4}' t.txt >>"$v.times"; awk '{print $2}' t.txt >>"$v.rss"
+    awk '{print $1}' t.txt >>"$v.wall"
   done
 done
 declare -A T R I
@@ -112,7 +115,7 @@ done
 ratio() { if [ "$2" = - ] || [ "$3" = - ]; then echo -; else echo "scale=3; $2 / $3" | bc; fi; }
 echo "heavy.lua $SCALE (-O2 builds), $SCALE0 (-O0 builds); medians of $RUNS interleaved runs;" \
   "instructions: heavy.lua $CG_SCALE under callgrind; ratios to plain / plain-O0"
-printf '%-13s %9s %7s %9s %7s %14s %7s\n' config "time(s)" ratio "RSS(KiB)" ratio "instr" ratio
+printf '%-13s %9s %7s %9s %7s %14s %7s\n' config "cpu(s)" ratio "RSS(KiB)" ratio "instr" ratio
 for v in "${CONFIGS[@]}"; do
   b=$(base "$v")
   printf '%-13s %9s %7s %9s %7s %14s %7s\n' "$v" "${T[$v]}" "$(ratio x "${T[$v]}" "${T[$b]}")" \
