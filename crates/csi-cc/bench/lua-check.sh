@@ -2,7 +2,7 @@
 # Builds Lua 5.4 (Debian's lua5.4 source, upstream tarball inside it) with plain clang-19 and with
 # csi-cc in several tracing configurations, in a scratch dir outside the repo; checks that
 # bench/lua/programs.lua prints the same and exits the same in every build; then runs the overhead
-# benchmark bench/lua/heavy.lua: medians of RUNS interleaved runs, time and max-RSS ratios to plain,
+# benchmark bench/lua/heavy.lua: medians of RUNS interleaved runs, CPU-time and max-RSS ratios to plain,
 # and (CALLGRIND=1, the default when valgrind is installed) instruction counts under callgrind
 # (profiles left in <scratch>/<config>.callgrind for callgrind_annotate).
 #
@@ -14,21 +14,37 @@
 #   fixed      --csi-scheme=cc --csi-schema=<file>: CC everywhere, PT only in the functions a
 #              Lua crash stack shows (the dissertation's "Realistic (fixed)")
 #   bb         --csi-scheme=bb         basic-block coverage everywhere
+# and the same names with the suffix -O0 (plain-O0, cc-O0, realistic-O0, fixed-O0 by default):
+# built with -O0 (Lua's makefile flags + MYCFLAGS=-O0, the last -O wins), the set-up of the
+# dissertation's overhead numbers; their ratios are to plain-O0, run with SCALE0.
 #
 # Usage: crates/csi-cc/bench/lua-check.sh [scratch-dir]   (needs deb-src in apt sources)
-# Environment: RUNS (default 5), SCALE (heavy.lua scale, default 70 ≈ 2.3 s plain), CG_SCALE
-# (scale under callgrind, default 2), CALLGRIND=0 to skip instruction counts, BUILD=0 to reuse
-# the builds already in the scratch dir, CONFIGS to choose configurations.
+# Environment: RUNS (default 5), SCALE (heavy.lua scale for -O2 builds, default 70 ≈ 2.3 s
+# plain), SCALE0 (for -O0 builds, default 18 ≈ 2 s plain-O0), CG_SCALE (scale under callgrind,
+# default 2, both sets), CALLGRIND=0 to skip instruction counts, BUILD=0 to reuse the builds
+# already in the scratch dir, CONFIGS to choose configurations (plain and plain-O0 are the
+# baselines of their sets and are added when a configuration of the set is chosen).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 CSI="${CSI_CC:-$HERE/../target/release/csi-cc}"
 W="${1:-/tmp/csi-lua}"
 RUNS="${RUNS:-5}"
 SCALE="${SCALE:-70}"
+SCALE0="${SCALE0:-18}"
 CG_SCALE="${CG_SCALE:-2}"
 BUILD="${BUILD:-1}"
 CALLGRIND="${CALLGRIND:-$(command -v valgrind >/dev/null && echo 1 || echo 0)}"
-read -r -a CONFIGS <<<"${CONFIGS:-plain cc pt realistic fixed bb}"
+read -r -a CONFIGS <<<"${CONFIGS:-plain cc pt realistic fixed bb plain-O0 cc-O0 realistic-O0 fixed-O0}"
+# Each set's baseline first (ratios need it).
+has() { local x; for x in "${CONFIGS[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+for v in "${CONFIGS[@]}"; do
+  case "$v" in
+    *-O0) has plain-O0 || CONFIGS=(plain-O0 "${CONFIGS[@]}") ;;
+    *) has plain || CONFIGS=(plain "${CONFIGS[@]}") ;;
+  esac
+done
+base() { case "$1" in *-O0) echo plain-O0 ;; *) echo plain ;; esac; }
+scale() { case "$1" in *-O0) echo "$SCALE0" ;; *) echo "$SCALE" ;; esac; }
 mkdir -p "$W" && cd "$W"
 # PT only where a crash stack in the Lua interpreter would point (lua.c → API → VM → tables).
 cat >fixed.schema <<'SCHEMA'
@@ -47,10 +63,11 @@ luaH_getint;{CC,PT}
 luaH_getshortstr;{CC,PT}
 SCHEMA
 cc_for() {
-  case "$1" in
+  local v="${1%-O0}"
+  case "$v" in
     plain) echo "clang-19 -g" ;;
     fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/fixed.schema" ;;
-    *) echo "$CSI --csi-scheme=$1" ;;
+    *) echo "$CSI --csi-scheme=$v" ;;
   esac
 }
 if [ "$BUILD" = 1 ]; then
@@ -59,7 +76,8 @@ if [ "$BUILD" = 1 ]; then
   SRC=$(ls -d o/*/)
   for v in "${CONFIGS[@]}"; do
     rm -rf "$v" && cp -r "$SRC" "$v"
-    (cd "$v/src" && make -s -j2 linux CC="$(cc_for "$v")" >/dev/null)
+    opt=""; case "$v" in *-O0) opt=-O0 ;; esac
+    (cd "$v/src" && make -s -j2 linux CC="$(cc_for "$v")" MYCFLAGS="$opt" >/dev/null)
   done
 fi
 status=0
@@ -68,17 +86,20 @@ for v in "${CONFIGS[@]}"; do
   "./$v/src/lua" "$HERE/lua/heavy.lua" 1 >>"$v.out" 2>&1
 done
 for v in "${CONFIGS[@]}"; do
-  [ "$v" = plain ] && continue
-  if cmp -s plain.out "$v.out"; then echo "lua programs: $v output identical to plain"
-  else echo "lua programs: $v DIFFERS"; diff plain.out "$v.out" || true; status=1; fi
+  b=$(base "$v"); [ "$v" = "$b" ] && continue
+  if cmp -s "$b.out" "$v.out"; then echo "lua programs: $v output identical to $b"
+  else echo "lua programs: $v DIFFERS from $b"; diff "$b.out" "$v.out" || true; status=1; fi
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-for v in "${CONFIGS[@]}"; do : >"$v.times"; : >"$v.rss"; done
-# Interleaved rounds, so that load from other processes spreads over all configurations.
+for v in "${CONFIGS[@]}"; do : >"$v.times"; : >"$v.rss"; : >"$v.wall"; done
+# Interleaved rounds, so that load from other processes spreads over all configurations. The
+# time is CPU time (user + system), which waiting for a busy CPU does not inflate; wall-clock
+# times are kept in <config>.wall.
 for i in $(seq "$RUNS"); do
   for v in "${CONFIGS[@]}"; do
-    /usr/bin/env time -f "%e %M" -o t.txt "./$v/src/lua" "$HERE/lua/heavy.lua" "$SCALE" >/dev/null
-    awk '{print $1}' t.txt >>"$v.times"; awk '{print $2}' t.txt >>"$v.rss"
+    /usr/bin/env time -f "%e %M %U %S" -o t.txt "./$v/src/lua" "$HERE/lua/heavy.lua" "$(scale "$v")" >/dev/null
+    awk '{print $3 + $4}' t.txt >>"$v.times"; awk '{print $2}' t.txt >>"$v.rss"
+    awk '{print $1}' t.txt >>"$v.wall"
   done
 done
 declare -A T R I
@@ -92,9 +113,12 @@ for v in "${CONFIGS[@]}"; do
   fi
 done
 ratio() { if [ "$2" = - ] || [ "$3" = - ]; then echo -; else echo "scale=3; $2 / $3" | bc; fi; }
-printf '%-10s %9s %7s %9s %7s %14s %7s\n' config "time(s)" ratio "RSS(KiB)" ratio "instr" ratio
+echo "heavy.lua $SCALE (-O2 builds), $SCALE0 (-O0 builds); medians of $RUNS interleaved runs;" \
+  "instructions: heavy.lua $CG_SCALE under callgrind; ratios to plain / plain-O0"
+printf '%-13s %9s %7s %9s %7s %14s %7s\n' config "cpu(s)" ratio "RSS(KiB)" ratio "instr" ratio
 for v in "${CONFIGS[@]}"; do
-  printf '%-10s %9s %7s %9s %7s %14s %7s\n' "$v" "${T[$v]}" "$(ratio x "${T[$v]}" "${T[plain]}")" \
-    "${R[$v]}" "$(ratio x "${R[$v]}" "${R[plain]}")" "${I[$v]}" "$(ratio x "${I[$v]}" "${I[plain]}")"
+  b=$(base "$v")
+  printf '%-13s %9s %7s %9s %7s %14s %7s\n' "$v" "${T[$v]}" "$(ratio x "${T[$v]}" "${T[$b]}")" \
+    "${R[$v]}" "$(ratio x "${R[$v]}" "${R[$b]}")" "${I[$v]}" "$(ratio x "${I[$v]}" "${I[$b]}")"
 done
 exit $status

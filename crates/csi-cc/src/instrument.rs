@@ -16,7 +16,7 @@ use llvm_sys::core::*;
 use llvm_sys::debuginfo::*;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{CStr, CString};
 use std::ptr;
 
@@ -180,7 +180,6 @@ struct BlockInfo {
     succs: Vec<u32>,
     /// Lines for the PT/BBC metadata (unconditional branches skipped).
     lines: Vec<u32>,
-    is_ret: bool,
 }
 
 struct Ctx {
@@ -491,7 +490,8 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             .collect();
         // ---- Facts about the unmodified function -------------------------------------------
         let mut info = Vec::with_capacity(bbs.len());
-        let mut has_indirectbr = false;
+        let mut has_callbr = false;
+        let mut indirectbr_blocks: Vec<u32> = Vec::new();
         let mut calls: Vec<(LLVMValueRef, u32, String, Option<String>)> = Vec::new(); // inst, line, name, callee
         let mut cfg = CfgFunction {
             csi_cfg: CFG_FORMAT_VERSION,
@@ -513,6 +513,8 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             params: None,
             escaped: None,
             cc: None,
+            cc_local_len: None,
+            cc_local_by_path: false,
             bbc: None,
             fc: None,
             nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],
@@ -528,10 +530,10 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             let term = LLVMGetBasicBlockTerminator(bb);
             let mut succs = Vec::new();
             if !term.is_null() {
-                if LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMIndirectBr
-                    || LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMCallBr
-                {
-                    has_indirectbr = true;
+                match LLVMGetInstructionOpcode(term) {
+                    LLVMOpcode::LLVMIndirectBr => indirectbr_blocks.push(bi as u32),
+                    LLVMOpcode::LLVMCallBr => has_callbr = true,
+                    _ => {}
                 }
                 for s in 0..LLVMGetNumSuccessors(term) {
                     succs.push(index[&LLVMGetSuccessor(term, s)]);
@@ -621,11 +623,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             if succs.is_empty() && is_ret {
                 cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
             }
-            info.push(BlockInfo {
-                succs,
-                lines,
-                is_ret,
-            });
+            info.push(BlockInfo { succs, lines });
         }
         // A node added for a block that ended with a call may have a pending edge to a node
         // that was never created; drop such edges.
@@ -649,11 +647,27 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let succs: Vec<Vec<u32>> = info.iter().map(|b| b.succs.clone()).collect();
         let mut numbering: Option<Numbering> = None;
         if mech.pt {
-            if has_indirectbr {
-                cfg.pt_skipped = Some("indirect branch (computed goto)".into());
+            if has_callbr {
+                cfg.pt_skipped = Some("asm goto (callbr)".into());
             } else {
                 let probs: Vec<Vec<f64>> = bbs.iter().map(|&b| branch_weights(c, b)).collect();
-                match ballarus::number_with_probabilities(0, &succs, &probs) {
+                // Computed gotos: an indirect branch's edges cannot be split, so they carry
+                // no increment; every edge into one of its targets ends the path (stored
+                // before the branch, or on the edge) and the target restarts it, like a loop
+                // head (see `instrument_paths`).
+                let mut breaks = BTreeSet::new();
+                let targets: BTreeSet<u32> = indirectbr_blocks
+                    .iter()
+                    .flat_map(|&u| info[u as usize].succs.iter().copied())
+                    .collect();
+                for (u, b) in info.iter().enumerate() {
+                    for &t in &b.succs {
+                        if targets.contains(&t) {
+                            breaks.insert((u as u32, t));
+                        }
+                    }
+                }
+                match ballarus::number_with_breaks(0, &succs, &probs, &breaks) {
                     Ok(nb) => numbering = Some(nb),
                     Err(e) => cfg.pt_skipped = Some(e.to_string()),
                 }
@@ -675,19 +689,52 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             .iter()
             .map(|&n| cfg.nodes[n as usize].block.unwrap_or(u32::MAX))
             .collect();
-        let placement = cc_probe_placement(
-            &call_blocks,
-            opts.cc_all_probes || has_returns_twice_call(&bbs),
-        );
+        let keep_all = opts.cc_all_probes || has_returns_twice_call(&bbs);
+        let placement = cc_probe_placement(&call_blocks, keep_all);
+        // Probes whose local bit a live frame's position decides store only into the global
+        // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
+        // frame is stopped after it in X, or in a block that X dominates; it did not if the
+        // frame is before it in X or in a block X cannot reach. When X is on no cycle and
+        // dominates every block it reaches (except return blocks of only PHIs, casts, loads
+        // from allocas and `ret`, where no call or crash stops a frame), one of the two always
+        // holds — the entry block and branches that end in their own `return` are the
+        // common cases. Those probes get the last slots, beyond the local array's length
+        // (`cc_local_len`), so a reader that does not know this sees no local bit for them
+        // (unknown, sound). Not with `setjmp`-like calls (a block can be resumed mid-way) or
+        // `--csi-cc-probes=all`.
+        let by_position = if keep_all {
+            vec![false; bbs.len()]
+        } else {
+            position_decided_blocks(&succs, &bbs)
+        };
+        let global_only = |k: usize| by_position[call_blocks[k] as usize];
         let mut slot: Vec<Option<u64>> = vec![None; calls.len()];
         let mut n_probes = 0u64;
-        for (k, p) in placement.iter().enumerate() {
-            if p.is_none() {
-                slot[k] = Some(n_probes);
-                n_probes += 1;
+        for pass in [false, true] {
+            for (k, p) in placement.iter().enumerate() {
+                if p.is_none() && global_only(k) == pass {
+                    slot[k] = Some(n_probes);
+                    n_probes += 1;
+                }
             }
         }
+        // A path-traced function without back edges needs no local array at all: a live
+        // frame's running sum decodes to its whole path from the entry (Theorem 2.1), which
+        // says which of its call sites ran (`cc_local_by_path`).
+        let local_by_path = !keep_all
+            && numbering
+                .as_ref()
+                .is_some_and(|nb| nb.back_edges.is_empty());
+        let n_local = if local_by_path {
+            0
+        } else {
+            (0..calls.len())
+                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .count() as u64
+        };
         if mech.cc && !calls.is_empty() {
+            cfg.cc_local_len = (n_local < n_probes).then_some(n_local);
+            cfg.cc_local_by_path = local_by_path;
             for (k, &n) in call_nodes.iter().enumerate() {
                 match (slot[k], placement[k]) {
                     (Some(j), _) => cfg.nodes[n as usize].labels.push(format!("CC{j}")),
@@ -741,15 +788,9 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                     continue;
                 }
                 let mut items: Vec<PtItem> = b.lines.iter().map(|&l| PtItem::Line(l)).collect();
-                let stores = b.is_ret || nb.back_edge_store_increment.contains_key(&(bi as u32));
-                if stores {
-                    if b.is_ret && !items.is_empty() {
-                        let last = items.pop().unwrap();
-                        items.push(PtItem::PathEnd);
-                        items.push(last);
-                    } else {
-                        items.push(PtItem::PathEnd);
-                    }
+                // Completed paths are stored on back edges only (see `instrument_paths`).
+                if nb.back_edge_store_increment.contains_key(&(bi as u32)) {
+                    items.push(PtItem::PathEnd);
                 }
                 blocks_out.push(PtBlock {
                     id: pt_id(bi as u32),
@@ -777,10 +818,15 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         if cc_on {
             let gname = format!("__CC_arr_{fmash}_{name}");
             let (g, gty) = c.global(&gname, n_probes, sp);
-            let lty = LLVMArrayType2(c.i8t, n_probes.div_ceil(8) * 8);
-            let b = c.basic_type("__csi_bool", 8, 0x02);
-            let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_probes));
-            cc_vars = Some((g, gty, a, lty));
+            // The local array holds the slots below `n_local`; none at all when every
+            // probe is in the entry block (no zeroing then).
+            let local = (n_local > 0).then(|| {
+                let lty = LLVMArrayType2(c.i8t, n_local.div_ceil(8) * 8);
+                let b = c.basic_type("__csi_bool", 8, 0x02);
+                let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_local));
+                (a, lty)
+            });
+            cc_vars = Some((g, gty, local));
             cfg.cc = Some(gname.clone());
             CcFunction {
                 name: name.clone(),
@@ -848,13 +894,15 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         // ---- Code -----------------------------------------------------------------------------
         // Coverage stores first (they only insert before existing instructions).
         let one = LLVMConstInt(c.i8t, 1, 0);
-        if let Some((g, gty, a, lty)) = cc_vars {
+        if let Some((g, gty, local)) = cc_vars {
             for ((inst, ..), s) in calls.iter().zip(&slot) {
                 let Some(j) = *s else { continue };
                 c.position_before(*inst);
                 let idx = LLVMConstInt(c.i64t, j, 0);
-                let lp = c.gep(lty, a, idx);
-                c.vstore(one, lp);
+                if let Some((a, lty)) = local.filter(|_| j < n_local) {
+                    let lp = c.gep(lty, a, idx);
+                    c.vstore(one, lp);
+                }
                 let gp = c.gep(gty, g, idx);
                 c.vstore(one, gp);
             }
@@ -882,7 +930,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size);
         }
         // Zero the local coverage arrays at entry (after the allocas, before anything else).
-        for (a, lty) in [cc_vars.map(|v| (v.2, v.3)), bbc_vars.map(|v| (v.2, v.3))]
+        for (a, lty) in [cc_vars.and_then(|v| v.2), bbc_vars.map(|v| (v.2, v.3))]
             .into_iter()
             .flatten()
         {
@@ -958,6 +1006,125 @@ fn cc_probe_placement(blocks: &[u32], keep_all: bool) -> Vec<Option<(usize, usiz
         start = end + 1;
     }
     out
+}
+
+/// Blocks whose call sites' local coverage a live frame's position decides exactly (see
+/// `cc_by_position` above): on no cycle, and dominating every block they reach, except
+/// return blocks where no call or crash can stop a frame.
+unsafe fn position_decided_blocks(succs: &[Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Vec<bool> {
+    let n = succs.len();
+    // Return blocks where nothing can stop a frame but an asynchronous signal: PHIs, loads
+    // straight from allocas (-O0's return value), casts, an unconditional branch, `ret`.
+    let trivial_ret: Vec<bool> = bbs
+        .iter()
+        .map(|&b| {
+            let term = LLVMGetBasicBlockTerminator(b);
+            !term.is_null()
+                && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMRet
+                && instructions(b).into_iter().all(|i| {
+                    !LLVMIsAPHINode(i).is_null()
+                        || !LLVMIsACastInst(i).is_null()
+                        || i == term
+                        || (LLVMGetInstructionOpcode(i) == LLVMOpcode::LLVMLoad
+                            && !LLVMIsAAllocaInst(LLVMGetOperand(i, 0)).is_null())
+                })
+        })
+        .collect();
+    let idom = immediate_dominators(succs);
+    let dominates = |x: usize, mut y: usize| loop {
+        if y == x {
+            return true;
+        }
+        match idom[y] {
+            Some(d) if d != y => y = d,
+            _ => return false,
+        }
+    };
+    (0..n)
+        .map(|x| {
+            if idom[x].is_none() {
+                return false; // unreachable
+            }
+            let mut seen = vec![false; n];
+            let mut stack: Vec<usize> = succs[x].iter().map(|&s| s as usize).collect();
+            while let Some(y) = stack.pop() {
+                if std::mem::replace(&mut seen[y], true) {
+                    continue;
+                }
+                if y == x || !(dominates(x, y) || trivial_ret[y]) {
+                    return false;
+                }
+                stack.extend(succs[y].iter().map(|&s| s as usize));
+            }
+            true
+        })
+        .collect()
+}
+
+/// Immediate dominators of the blocks reachable from block 0 (Cooper, Harvey, Kennedy);
+/// the entry's is itself, an unreachable block's `None`.
+fn immediate_dominators(succs: &[Vec<u32>]) -> Vec<Option<usize>> {
+    let n = succs.len();
+    let mut order = Vec::with_capacity(n); // postorder
+    let mut seen = vec![false; n];
+    let mut stack = vec![(0usize, 0usize)];
+    seen[0] = true;
+    while let Some(&mut (b, ref mut k)) = stack.last_mut() {
+        if let Some(&s) = succs[b].get(*k) {
+            *k += 1;
+            if !seen[s as usize] {
+                seen[s as usize] = true;
+                stack.push((s as usize, 0));
+            }
+        } else {
+            order.push(b);
+            stack.pop();
+        }
+    }
+    let mut po = vec![usize::MAX; n];
+    for (i, &b) in order.iter().enumerate() {
+        po[b] = i;
+    }
+    let mut preds = vec![Vec::new(); n];
+    for (u, ss) in succs.iter().enumerate() {
+        for &s in ss {
+            preds[s as usize].push(u);
+        }
+    }
+    let mut idom: Vec<Option<usize>> = vec![None; n];
+    idom[0] = Some(0);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in order.iter().rev().skip(1) {
+            let mut new: Option<usize> = None;
+            for &p in &preds[b] {
+                if idom[p].is_none() {
+                    continue;
+                }
+                new = Some(match new {
+                    None => p,
+                    Some(mut a) => {
+                        let mut c = p;
+                        while a != c {
+                            while po[a] < po[c] {
+                                a = idom[a].unwrap();
+                            }
+                            while po[c] < po[a] {
+                                c = idom[c].unwrap();
+                            }
+                        }
+                        a
+                    }
+                });
+            }
+            if new.is_some() && idom[b] != new {
+                idom[b] = new;
+                changed = true;
+            }
+        }
+    }
+    idom
 }
 
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
@@ -1056,17 +1223,20 @@ unsafe fn instrument_paths(
     let arr_ty = LLVMArrayType2(c.i64t, n);
     let i64d = c.basic_type("long", 64, 0x05);
     let vol = |t| LLVMDIBuilderCreateQualifiedType(c.dib, 0x35, t);
-    let arr_di = c.volatile_array(i64d, 64, n);
-    let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
-    let idx = c.local(f, sp, c.i64t, 8, "__PT_counter_idx", vol(i64d));
+    // A live frame's ring buffer only ever holds paths completed on back edges: the path
+    // completed at a function exit would be stored right before `ret`, into a frame that
+    // is gone one instruction later, so no exit store is made (csi-cc v1.4.0 makes one;
+    // readers never see it in a live frame either). A function without back edges therefore
+    // has an always-empty buffer and gets no `__PT_counter_arr` / `__PT_counter_idx` at all,
+    // only `__PT_current_path` (readers know this from the path graph: no back edge).
+    let looping = !nb.back_edges.is_empty();
+    let ring = looping.then(|| {
+        let arr_di = c.volatile_array(i64d, 64, n);
+        let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
+        let idx = c.local(f, sp, c.i64t, 8, "__PT_counter_idx", vol(i64d));
+        (arr, idx)
+    });
     let cur = c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d));
-    // Initialise after the allocas.
-    c.position_before(after_allocas(bbs[0]));
-    let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
-    c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
-    c.vstore(LLVMConstInt(c.i64t, 0, 0), idx);
-    c.vstore(LLVMConstInt(c.i64t, 0, 0), cur);
-
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
     for (u, b) in info.iter().enumerate() {
@@ -1075,6 +1245,27 @@ unsafe fn instrument_paths(
         }
     }
     let nsucc = |u: u32| info[u as usize].succs.iter().collect::<BTreeSet<_>>().len();
+    // The increment of the entry block's only out-edge is folded into the initial value:
+    // the entry block has no predecessors, and readers do not use the sum of a frame that is
+    // still in it (its value there is not the partial path's sum, by design).
+    let entry_inc: i64 = if nsucc(0) == 1 {
+        nb.increments
+            .iter()
+            .filter(|(&(u, _), _)| u == 0)
+            .map(|(_, &i)| i)
+            .sum()
+    } else {
+        0
+    };
+    // Initialise after the allocas.
+    c.position_before(after_allocas(bbs[0]));
+    if let Some((arr, idx)) = ring {
+        let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
+        c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
+        c.vstore(LLVMConstInt(c.i64t, 0, 0), idx);
+    }
+    c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
+
     let place = |u: u32, v: u32| -> Place {
         if nsucc(u) == 1 {
             Place::EndOf(u)
@@ -1084,8 +1275,9 @@ unsafe fn instrument_paths(
             Place::Split(u, v)
         }
     };
-    // Emits "store the completed path (+inc) and advance the index".
-    let store_path = |inc: i64, idx_known_zero: bool| {
+    // Emits "store the completed path (+inc) and advance the index" (back edges only).
+    let store_path = |inc: i64| {
+        let (arr, idx) = ring.expect("a function with back edges has a ring buffer");
         let s = c.vload(c.i64t, cur);
         let s = if inc != 0 {
             LLVMBuildAdd(
@@ -1097,13 +1289,6 @@ unsafe fn instrument_paths(
         } else {
             s
         };
-        if idx_known_zero {
-            // Without back edges this is the only store this frame ever makes: the index is
-            // still 0, so the same memory results without loading it.
-            c.vstore(s, c.gep(arr_ty, arr, LLVMConstInt(c.i64t, 0, 0)));
-            c.vstore(LLVMConstInt(c.i64t, u64::from(n > 1), 0), idx);
-            return;
-        }
         let i = c.vload(c.i64t, idx);
         let p = c.gep(arr_ty, arr, i);
         c.vstore(s, p);
@@ -1138,16 +1323,63 @@ unsafe fn instrument_paths(
     enum Act {
         Inc(i64),
         Back(i64, i64),
+        Store(i64),
     }
     let mut acts: Vec<(u32, u32, Act)> = Vec::new();
     for (&(u, v), &inc) in &nb.increments {
+        if u == 0 && nsucc(0) == 1 {
+            continue; // folded into the initial value
+        }
         acts.push((u, v, Act::Inc(inc)));
     }
+    // Heads all of whose entering edges are back edges (targets of computed gotos) restart
+    // the path at their start, once; the edges then only store the completed path — before
+    // the terminator of an indirect branch, whose edges cannot be split.
+    let indirect = |u: u32| {
+        let t = LLVMGetBasicBlockTerminator(bbs[u as usize]);
+        !t.is_null() && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMIndirectBr
+    };
+    let restarts: BTreeMap<u32, i64> = nb
+        .back_edges
+        .iter()
+        .filter(|(&(_, h), _)| {
+            preds[h as usize]
+                .iter()
+                .all(|&p| nb.back_edges.contains_key(&(p, h)))
+        })
+        .map(|(&(_, h), &reinit)| (h, reinit))
+        .collect();
+    let mut stored_before_indirect: BTreeSet<u32> = BTreeSet::new();
     for (&(u, h), &reinit) in &nb.back_edges {
-        acts.push((u, h, Act::Back(nb.back_edge_store_increment[&u], reinit)));
+        let store = nb.back_edge_store_increment[&u];
+        if restarts.contains_key(&h) {
+            if indirect(u) {
+                if stored_before_indirect.insert(u) {
+                    acts.push((u, u, Act::Store(store)));
+                }
+            } else {
+                acts.push((u, h, Act::Store(store)));
+            }
+        } else {
+            assert!(
+                !indirect(u),
+                "an indirect branch's target restarts the path"
+            );
+            acts.push((u, h, Act::Back(store, reinit)));
+        }
+    }
+    // The restarts first: a store placed at the start of the same block goes before them.
+    for (&h, &reinit) in &restarts {
+        c.position_before(c.first_insertion(bbs[h as usize]));
+        c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
     }
     for (u, v, act) in acts {
-        match place(u, v) {
+        let at = if u == v {
+            Place::EndOf(u) // the store before an indirect branch
+        } else {
+            place(u, v)
+        };
+        match at {
             Place::EndOf(b) => c.position_before(LLVMGetBasicBlockTerminator(bbs[b as usize])),
             Place::StartOf(b) => c.position_before(c.first_insertion(bbs[b as usize])),
             Place::Split(a, b) => {
@@ -1163,23 +1395,35 @@ unsafe fn instrument_paths(
         match act {
             Act::Inc(i) => add(i),
             Act::Back(store_inc, reinit) => {
-                store_path(store_inc, false);
+                store_path(store_inc);
                 c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
             }
-        }
-    }
-    // Function exits: store the completed path before `ret`.
-    for (&u, &inc) in &nb.exits {
-        if info[u as usize].is_ret {
-            c.position_before(LLVMGetBasicBlockTerminator(bbs[u as usize]));
-            store_path(inc, nb.back_edges.is_empty());
+            Act::Store(store_inc) => store_path(store_inc),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::cc_probe_placement;
+    use super::{cc_probe_placement, immediate_dominators};
+
+    #[test]
+    fn immediate_dominators_of_a_diamond_a_loop_and_an_unreachable_block() {
+        // 0 -> 1, 2; 1 -> 3; 2 -> 3; 3 -> 4; 4 -> 3, 5; 6 -> 5 (6 unreachable).
+        let succs = vec![
+            vec![1, 2],
+            vec![3],
+            vec![3],
+            vec![4],
+            vec![3, 5],
+            vec![],
+            vec![5],
+        ];
+        assert_eq!(
+            immediate_dominators(&succs),
+            vec![Some(0), Some(0), Some(0), Some(0), Some(3), Some(4), None]
+        );
+    }
 
     #[test]
     fn probes_first_and_last_call_of_each_block() {

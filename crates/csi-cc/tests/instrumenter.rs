@@ -258,33 +258,43 @@ fn trace_at_probe(opt: &str, func: &str, arg: &str, pt_size: u32) -> Trace {
             "-ex",
             "up",
             "-ex",
+            "p __PT_current_path",
+            "-ex",
             "p __PT_counter_arr",
             "-ex",
             "p __PT_counter_idx",
         ])
-        .args(["-ex", "p __PT_current_path", "-ex", "info locals", "--args"])
+        .args(["-ex", "info locals", "--args"])
         .arg(&exe)
         .arg(arg));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let vals = gdb_values(&text);
-    assert!(
-        vals.len() >= 3,
-        "gdb output:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains("__PT_counter_arr = {"),
-        "info locals shows the ring buffer:\n{text}"
-    );
-    let arr = parse_array(&vals[0]);
-    assert_eq!(arr.len(), pt_size as usize);
-    let idx: usize = vals[1].parse().unwrap();
-    let cur: i64 = vals[2].parse().unwrap();
     let pts = parse_pt(&section(&exe, ".debug_PT"), "ptloop").unwrap();
     let pt = pts
         .into_iter()
         .find(|f| f.name == func)
         .expect("function is path-traced");
+    // Only a function with back edges has a ring buffer (paths are stored on back edges).
+    let looping = pt.edges.iter().any(|e| e.back);
+    assert_eq!(
+        vals.len(),
+        if looping { 3 } else { 1 },
+        "gdb output:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.contains("__PT_counter_arr = {"),
+        looping,
+        "info locals shows the ring buffer iff the function loops:\n{text}"
+    );
+    let cur: i64 = vals[0].parse().unwrap();
+    let (arr, idx) = if looping {
+        let arr = parse_array(&vals[1]);
+        assert_eq!(arr.len(), pt_size as usize);
+        (arr, vals[2].parse::<usize>().unwrap())
+    } else {
+        (vec![-1], 0)
+    };
     let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "ptloop").unwrap();
     let cf = cfg.iter().find(|f| f.name == func).unwrap();
     // The frame is stopped in the call to `probe`: its node's block is the current block.
@@ -429,6 +439,49 @@ fn path_trace_under_gdb_o2() {
     let t = trace_at_probe("-O2", "run", "25", 10);
     assert!(!t.completed.is_empty());
     assert!(lines_until_call(&t.pt, &t.partial, 16).contains(&16));
+}
+
+/// Computed goto (Lua's VM dispatch, `goto *ops[*pc++]`): the indirect branch's edges end a
+/// path and its targets start one, so the ring buffer holds one completed path per handler
+/// run, in order, and the partial path is the handler that calls `probe`.
+#[test]
+fn path_trace_under_gdb_computed_goto() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb is not installed");
+        return;
+    }
+    for opt in ["-O0", "-O2"] {
+        let t = trace_at_probe(opt, "interp", "5", 10);
+        let handlers: Vec<&str> = t
+            .completed
+            .iter()
+            .map(|p| {
+                let ls = lines_of(&t.pt, p);
+                match () {
+                    _ if ls.contains(&35) => "inc",
+                    _ if ls.contains(&38) => "dbl",
+                    _ if ls.contains(&41) => "probe",
+                    _ if ls.contains(&44) => "halt",
+                    _ => "entry",
+                }
+            })
+            .collect();
+        assert_eq!(
+            handlers,
+            ["entry", "inc", "dbl", "inc", "dbl", "inc"],
+            "{opt}: one completed path per handler, oldest first"
+        );
+        let last = lines_until_call(&t.pt, &t.partial, 41);
+        assert!(
+            !last.contains(&35) && !last.contains(&38),
+            "{opt}: the partial path is the probe handler: {last:?}"
+        );
+    }
+}
+
+#[test]
+fn computed_goto_behaves_the_same() {
+    same_behaviour(&["ptloop.c"], &["25"]);
 }
 
 #[test]

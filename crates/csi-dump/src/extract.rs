@@ -613,6 +613,40 @@ impl<'a> Extract<'a> {
                 rf.local_coverage.insert(n, ran);
             }
         }
+        for (n, ran) in self.cc_by_position(f, &rf.point, at_call) {
+            rf.local_coverage.entry(n).or_insert(ran);
+        }
+        // Call sites of a loop-free path-traced function without local bits
+        // (`cc_local_by_path`): the path decoded from the entry up to the (single) point says
+        // which ran; the point's own site ran if the frame is in its call.
+        if let (Some(rec), true, [p]) = (
+            self.cfg
+                .get(f as usize)
+                .filter(|r| r.cc.is_some() && r.cc_local_by_path),
+            rf.path_from_entry,
+            rf.point.as_slice(),
+        ) {
+            let gnodes = &self.graph.function(f).nodes;
+            if gnodes.len() == rec.nodes.len() {
+                for (k, node) in rec.nodes.iter().enumerate() {
+                    let covered =
+                        node.labels.iter().any(|l| l.starts_with("CC")) || node.implied.is_some();
+                    if node.kind != NodeKind::CallSite || !covered {
+                        continue;
+                    }
+                    let n = gnodes[k];
+                    let ran = if n == *p {
+                        if !at_call {
+                            continue;
+                        }
+                        true
+                    } else {
+                        rf.path.contains(&n)
+                    };
+                    rf.local_coverage.entry(n).or_insert(ran);
+                }
+            }
+        }
         rf.stopped_at = (!at_call)
             .then(|| {
                 cf.location.as_ref().map(|l| csi_model::SourcePos {
@@ -734,10 +768,21 @@ impl<'a> Extract<'a> {
                 v
             }
         };
-        let arr_bytes = var("__PT_counter_arr")?;
-        let idx = int(&var("__PT_counter_idx")?);
+        // Without back edges a live frame has completed no path (csi-cc v1.4.0 stores one
+        // only right before `ret`; our csi-cc makes no exit store and gives such functions
+        // no ring buffer at all): the buffer, if any, is not read.
+        let looping = pt.edges.iter().any(|e| e.back);
+        let (arr, idx) = if looping {
+            let arr_bytes = var("__PT_counter_arr")?;
+            let idx = int(&var("__PT_counter_idx")?);
+            (
+                arr_bytes.chunks_exact(8).map(int).collect::<Vec<i64>>(),
+                idx,
+            )
+        } else {
+            (vec![-1], 0)
+        };
         let sum = int(&var("__PT_current_path")?);
-        let arr: Vec<i64> = arr_bytes.chunks_exact(8).map(int).collect();
         if arr.is_empty() || idx < 0 || idx as usize >= arr.len() {
             return Err(format!(
                 "ring buffer index {idx} out of range (corrupt frame?)"
@@ -989,6 +1034,121 @@ impl<'a> Extract<'a> {
             };
             if let Some(r) = ran {
                 out.push((gnodes[k], r));
+            }
+        }
+        out
+    }
+
+    /// Local coverage of the call sites of `f` whose probe csi-cc stored only globally
+    /// (slots from `cc_local_len` on, and the implied sites between them), from the frame's
+    /// candidate points. A site in block X ran in this activation if the frame is stopped
+    /// after it in X (or in its call), or in a block X dominates; it did not if the frame is
+    /// before it in X (X on no cycle) or in a block X cannot reach; otherwise, or if the
+    /// candidates disagree, it stays unknown.
+    fn cc_by_position(&self, f: FuncId, points: &[NodeId], at_call: bool) -> Vec<(NodeId, bool)> {
+        let mut out = Vec::new();
+        let Some((rec, local_len)) = self
+            .cfg
+            .get(f as usize)
+            .filter(|r| r.cc.is_some())
+            .and_then(|r| Some((r, r.cc_local_len?)))
+        else {
+            return out;
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        if gnodes.len() != rec.nodes.len() || points.is_empty() {
+            return out;
+        }
+        let Some(at) = points
+            .iter()
+            .map(|p| gnodes.iter().position(|x| x == p))
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return out;
+        };
+        let slot = |l: &str| l.strip_prefix("CC").and_then(|j| j.parse::<u64>().ok());
+        // The block graph: an edge from a block's last node to a block's first node.
+        let nblocks = rec
+            .nodes
+            .iter()
+            .filter_map(|n| n.block)
+            .max()
+            .map_or(0, |b| b as usize + 1);
+        let (mut first, mut last) = (vec![usize::MAX; nblocks], vec![0usize; nblocks]);
+        for (k, n) in rec.nodes.iter().enumerate() {
+            if let Some(b) = n.block {
+                first[b as usize] = first[b as usize].min(k);
+                last[b as usize] = last[b as usize].max(k);
+            }
+        }
+        let mut succs = vec![Vec::new(); nblocks];
+        for &[a, b] in &rec.edges {
+            let (a, b) = (a as usize, b as usize);
+            if let (Some(x), Some(y)) = (rec.nodes[a].block, rec.nodes[b].block) {
+                let (x, y) = (x as usize, y as usize);
+                if last[x] == a && first[y] == b {
+                    succs[x].push(y);
+                }
+            }
+        }
+        // Blocks reachable from `from`'s successors, never entering `avoid`.
+        let reach = |starts: &[usize], avoid: Option<usize>| {
+            let mut seen = vec![false; nblocks];
+            let mut stack: Vec<usize> = starts.to_vec();
+            while let Some(y) = stack.pop() {
+                if Some(y) == avoid || std::mem::replace(&mut seen[y], true) {
+                    continue;
+                }
+                stack.extend(&succs[y]);
+            }
+            seen
+        };
+        let mut cache: BTreeMap<usize, (Vec<bool>, Vec<bool>)> = BTreeMap::new();
+        for (k, node) in rec.nodes.iter().enumerate() {
+            let global_only = node
+                .labels
+                .iter()
+                .filter_map(|l| slot(l))
+                .any(|j| j >= local_len)
+                || node
+                    .implied
+                    .as_ref()
+                    .and_then(|i| slot(&i.first))
+                    .is_some_and(|j| j >= local_len);
+            let Some(x) = node.block.map(|b| b as usize) else {
+                continue;
+            };
+            if node.kind != NodeKind::CallSite || !global_only || nblocks == 0 {
+                continue;
+            }
+            // (reachable from X, reachable from the entry without passing X)
+            let (from_x, around_x) = cache
+                .entry(x)
+                .or_insert_with(|| (reach(&succs[x], None), reach(&[0], Some(x))));
+            let votes: Option<Vec<bool>> = at
+                .iter()
+                .map(|&ip| {
+                    let pb = rec.nodes[ip].block? as usize;
+                    if pb == x {
+                        return match ip.cmp(&k) {
+                            std::cmp::Ordering::Greater => Some(true),
+                            std::cmp::Ordering::Equal => at_call.then_some(true),
+                            std::cmp::Ordering::Less => (!from_x[x]).then_some(false),
+                        };
+                    }
+                    if !from_x[pb] {
+                        Some(false)
+                    } else if !around_x[pb] {
+                        Some(true)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            if let Some(v) = votes {
+                if v.iter().all(|&b| b == v[0]) {
+                    out.push((gnodes[k], v[0]));
+                }
             }
         }
         out

@@ -88,3 +88,68 @@ fn implied_call_sites_are_reconstructed_exactly() {
     }
     assert!(seen > 0, "no mid_block fixture crash found");
 }
+
+/// Call sites whose probe stores only globally (csi-cc's `cc_local_len`: blocks on no cycle that
+/// dominate all they reach): the frame's position decides the local bits, exactly. Checks the
+/// `branch_calls` fixture (fixtures/src/branch_calls.c) in every build of it; it is part of the
+/// full fixture matrix (`fixtures/build.sh`, `CSI_FIXTURES`), not of the checked-in subset.
+#[test]
+fn local_coverage_by_position_is_exact() {
+    let mut seen = 0;
+    for fx in fixture_crashes() {
+        if !fx.name().starts_with("branch_calls/")
+            || fx.name().contains("bb-")
+            || fx.name().contains("fc-")
+        {
+            continue;
+        }
+        seen += 1;
+        let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
+        let g = &crash.graph;
+        let r = &crash.report;
+        let (t, f) = (Some(true), Some(false));
+        let frame = |name: &str| {
+            r.threads[0]
+                .frames
+                .iter()
+                .find(|fr| fr.function.is_some_and(|x| g.function(x).name == name))
+                .unwrap_or_else(|| panic!("{}: no frame of {name}", fx.name()))
+        };
+        let expect =
+            |what: &str, got: BTreeMap<u32, Option<bool>>, want: &[(u32, Option<bool>)]| {
+                let want: BTreeMap<u32, Option<bool>> = want.iter().copied().collect();
+                assert_eq!(got, want, "{}: {what}", fx.name());
+            };
+        // `leaf` is stopped in `boom` (line 19): the entry block's and the taken branch's
+        // sites ran, the other branch's did not.
+        expect(
+            "leaf, local",
+            by_line(g, &frame("leaf").local_coverage, "leaf"),
+            &[(16, t), (18, t), (19, t), (22, f)],
+        );
+        // `merge` is stopped in `leaf` (line 31) on its second activation: `step(4)` ran this
+        // time, `other` did not (their blocks reach the merge, so they keep local bits), and
+        // the code after the merge ran up to the call.
+        expect(
+            "merge, local",
+            by_line(g, &frame("merge").local_coverage, "merge"),
+            &[(28, t), (30, f), (31, t), (32, f), (33, f)],
+        );
+        expect(
+            "merge, global",
+            by_line(g, &r.global_coverage, "merge"),
+            &[(28, t), (30, t), (31, t), (32, t), (33, t)],
+        );
+        expect(
+            "leaf, global",
+            by_line(g, &r.global_coverage, "leaf"),
+            &[(16, t), (18, t), (19, t), (22, t)],
+        );
+    }
+    if seen == 0 {
+        eprintln!(
+            "skipping: no branch_calls fixture crash (run fixtures/build.sh, set CSI_FIXTURES)"
+        );
+    }
+}

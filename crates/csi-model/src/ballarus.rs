@@ -150,6 +150,19 @@ pub fn number_with_probabilities(
     succs: &[Vec<u32>],
     probs: &[Vec<f64>],
 ) -> Result<Numbering, BallLarusError> {
+    number_with_breaks(entry, succs, probs, &BTreeSet::new())
+}
+
+/// [`number_with_probabilities`] where the edges in `breaks` also end a path and start a new
+/// one, like back edges (they are listed as back edges in the result and in `graph`): for
+/// edges that cannot carry an increment, such as those of an indirect branch (computed
+/// `goto`). Their targets become loop heads. A break that is not an edge of `succs` is ignored.
+pub fn number_with_breaks(
+    entry: u32,
+    succs: &[Vec<u32>],
+    probs: &[Vec<f64>],
+    breaks: &BTreeSet<(u32, u32)>,
+) -> Result<Numbering, BallLarusError> {
     let n = succs.len();
     if entry as usize >= n {
         return Err(BallLarusError::Malformed(format!(
@@ -189,31 +202,64 @@ pub fn number_with_probabilities(
         succ.push(v);
         prob.push(p);
     }
-    // Iterative DFS from the entry: retreating edges (target on the stack) are back edges.
+    // The breaks that leave a block reachable from the entry.
+    let mut reach = vec![false; n];
+    let mut todo = vec![entry];
+    while let Some(u) = todo.pop() {
+        if !std::mem::replace(&mut reach[u as usize], true) {
+            todo.extend(succ[u as usize].iter().copied());
+        }
+    }
+    let breaks: BTreeSet<(u32, u32)> = breaks
+        .iter()
+        .copied()
+        .filter(|&(u, t)| (u as usize) < n && reach[u as usize] && succ[u as usize].contains(&t))
+        .collect();
+    // Iterative DFS over the edges that are not breaks, from the break targets and then from
+    // the entry (so the entry comes last in postorder): retreating edges (target on the
+    // stack) are back edges; the breaks are back edges too. The DFS postorder is a reverse
+    // topological order of what remains. Without breaks this is one DFS from the entry.
     let mut state = vec![0u8; n]; // 0 white, 1 on stack, 2 done
     let mut back: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut postorder = Vec::with_capacity(n);
-    let mut stack: Vec<(u32, usize)> = vec![(entry, 0)];
-    state[entry as usize] = 1;
-    while let Some(&mut (u, ref mut i)) = stack.last_mut() {
-        if let Some(&t) = succ[u as usize].get(*i) {
-            *i += 1;
-            match state[t as usize] {
-                0 => {
-                    state[t as usize] = 1;
-                    stack.push((t, 0));
+    let roots: Vec<u32> = breaks
+        .iter()
+        .map(|&(_, t)| t)
+        .filter(|&t| t != entry)
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .chain(std::iter::once(entry))
+        .collect();
+    for root in roots {
+        if state[root as usize] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
+        state[root as usize] = 1;
+        while let Some(&mut (u, ref mut i)) = stack.last_mut() {
+            if let Some(&t) = succ[u as usize].get(*i) {
+                *i += 1;
+                if breaks.contains(&(u, t)) {
+                    continue;
                 }
-                1 => {
-                    back.insert((u, t));
+                match state[t as usize] {
+                    0 => {
+                        state[t as usize] = 1;
+                        stack.push((t, 0));
+                    }
+                    1 => {
+                        back.insert((u, t));
+                    }
+                    _ => {}
                 }
-                _ => {}
+            } else {
+                state[u as usize] = 2;
+                postorder.push(u);
+                stack.pop();
             }
-        } else {
-            state[u as usize] = 2;
-            postorder.push(u);
-            stack.pop();
         }
     }
+    back.extend(breaks.iter().copied());
     let reachable: Vec<bool> = state.iter().map(|&s| s == 2).collect();
 
     // DAG out-edges in numbering order: phony exit first, then real successors / real exit;

@@ -2,8 +2,8 @@
 //! csi-cc v1.4.0's own `loop` example (chord increments ≠ weights).
 
 use csi_model::ballarus::{
-    number, number_with_probabilities, unrotate_ring, BallLarusError, Numbering, PathEdge, PathEnd,
-    PathGraph, PathStart,
+    number, number_with_breaks, number_with_probabilities, unrotate_ring, BallLarusError,
+    Numbering, PathEdge, PathEnd, PathGraph, PathStart,
 };
 
 /// Enumerates every acyclic path the instrumentation can record, simulating the instrumented
@@ -376,4 +376,33 @@ fn ring_buffer_unrotation() {
     assert_eq!(unrotate_ring(&[-1, -1, -1, -1], 0), Vec::<i64>::new());
     assert_eq!(unrotate_ring(&[5, 6, 7, 8], 1), vec![6, 7, 8, 5]);
     assert_eq!(unrotate_ring(&[5, 6, 7, 8], 0), vec![5, 6, 7, 8]);
+}
+
+/// Computed gotos: the edges into an indirect branch's targets are breaks (back edges), so no
+/// cycle needs a DFS back edge of its own, and every path id decodes.
+#[test]
+fn indirect_branch_edges_as_breaks() {
+    use std::collections::BTreeSet;
+    // -O0 shape: 0 -> 1 (the one `indirectgoto` block) -> {2, 3, 4}; 2, 3 -> 1; 3 also loops
+    // on itself through 5; 4 returns.
+    let hub = vec![vec![1], vec![2, 3, 4], vec![1], vec![5, 1], vec![], vec![3]];
+    let breaks: BTreeSet<(u32, u32)> = [(1, 2), (1, 3), (1, 4), (5, 3)].into();
+    let nb = number_with_breaks(0, &hub, &[], &breaks).unwrap();
+    let back: BTreeSet<(u32, u32)> = nb.back_edges.keys().copied().collect();
+    assert_eq!(back, breaks, "no extra back edge into the hub");
+    check_numbering(&hub, &nb);
+    // -O2 shape: every handler ends in its own indirect branch to every handler.
+    let spread = vec![vec![1, 2, 3], vec![1, 2, 3], vec![1, 2, 3], vec![]];
+    let breaks: BTreeSet<(u32, u32)> = (0..3).flat_map(|u| (1..4).map(move |t| (u, t))).collect();
+    let nb = number_with_breaks(0, &spread, &[], &breaks).unwrap();
+    assert_eq!(nb.back_edges.len(), 9);
+    check_numbering(&spread, &nb);
+    // Without breaks it is plain numbering.
+    let loops = vec![vec![1], vec![2, 3], vec![1], vec![]];
+    assert_eq!(
+        number_with_breaks(0, &loops, &[], &BTreeSet::new())
+            .unwrap()
+            .graph,
+        number(0, &loops).unwrap().graph
+    );
 }

@@ -172,6 +172,24 @@ pub struct CfgFunction {
     /// Global coverage arrays, when instrumented.
     #[serde(default)]
     pub cc: Option<String>,
+    /// Only the call sites with labels `CC0` .. `CC<cc_local_len - 1>` have a bit in the
+    /// local `__CC_arr` (absent when 0); the probes of the others store only into the global
+    /// array. A live frame's position decides their local bits (and those of implied sites
+    /// between them): a site in block X ran in the activation iff the frame is stopped after
+    /// it in X (or in its call), or in a block that X dominates; it did not if the frame is
+    /// before it in X or in a block X cannot reach. csi-cc does this only for blocks on no
+    /// cycle that dominate every block they reach (the entry block, leaf branches), in
+    /// functions without `setjmp`-like calls, so one of the two holds wherever a call or a
+    /// crash can stop a frame. Readers that ignore this field see no local bit for these
+    /// sites: unknown, which is sound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_local_len: Option<u64>,
+    /// The function is path-traced and has no back edge, and its call sites have no local
+    /// coverage array (`__CC_arr`): a live frame's running path sum decodes to its whole path
+    /// from the entry, which says which call sites ran in the activation. Readers that
+    /// ignore this field see no local array: unknown, which is sound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cc_local_by_path: bool,
     #[serde(default)]
     pub bbc: Option<String>,
     #[serde(default)]
