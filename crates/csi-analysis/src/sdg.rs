@@ -734,7 +734,11 @@ impl Sdg {
 
 /// Position of each of a function's nodes in `func.nodes`.
 fn local_index(func: &csi_model::Function) -> HashMap<NodeId, usize> {
-    func.nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect()
+    func.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (n, i))
+        .collect()
 }
 
 /// A call whose effects the graph cannot describe: no callee in the graph, or through a

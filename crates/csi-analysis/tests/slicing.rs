@@ -28,6 +28,25 @@ fn node(g: &ProgramGraph, f: &str, k: u32) -> NodeId {
     g.node_by_ext_id(&format!("{f}#{k}")).unwrap()
 }
 
+/// Both slices from the crash point of `report`.
+fn crash_pair(g: &ProgramGraph, report: &FailureReport) -> csi_analysis::slice::SlicePair {
+    let cov = best_effort_coverage(g, report).unwrap();
+    let sdg = Sdg::build(g);
+    let r = restrict(g, &sdg, report, &cov, 0);
+    slice_pair(g, &sdg, report, &r, crash_criterion(report, 0).unwrap())
+}
+
+/// One thread whose stack is `frames`.
+fn stack(frames: Vec<Frame>) -> FailureReport {
+    FailureReport {
+        threads: vec![Thread {
+            frames,
+            ..Thread::default()
+        }],
+        ..FailureReport::default()
+    }
+}
+
 fn lines(s: &csi_analysis::slice::Slice) -> Vec<u32> {
     s.lines
         .values()
@@ -66,28 +85,22 @@ const CALLS: &str = r#"
 
 fn calls_report(g: &ProgramGraph) -> FailureReport {
     let main = |k| node(g, "main", k);
-    FailureReport {
-        threads: vec![Thread {
-            frames: vec![
-                Frame {
-                    function: g.function_by_name("sink"),
-                    point: vec![node(g, "sink", 2)],
-                    ..Frame::default()
-                },
-                Frame {
-                    function: g.function_by_name("main"),
-                    point: vec![main(7)],
-                    // The path trace: the branch at 31 skipped `b = 5`.
-                    path: vec![main(2), main(3), main(5), main(6)],
-                    path_from_entry: true,
-                    called_from_outside: true,
-                    ..Frame::default()
-                },
-            ],
-            ..Thread::default()
-        }],
-        ..FailureReport::default()
-    }
+    stack(vec![
+        Frame {
+            function: g.function_by_name("sink"),
+            point: vec![node(g, "sink", 2)],
+            ..Frame::default()
+        },
+        Frame {
+            function: g.function_by_name("main"),
+            point: vec![main(7)],
+            // The path trace: the branch at 31 skipped `b = 5`.
+            path: vec![main(2), main(3), main(5), main(6)],
+            path_from_entry: true,
+            called_from_outside: true,
+            ..Frame::default()
+        },
+    ])
 }
 
 #[test]
@@ -178,21 +191,12 @@ fn kills(escaped: bool) -> String {
 fn must_defs_kill_and_star_writes_reach_escaped_locals_only() {
     for (escaped, want) in [(false, vec![3, 5]), (true, vec![3, 4, 5])] {
         let g = graph(&kills(escaped));
-        let report = FailureReport {
-            threads: vec![Thread {
-                frames: vec![Frame {
-                    function: g.function_by_name("main"),
-                    point: vec![node(&g, "main", 5)],
-                    ..Frame::default()
-                }],
-                ..Thread::default()
-            }],
-            ..FailureReport::default()
-        };
-        let cov = best_effort_coverage(&g, &report).unwrap();
-        let sdg = Sdg::build(&g);
-        let r = restrict(&g, &sdg, &report, &cov, 0);
-        let pair = slice_pair(&g, &sdg, &report, &r, crash_criterion(&report, 0).unwrap());
+        let report = stack(vec![Frame {
+            function: g.function_by_name("main"),
+            point: vec![node(&g, "main", 5)],
+            ..Frame::default()
+        }]);
+        let pair = crash_pair(&g, &report);
         assert_eq!(lines(&pair.unrestricted), want, "escaped: {escaped}");
         assert_eq!(lines(&pair.restricted), want, "escaped: {escaped}");
     }
@@ -236,24 +240,15 @@ const GRAPHML: &str = r#"<?xml version="1.0"?>
 fn grissom_graphml_alocs() {
     let g = csi_model::graphml::parse_graphml("g.graphml", GRAPHML).unwrap();
     let n = |id: &str| g.node_by_ext_id(id).unwrap();
-    let report = FailureReport {
-        threads: vec![Thread {
-            frames: vec![Frame {
-                function: g.function_by_name("main"),
-                point: vec![n("n:-1:6")],
-                path: vec![n("n:-1:3"), n("n:-1:4"), n("n:-1:5")],
-                path_from_entry: true,
-                called_from_outside: true,
-                ..Frame::default()
-            }],
-            ..Thread::default()
-        }],
-        ..FailureReport::default()
-    };
-    let cov = best_effort_coverage(&g, &report).unwrap();
-    let sdg = Sdg::build(&g);
-    let r = restrict(&g, &sdg, &report, &cov, 0);
-    let pair = slice_pair(&g, &sdg, &report, &r, crash_criterion(&report, 0).unwrap());
+    let report = stack(vec![Frame {
+        function: g.function_by_name("main"),
+        point: vec![n("n:-1:6")],
+        path: vec![n("n:-1:3"), n("n:-1:4"), n("n:-1:5")],
+        path_from_entry: true,
+        called_from_outside: true,
+        ..Frame::default()
+    }]);
+    let pair = crash_pair(&g, &report);
     // x at 6: f may have written it (10), so its earlier definition (3) still reaches; the
     // call itself (5) is in; y (4) is not.
     assert_eq!(lines(&pair.unrestricted), [3, 5, 6, 10]);

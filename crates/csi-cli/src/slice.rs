@@ -142,8 +142,14 @@ pub fn text(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> Stri
     }
     let plural = |n: usize| if n == 1 { "line" } else { "lines" };
     let (r, u) = (pair.restricted.line_count(), pair.unrestricted.line_count());
-    if r == 0 && u > 0 && pair.restricted.unknown_variables.len() < c.variables.as_ref().map_or(1, Vec::len) {
-        let _ = writeln!(out, "  note: the traces show this code did not run in this run");
+    if r == 0
+        && u > 0
+        && pair.restricted.unknown_variables.len() < c.variables.as_ref().map_or(1, Vec::len)
+    {
+        let _ = writeln!(
+            out,
+            "  note: the traces show this code did not run in this run"
+        );
     }
     let _ = writeln!(
         out,
