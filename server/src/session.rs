@@ -445,11 +445,17 @@ impl Session {
                             .filter(|&n| g.node(n).function == fc.function)
                             .collect(),
                         variables,
+                        line: Some(line),
                     },
                     // Else the innermost frame of the crashing thread in that function, if any.
-                    None => {
-                        csi_analysis::slice::nodes_criterion(g, &self.report, 0, nodes, variables)
-                    }
+                    None => csi_analysis::slice::nodes_criterion(
+                        g,
+                        &self.report,
+                        0,
+                        nodes,
+                        variables,
+                        Some(line),
+                    ),
                 }
             }
         };

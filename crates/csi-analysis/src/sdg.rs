@@ -26,6 +26,9 @@ pub type EdgeId = u32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VertexKind {
     Node,
+    /// An earlier statement of a node that has several (the node's own vertex stands for its
+    /// last statement, where its branch or call is).
+    Stmt(u32),
     FormalIn(LocId),
     FormalOut(LocId),
     ActualIn(LocId),
@@ -81,6 +84,12 @@ pub struct Sdg {
     pub by_function: Vec<Vec<VertexId>>,
     /// Actual-in / actual-out vertices of each call node.
     pub actuals: HashMap<NodeId, Vec<VertexId>>,
+    /// The statement vertices of nodes with several statements, in order (the last is the
+    /// node's own vertex).
+    pub stmts: HashMap<NodeId, Vec<VertexId>>,
+    /// The source line of statement vertices (and of split nodes' own vertices): a slice
+    /// counts that line only, not all of the node's.
+    pub vertex_line: HashMap<VertexId, Option<u32>>,
 }
 
 const STAR: &str = "*";
@@ -176,6 +185,20 @@ impl Sdg {
             });
             s.preds.push(Vec::new());
             s.by_function[n.function as usize].push(i as VertexId);
+        }
+        for (i, n) in g.nodes.iter().enumerate() {
+            if n.stmts.len() < 2 || !g.function(n.function).precise_def_use {
+                continue;
+            }
+            let id = i as NodeId;
+            let mut vs: Vec<VertexId> = (0..n.stmts.len() as u32 - 1)
+                .map(|k| s.add_vertex(VertexKind::Stmt(k), id, n.function))
+                .collect();
+            vs.push(id);
+            for (v, st) in vs.iter().zip(&n.stmts) {
+                s.vertex_line.insert(*v, st.line);
+            }
+            s.stmts.insert(id, vs);
         }
         let star = s.intern(STAR);
         let ret = s.intern(RET);
@@ -416,17 +439,25 @@ impl Sdg {
                 }
             }
         }
+        // A node's statements run together: each depends on what the node depends on.
+        let targets = |s: &Sdg, n: NodeId| -> Vec<VertexId> {
+            s.stmts.get(&n).cloned().unwrap_or_else(|| vec![n])
+        };
         for (a, b) in cd {
             if a == entry {
                 continue;
             }
-            self.add_edge(func.nodes[a], func.nodes[b], DepKind::Control);
+            for t in targets(self, func.nodes[b]) {
+                self.add_edge(func.nodes[a], t, DepKind::Control);
+            }
         }
         for (i, &n) in func.nodes.iter().enumerate() {
             if i != entry && i != exit {
                 // Nodes controlled only by the entry (or by nothing: dead code).
                 if !has_parent[i] {
-                    self.add_edge(func.entry, n, DepKind::Control);
+                    for t in targets(self, n) {
+                        self.add_edge(func.entry, t, DepKind::Control);
+                    }
                 }
             }
         }
@@ -456,22 +487,53 @@ impl Sdg {
         let mut kill_a_locs: Vec<Vec<LocId>> = vec![Vec::new(); nn];
         let mut gen_b: Vec<Vec<usize>> = vec![Vec::new(); nn];
         let mut ssa_def: HashMap<String, VertexId> = HashMap::new();
+        // Per statement: (vertex, uses, must-defs, may-defs); one for unsplit nodes.
+        let stmts_of =
+            |s: &Sdg, n: NodeId| -> Vec<(VertexId, Vec<String>, Vec<String>, Vec<String>)> {
+                let node = g.node(n);
+                match s.stmts.get(&n) {
+                    Some(vs) => vs
+                        .iter()
+                        .zip(&node.stmts)
+                        .map(|(&v, st)| {
+                            (
+                                v,
+                                st.uses.clone(),
+                                st.must_defs.clone(),
+                                st.may_defs.clone(),
+                            )
+                        })
+                        .collect(),
+                    None => vec![(
+                        n,
+                        node.uses.clone(),
+                        node.must_defs.clone(),
+                        node.may_defs.clone(),
+                    )],
+                }
+            };
+        // Def sites per statement (for the uses of later statements of the same node).
+        let mut stmt_defs: HashMap<VertexId, Vec<(usize, bool)>> = HashMap::new();
         for (i, &n) in func.nodes.iter().enumerate() {
             let node = g.node(n);
-            for d in &node.must_defs {
-                if precise && is_ssa(d) {
-                    ssa_def.insert(d.clone(), n);
-                    continue;
+            for (v, _, must, may) in stmts_of(self, n) {
+                for d in &must {
+                    if precise && is_ssa(d) {
+                        ssa_def.insert(d.clone(), v);
+                        continue;
+                    }
+                    let l = self.intern(d);
+                    gen_a[i].push(defs.len());
+                    stmt_defs.entry(v).or_default().push((defs.len(), true));
+                    defs.push(DefSite { vertex: v, loc: l });
+                    kill_a_locs[i].push(l);
                 }
-                let l = self.intern(d);
-                gen_a[i].push(defs.len());
-                defs.push(DefSite { vertex: n, loc: l });
-                kill_a_locs[i].push(l);
-            }
-            for d in &node.may_defs {
-                let l = self.intern(d);
-                gen_a[i].push(defs.len());
-                defs.push(DefSite { vertex: n, loc: l });
+                for d in &may {
+                    let l = self.intern(d);
+                    gen_a[i].push(defs.len());
+                    stmt_defs.entry(v).or_default().push((defs.len(), false));
+                    defs.push(DefSite { vertex: v, loc: l });
+                }
             }
             if node.call.is_some() {
                 for &v in self.actuals.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
@@ -588,16 +650,58 @@ impl Sdg {
             } else if aliasable(name) {
                 cands.extend(defs_of.get(&star).into_iter().flatten());
             }
+            let user_kind = s.vertices[user as usize].kind;
             for k in cands {
-                if reach.get(k) && defs[k].vertex != user {
-                    new_edges.push((defs[k].vertex, user, l));
+                if !reach.get(k) || defs[k].vertex == user {
+                    continue;
                 }
+                // Formals of `*` stand for the memory no other formal names: a named global has
+                // its own formal-in (its value at entry) and formal-out, and a local is dead
+                // after the return.
+                let def_kind = s.vertices[defs[k].vertex as usize].kind;
+                let def_is_star = defs[k].loc == star;
+                if matches!(def_kind, VertexKind::FormalIn(_)) && def_is_star && name != STAR {
+                    continue;
+                }
+                if matches!(user_kind, VertexKind::FormalOut(_)) && name == STAR && !def_is_star {
+                    continue;
+                }
+                new_edges.push((defs[k].vertex, user, l));
             }
         };
         for (i, &n) in func.nodes.iter().enumerate() {
             let node = g.node(n);
-            for u in &node.uses {
-                resolve(n, u, &inb[i], self, &mut new_edges);
+            let stmts = stmts_of(self, n);
+            for (k, (v, uses, _, _)) in stmts.iter().enumerate() {
+                for u in uses {
+                    if k == 0 || (precise && is_ssa(u)) {
+                        resolve(*v, u, &inb[i], self, &mut new_edges);
+                        continue;
+                    }
+                    // A later statement: the node's earlier statements back to the last that
+                    // must-define `u`, then (if none does) what reaches the node.
+                    let l = self.intern(u);
+                    let mut killed = false;
+                    for (w, _, _, _) in stmts[..k].iter().rev() {
+                        for &(d, must) in stmt_defs.get(w).map(Vec::as_slice).unwrap_or(&[]) {
+                            let dl = defs[d].loc;
+                            let dn = self.locs[dl as usize].as_str();
+                            let alias = dl == l
+                                || (u == STAR && aliasable(dn))
+                                || (dn == STAR && aliasable(u));
+                            if alias {
+                                new_edges.push((*w, *v, l));
+                                killed |= must && dl == l;
+                            }
+                        }
+                        if killed {
+                            break;
+                        }
+                    }
+                    if !killed {
+                        resolve(*v, u, &inb[i], self, &mut new_edges);
+                    }
+                }
             }
             if let Some(call) = &node.call {
                 let vs: Vec<VertexId> = self.actuals.get(&n).cloned().unwrap_or_default();

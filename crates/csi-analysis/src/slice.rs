@@ -42,6 +42,9 @@ pub struct SliceCriterion {
     pub nodes: Vec<NodeId>,
     /// Only these variables (source names); `None` = every location used there.
     pub variables: Option<Vec<String>>,
+    /// The line picked (1-based): of a node with several statements, only that line's.
+    /// `None`: the frame's position (the crash's statement, or the in-progress call).
+    pub line: Option<u32>,
 }
 
 /// The restriction of the SDG by one thread's trace data.
@@ -216,18 +219,22 @@ fn frame_retain(
             let p = path[j];
             let defs = must_defs(p);
             let mut attributed: Vec<u32> = Vec::new();
+            let mut controls = false;
             for &e in incoming {
                 if from_host(e) != p || !ok(e, n) {
                     continue;
                 }
                 match sdg.edges[e as usize].kind {
+                    // p controls n: the edges to n and to each of its statements.
                     DepKind::Control
                         if ctrl_open
-                            && sdg.vertices[sdg.edges[e as usize].to as usize].kind
-                                == VertexKind::Node =>
+                            && matches!(
+                                sdg.vertices[sdg.edges[e as usize].to as usize].kind,
+                                VertexKind::Node | VertexKind::Stmt(_)
+                            ) =>
                     {
                         edges.insert(e);
-                        ctrl_open = false;
+                        controls = true;
                     }
                     DepKind::Data(l) if data_open.contains(&l) => {
                         edges.insert(e);
@@ -245,6 +252,7 @@ fn frame_retain(
             for l in attributed {
                 data_open.remove(&l);
             }
+            ctrl_open &= !controls;
         }
         // Unattributed: every edge from a node that may have run before the trace.
         for &e in incoming {
@@ -364,9 +372,34 @@ pub fn slice(
             _ => r.alive[n as usize],
         }
     };
+    // Of a node with several statements: the picked line's, else the statement the frame
+    // stopped in (its last, the call, when it is in a call).
+    let stopped_line = criterion
+        .frame
+        .and_then(|k| frames.get(k))
+        .and_then(|f| f.stopped_at)
+        .map(|p| p.line);
+    let statements = |n: NodeId| -> Vec<VertexId> {
+        let Some(vs) = sdg.stmts.get(&n) else {
+            return vec![n];
+        };
+        let picked: Vec<VertexId> = match criterion.line.or(stopped_line) {
+            Some(l) => vs
+                .iter()
+                .copied()
+                .filter(|v| sdg.vertex_line.get(v) == Some(&Some(l)))
+                .collect(),
+            None => vec![n],
+        };
+        if picked.is_empty() {
+            vs.clone()
+        } else {
+            picked
+        }
+    };
     let mut starts: Vec<VertexId> = Vec::new();
     for &n in criterion.nodes.iter().filter(|&&n| ran(n)) {
-        starts.push(n);
+        starts.extend(statements(n));
         starts.extend(
             sdg.actuals
                 .get(&n)
@@ -471,24 +504,37 @@ pub fn slice(
     let mut with_lines = 0;
     for &v in &result {
         let h = sdg.vertices[v as usize].host;
-        let node = g.node(h);
-        let mut any = false;
-        if let Some(file) = g.file_of(h) {
-            for l in node.lines() {
-                lines
-                    .entry(g.file_name(file).to_string())
-                    .or_default()
-                    .insert(l);
-                any = true;
-            }
+        let vl = vertex_lines(g, sdg, v);
+        with_lines += usize::from(!vl.is_empty());
+        if let (Some(file), false) = (g.file_of(h), vl.is_empty()) {
+            lines
+                .entry(g.file_name(file).to_string())
+                .or_default()
+                .extend(vl);
         }
-        with_lines += usize::from(any);
     }
     Slice {
         vertices: result,
         lines,
         vertices_with_lines: with_lines,
         unknown_variables: unknown,
+    }
+}
+
+/// Source lines a vertex stands for: its statement's line, else its host node's lines.
+/// Actuals stand for their call, the host's last statement.
+fn vertex_lines(g: &ProgramGraph, sdg: &Sdg, v: VertexId) -> Vec<u32> {
+    let host = sdg.vertices[v as usize].host;
+    let own = sdg
+        .vertex_line
+        .get(&v)
+        .or_else(|| match sdg.vertices[v as usize].kind {
+            VertexKind::ActualIn(_) | VertexKind::ActualOut(_) => sdg.vertex_line.get(&host),
+            _ => None,
+        });
+    match own {
+        Some(l) => l.iter().copied().filter(|&l| l > 0).collect(),
+        None => g.node(host).lines().collect(),
     }
 }
 
@@ -506,6 +552,7 @@ pub fn crash_criterion(report: &FailureReport, thread: usize) -> Option<SliceCri
         frame: Some(k),
         nodes: fr.point.clone(),
         variables: None,
+        line: None,
     })
 }
 
@@ -572,6 +619,7 @@ pub fn nodes_criterion(
     thread: usize,
     nodes: Vec<NodeId>,
     variables: Option<Vec<String>>,
+    line: Option<u32>,
 ) -> SliceCriterion {
     let frame = report.threads.get(thread).and_then(|t| {
         t.frames.iter().position(|f| {
@@ -595,6 +643,7 @@ pub fn nodes_criterion(
         frame,
         nodes,
         variables,
+        line,
     }
 }
 
@@ -651,12 +700,7 @@ impl Slicer {
         self.restriction(g, report, cov, 0);
         let r = &self.restrictions[&0];
         let sdg = &self.sdg;
-        let with_line = |v: VertexId| {
-            g.node(sdg.vertices[v as usize].host)
-                .lines()
-                .next()
-                .is_some()
-        };
+        let with_line = |v: VertexId| !vertex_lines(g, sdg, v).is_empty();
         let total = (0..sdg.vertices.len() as VertexId)
             .filter(|&v| with_line(v))
             .count();
@@ -672,6 +716,7 @@ impl Slicer {
                 frame: Some(k),
                 nodes: fr.point.clone(),
                 variables: None,
+                line: None,
             };
             let run = |restriction| {
                 slice(

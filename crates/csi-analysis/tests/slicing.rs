@@ -123,6 +123,7 @@ fn calls_through_the_stack_and_returned_calls() {
         frame: None,
         nodes: vec![node(&g, "sink", 2)],
         variables: None,
+        line: None,
     };
     let s = slice(
         &g,
@@ -141,6 +142,7 @@ fn calls_through_the_stack_and_returned_calls() {
         frame: Some(1),
         nodes: vec![node(&g, "main", 7)],
         variables: None,
+        line: None,
     };
     let s = slice(
         &g,
@@ -159,6 +161,7 @@ fn calls_through_the_stack_and_returned_calls() {
         frame: Some(1),
         nodes: vec![node(&g, "main", 6)],
         variables: Some(vec!["a".into()]),
+        line: None,
     };
     let s = slice(
         &g,

@@ -16,7 +16,7 @@
 //! Intrinsics that touch memory (`memcpy`, `memset`, atomics) and inline assembly are accounted
 //! in the node that contains them.
 
-use csi_model::sections::cfg::{CfgCall, CfgFunction};
+use csi_model::sections::cfg::{CfgCall, CfgFunction, CfgStmt};
 use llvm_sys::core::*;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
@@ -111,8 +111,8 @@ impl Names {
     unsafe fn value(
         &self,
         v: LLVMValueRef,
-        at: u32,
-        node_of: &HashMap<LLVMValueRef, u32>,
+        at: Unit,
+        unit_of: &HashMap<LLVMValueRef, Unit>,
     ) -> Option<String> {
         if let Some(&p) = self.params.get(&v) {
             return Some(format!("%arg{p}"));
@@ -120,8 +120,8 @@ impl Names {
         if LLVMIsAInstruction(v).is_null() || !LLVMIsAAllocaInst(v).is_null() {
             return None;
         }
-        match node_of.get(&v) {
-            Some(&n) if n == at => None,
+        match unit_of.get(&v) {
+            Some(&u) if u == at => None,
             Some(_) => Some(format!("%{}", self.index[&v])),
             None => None,
         }
@@ -233,8 +233,24 @@ unsafe fn is_pointer(v: LLVMValueRef) -> bool {
     LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMTypeKind::LLVMPointerTypeKind
 }
 
-/// Fills `uses`/`must_defs`/`may_defs` of every node, `args`/`result` of every call and the
-/// function's `params`/`escaped`. `node_of` maps each instruction to the node holding it.
+/// A statement group: (node, index of the group in the node). A node's instructions are split
+/// into groups at source-line changes (instructions without a line stay in the current group;
+/// leading ones, such as parameter stores, form a group without a line), so a slice can tell
+/// the statements of one node apart.
+type Unit = (u32, u32);
+
+/// Def/use sets of one statement group.
+#[derive(Default)]
+struct Sets {
+    line: Option<u32>,
+    uses: Vec<String>,
+    must_defs: Vec<String>,
+    may_defs: Vec<String>,
+}
+
+/// Fills `uses`/`must_defs`/`may_defs` of every node (and `stmts`, per statement group, when a
+/// node has several), `args`/`result` of every call and the function's `params`/`escaped`.
+/// `node_of` maps each instruction to the node holding it.
 pub(crate) unsafe fn fill(
     f: LLVMValueRef,
     node_of: &HashMap<LLVMValueRef, u32>,
@@ -243,33 +259,52 @@ pub(crate) unsafe fn fill(
     let names = Names::new(f);
     cfg.params = Some(LLVMCountParams(f));
     cfg.escaped = Some(escaped_allocas(f, &names));
+    // Statement groups, in instruction order.
+    let mut unit_of: HashMap<LLVMValueRef, Unit> = HashMap::new();
+    let mut groups: Vec<Vec<Sets>> = (0..cfg.nodes.len()).map(|_| Vec::new()).collect();
     for bb in blocks(f) {
         for i in instructions(bb) {
             let Some(&n) = node_of.get(&i) else { continue };
-            let node = &mut cfg.nodes[n as usize];
+            let gs = &mut groups[n as usize];
+            let line = crate::instrument::loc(i).map(|l| l.0);
+            match (gs.last_mut(), line) {
+                (None, _) => gs.push(Sets {
+                    line,
+                    ..Sets::default()
+                }),
+                (Some(g), Some(l)) if g.line != Some(l) => gs.push(Sets {
+                    line,
+                    ..Sets::default()
+                }),
+                _ => {}
+            }
+            unit_of.insert(i, (n, gs.len() as u32 - 1));
+        }
+    }
+    for bb in blocks(f) {
+        for i in instructions(bb) {
+            let Some(&unit) = unit_of.get(&i) else {
+                continue;
+            };
+            let (n, g) = unit;
+            let sets = &mut groups[n as usize][g as usize];
             let op = LLVMGetInstructionOpcode(i);
-            let use_loc =
-                |node: &mut csi_model::sections::cfg::CfgNode, p: LLVMValueRef| match names
-                    .location(p)
-                {
-                    Location::Named { name, .. } => push(&mut node.uses, name),
-                    Location::Constant => {}
-                    Location::Unknown => push(&mut node.uses, "*".into()),
-                };
-            let def_loc =
-                |node: &mut csi_model::sections::cfg::CfgNode, p: LLVMValueRef, whole: bool| {
-                    match names.location(p) {
-                        Location::Named { name, exact } if exact && whole => {
-                            push(&mut node.must_defs, name)
-                        }
-                        Location::Named { name, .. } => push(&mut node.may_defs, name),
-                        // Writing read-only memory faults; it defines nothing another load reads.
-                        Location::Constant => {}
-                        Location::Unknown => push(&mut node.may_defs, "*".into()),
-                    }
-                };
-            // SSA inputs from other nodes (the address operands of loads and stores too: a
-            // pointer computed elsewhere is a dependence on that computation).
+            let use_loc = |sets: &mut Sets, p: LLVMValueRef| match names.location(p) {
+                Location::Named { name, .. } => push(&mut sets.uses, name),
+                Location::Constant => {}
+                Location::Unknown => push(&mut sets.uses, "*".into()),
+            };
+            let def_loc = |sets: &mut Sets, p: LLVMValueRef, whole: bool| match names.location(p) {
+                Location::Named { name, exact } if exact && whole => {
+                    push(&mut sets.must_defs, name)
+                }
+                Location::Named { name, .. } => push(&mut sets.may_defs, name),
+                // Writing read-only memory faults; it defines nothing another load reads.
+                Location::Constant => {}
+                Location::Unknown => push(&mut sets.may_defs, "*".into()),
+            };
+            // SSA inputs from other statement groups (the address operands of loads and stores
+            // too: a pointer computed elsewhere is a dependence on that computation).
             let ops = LLVMGetNumOperands(i).max(0) as u32;
             let is_call = !LLVMIsACallInst(i).is_null();
             for k in 0..ops {
@@ -277,53 +312,53 @@ pub(crate) unsafe fn fill(
                 if o.is_null() {
                     continue;
                 }
-                if let Some(s) = names.value(o, n, node_of) {
-                    push(&mut node.uses, s);
+                if let Some(s) = names.value(o, unit, &unit_of) {
+                    push(&mut sets.uses, s);
                 }
             }
             match op {
-                LLVMOpcode::LLVMLoad => use_loc(node, LLVMGetOperand(i, 0)),
-                LLVMOpcode::LLVMStore => def_loc(node, LLVMGetOperand(i, 1), true),
+                LLVMOpcode::LLVMLoad => use_loc(sets, LLVMGetOperand(i, 0)),
+                LLVMOpcode::LLVMStore => def_loc(sets, LLVMGetOperand(i, 1), true),
                 LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => {
-                    use_loc(node, LLVMGetOperand(i, 0));
-                    def_loc(node, LLVMGetOperand(i, 0), false);
+                    use_loc(sets, LLVMGetOperand(i, 0));
+                    def_loc(sets, LLVMGetOperand(i, 0), false);
                 }
                 LLVMOpcode::LLVMVAArg => {
-                    push(&mut node.uses, "*".into());
-                    push(&mut node.may_defs, "*".into());
+                    push(&mut sets.uses, "*".into());
+                    push(&mut sets.may_defs, "*".into());
                 }
-                // The returned value's inputs are already the node's uses.
-                LLVMOpcode::LLVMRet if ops > 0 => push(&mut node.must_defs, "$ret".into()),
+                // The returned value's inputs are already the group's uses.
+                LLVMOpcode::LLVMRet if ops > 0 => push(&mut sets.must_defs, "$ret".into()),
                 _ => {}
             }
             if is_call {
                 let callee = LLVMGetCalledValue(i);
                 if !LLVMIsAInlineAsm(callee).is_null() {
-                    push(&mut node.uses, "*".into());
-                    push(&mut node.may_defs, "*".into());
+                    push(&mut sets.uses, "*".into());
+                    push(&mut sets.may_defs, "*".into());
                     continue;
                 }
                 match intrinsic_kind(i) {
                     Some(Intrinsic::Ignored) => {}
                     Some(Intrinsic::Memory) => {
                         let name = value_name(callee);
-                        def_loc(node, LLVMGetOperand(i, 0), false);
+                        def_loc(sets, LLVMGetOperand(i, 0), false);
                         if !name.starts_with("llvm.memset") {
-                            use_loc(node, LLVMGetOperand(i, 1));
+                            use_loc(sets, LLVMGetOperand(i, 1));
                         }
                     }
                     Some(Intrinsic::Other) => {
                         for k in 0..LLVMGetNumArgOperands(i) {
                             let a = LLVMGetOperand(i, k);
                             if is_pointer(a) {
-                                use_loc(node, a);
-                                def_loc(node, a, false);
+                                use_loc(sets, a);
+                                def_loc(sets, a, false);
                             }
                         }
                     }
                     None => {
                         // A call site: its node ends here, the call's effects are the callee's.
-                        if let Some(call) = node.call.as_mut() {
+                        if let Some(call) = cfg.nodes[n as usize].call.as_mut() {
                             fill_call(call, i, &names);
                         }
                     }
@@ -331,15 +366,15 @@ pub(crate) unsafe fn fill(
             }
         }
     }
-    // Each SSA value referenced from elsewhere is must-defined by the node computing it, except
-    // a call's result, which its call's actual-out defines.
+    // Each SSA value referenced from elsewhere is must-defined by the group computing it,
+    // except a call's result, which its call's actual-out defines.
     let mut referenced = BTreeSet::new();
-    for node in &cfg.nodes {
-        let args = node
+    for (n, gs) in groups.iter().enumerate() {
+        let args = cfg.nodes[n]
             .call
             .iter()
             .flat_map(|c| c.args.iter().flatten().flatten());
-        for s in node.uses.iter().chain(args) {
+        for s in gs.iter().flat_map(|g| g.uses.iter()).chain(args) {
             if let Some(k) = s.strip_prefix('%').and_then(|k| k.parse::<usize>().ok()) {
                 referenced.insert(k);
             }
@@ -350,14 +385,44 @@ pub(crate) unsafe fn fill(
         if crate::instrument::call_site(v).is_some() {
             continue;
         }
-        if let Some(&m) = node_of.get(&v) {
-            push(&mut cfg.nodes[m as usize].must_defs, format!("%{k}"));
+        if let Some(&(n, g)) = unit_of.get(&v) {
+            push(
+                &mut groups[n as usize][g as usize].must_defs,
+                format!("%{k}"),
+            );
         }
     }
-    for node in &mut cfg.nodes {
+    for (node, gs) in cfg.nodes.iter_mut().zip(groups) {
+        for g in &gs {
+            for u in &g.uses {
+                push(&mut node.uses, u.clone());
+            }
+            for d in &g.must_defs {
+                push(&mut node.must_defs, d.clone());
+            }
+            for d in &g.may_defs {
+                push(&mut node.may_defs, d.clone());
+            }
+        }
         node.uses.sort();
         node.must_defs.sort();
         node.may_defs.sort();
+        if gs.len() > 1 {
+            node.stmts = gs
+                .into_iter()
+                .map(|mut g| {
+                    g.uses.sort();
+                    g.must_defs.sort();
+                    g.may_defs.sort();
+                    CfgStmt {
+                        line: g.line,
+                        uses: g.uses,
+                        must_defs: g.must_defs,
+                        may_defs: g.may_defs,
+                    }
+                })
+                .collect();
+        }
     }
 }
 

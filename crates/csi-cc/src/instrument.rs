@@ -131,7 +131,7 @@ pub(crate) unsafe fn call_site(i: LLVMValueRef) -> Option<LLVMValueRef> {
     Some(callee)
 }
 
-unsafe fn loc(i: LLVMValueRef) -> Option<(u32, u32, String)> {
+pub(crate) unsafe fn loc(i: LLVMValueRef) -> Option<(u32, u32, String)> {
     let md = LLVMInstructionGetDebugLoc(i);
     if md.is_null() {
         return None;

@@ -44,7 +44,8 @@ pub fn run(
         }
         Some(loc) => {
             let nodes = crate::locate(g, loc)?;
-            nodes_criterion(g, report, req.thread, nodes, variables)
+            let line = loc.rsplit_once(':').and_then(|(_, l)| l.parse().ok());
+            nodes_criterion(g, report, req.thread, nodes, variables, line)
         }
     };
     let mut slicer = Slicer::new(g);

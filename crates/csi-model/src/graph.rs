@@ -67,6 +67,18 @@ pub struct Node {
     pub uses: Vec<String>,
     pub must_defs: Vec<String>,
     pub may_defs: Vec<String>,
+    /// The node's statements in order, each with its own def/use sets (empty: one statement,
+    /// the node's own sets).
+    pub stmts: Vec<Stmt>,
+}
+
+/// One statement of a node: its instructions of one source line, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stmt {
+    pub line: Option<u32>,
+    pub uses: Vec<String>,
+    pub must_defs: Vec<String>,
+    pub may_defs: Vec<String>,
 }
 
 impl Node {
@@ -83,6 +95,7 @@ impl Node {
             uses: Vec::new(),
             must_defs: Vec::new(),
             may_defs: Vec::new(),
+            stmts: Vec::new(),
         }
     }
 

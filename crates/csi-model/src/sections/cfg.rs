@@ -95,6 +95,23 @@ pub struct CfgNode {
     pub must_defs: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub may_defs: Vec<String>,
+    /// The node's statements (instructions grouped at source-line changes, in order) with
+    /// their own def/use sets, when there are several; the node's sets are their union.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stmts: Vec<CfgStmt>,
+}
+
+/// One statement group of a node (`.debug_CSI_CFG` format 3, optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CfgStmt {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uses: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub must_defs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_defs: Vec<String>,
 }
 
 impl CfgNode {
@@ -111,6 +128,7 @@ impl CfgNode {
             uses: Vec::new(),
             must_defs: Vec::new(),
             may_defs: Vec::new(),
+            stmts: Vec::new(),
         }
     }
 }
@@ -347,6 +365,16 @@ pub fn cfg_program_graph(
             node.uses = n.uses.clone();
             node.must_defs = n.must_defs.clone();
             node.may_defs = n.may_defs.clone();
+            node.stmts = n
+                .stmts
+                .iter()
+                .map(|st| crate::graph::Stmt {
+                    line: st.line,
+                    uses: st.uses.clone(),
+                    must_defs: st.must_defs.clone(),
+                    may_defs: st.may_defs.clone(),
+                })
+                .collect();
             if let Some(c) = &n.call {
                 node.call = Some(crate::graph::Call {
                     callees: Vec::new(),
