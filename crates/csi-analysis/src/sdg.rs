@@ -129,6 +129,9 @@ impl Bits {
     }
 }
 
+/// A statement's vertex and its uses, must-defs and may-defs.
+type StmtSets = (VertexId, Vec<String>, Vec<String>, Vec<String>);
+
 struct DefSite {
     vertex: VertexId,
     loc: LocId,
@@ -488,30 +491,29 @@ impl Sdg {
         let mut gen_b: Vec<Vec<usize>> = vec![Vec::new(); nn];
         let mut ssa_def: HashMap<String, VertexId> = HashMap::new();
         // Per statement: (vertex, uses, must-defs, may-defs); one for unsplit nodes.
-        let stmts_of =
-            |s: &Sdg, n: NodeId| -> Vec<(VertexId, Vec<String>, Vec<String>, Vec<String>)> {
-                let node = g.node(n);
-                match s.stmts.get(&n) {
-                    Some(vs) => vs
-                        .iter()
-                        .zip(&node.stmts)
-                        .map(|(&v, st)| {
-                            (
-                                v,
-                                st.uses.clone(),
-                                st.must_defs.clone(),
-                                st.may_defs.clone(),
-                            )
-                        })
-                        .collect(),
-                    None => vec![(
-                        n,
-                        node.uses.clone(),
-                        node.must_defs.clone(),
-                        node.may_defs.clone(),
-                    )],
-                }
-            };
+        let stmts_of = |s: &Sdg, n: NodeId| -> Vec<StmtSets> {
+            let node = g.node(n);
+            match s.stmts.get(&n) {
+                Some(vs) => vs
+                    .iter()
+                    .zip(&node.stmts)
+                    .map(|(&v, st)| {
+                        (
+                            v,
+                            st.uses.clone(),
+                            st.must_defs.clone(),
+                            st.may_defs.clone(),
+                        )
+                    })
+                    .collect(),
+                None => vec![(
+                    n,
+                    node.uses.clone(),
+                    node.must_defs.clone(),
+                    node.may_defs.clone(),
+                )],
+            }
+        };
         // Def sites per statement (for the uses of later statements of the same node).
         let mut stmt_defs: HashMap<VertexId, Vec<(usize, bool)>> = HashMap::new();
         for (i, &n) in func.nodes.iter().enumerate() {

@@ -29,34 +29,52 @@ fn by_line(
         .collect()
 }
 
+/// The opened crashes of a fixture program's builds with call-site coverage, by name.
+fn call_site_builds(program: &str) -> Vec<(String, csi_dump::Crash)> {
+    fixture_crashes()
+        .into_iter()
+        .filter(|fx| {
+            let n = fx.name();
+            n.starts_with(&format!("{program}/")) && !n.contains("bb-") && !n.contains("fc-")
+        })
+        .map(|fx| {
+            let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
+            (fx.name(), crash)
+        })
+        .collect()
+}
+
+/// The crashing thread's frame of function `func`.
+fn frame_of<'a>(crash: &'a csi_dump::Crash, build: &str, func: &str) -> &'a csi_model::Frame {
+    let g = &crash.graph;
+    crash.report.threads[0]
+        .frames
+        .iter()
+        .find(|fr| fr.function.is_some_and(|x| g.function(x).name == func))
+        .unwrap_or_else(|| panic!("{build}: no frame of {func}"))
+}
+
+fn expect_bits(
+    build: &str,
+    what: &str,
+    got: BTreeMap<u32, Option<bool>>,
+    want: &[(u32, Option<bool>)],
+) {
+    let want: BTreeMap<u32, Option<bool>> = want.iter().copied().collect();
+    assert_eq!(got, want, "{build}: {what}");
+}
+
 #[test]
 fn implied_call_sites_are_reconstructed_exactly() {
-    let mut seen = 0;
-    for fx in fixture_crashes() {
-        if !fx.name().starts_with("mid_block/")
-            || fx.name().contains("bb-")
-            || fx.name().contains("fc-")
-        {
-            continue;
-        }
-        seen += 1;
-        let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
-            .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
-        let g = &crash.graph;
-        let r = &crash.report;
+    let builds = call_site_builds("mid_block");
+    let seen = builds.len();
+    for (name, crash) in &builds {
+        let (g, r) = (&crash.graph, &crash.report);
         let (t, f) = (Some(true), Some(false));
-        let frame = |name: &str| {
-            r.threads[0]
-                .frames
-                .iter()
-                .find(|fr| fr.function.is_some_and(|x| g.function(x).name == name))
-                .unwrap_or_else(|| panic!("{}: no frame of {name}", fx.name()))
-        };
+        let frame = |func: &str| frame_of(crash, name, func);
         let expect =
-            |what: &str, got: BTreeMap<u32, Option<bool>>, want: &[(u32, Option<bool>)]| {
-                let want: BTreeMap<u32, Option<bool>> = want.iter().copied().collect();
-                assert_eq!(got, want, "{}: {what}", fx.name());
-            };
+            |what: &str, got, want: &[(u32, Option<bool>)]| expect_bits(name, what, got, want);
         // Stopped in `boom` (line 15) on the second activation: before it ran, after it not.
         expect(
             "run, local",
@@ -95,32 +113,14 @@ fn implied_call_sites_are_reconstructed_exactly() {
 /// full fixture matrix (`fixtures/build.sh`, `CSI_FIXTURES`), not of the checked-in subset.
 #[test]
 fn local_coverage_by_position_is_exact() {
-    let mut seen = 0;
-    for fx in fixture_crashes() {
-        if !fx.name().starts_with("branch_calls/")
-            || fx.name().contains("bb-")
-            || fx.name().contains("fc-")
-        {
-            continue;
-        }
-        seen += 1;
-        let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
-            .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
-        let g = &crash.graph;
-        let r = &crash.report;
+    let builds = call_site_builds("branch_calls");
+    let seen = builds.len();
+    for (name, crash) in &builds {
+        let (g, r) = (&crash.graph, &crash.report);
         let (t, f) = (Some(true), Some(false));
-        let frame = |name: &str| {
-            r.threads[0]
-                .frames
-                .iter()
-                .find(|fr| fr.function.is_some_and(|x| g.function(x).name == name))
-                .unwrap_or_else(|| panic!("{}: no frame of {name}", fx.name()))
-        };
+        let frame = |func: &str| frame_of(crash, name, func);
         let expect =
-            |what: &str, got: BTreeMap<u32, Option<bool>>, want: &[(u32, Option<bool>)]| {
-                let want: BTreeMap<u32, Option<bool>> = want.iter().copied().collect();
-                assert_eq!(got, want, "{}: {what}", fx.name());
-            };
+            |what: &str, got, want: &[(u32, Option<bool>)]| expect_bits(name, what, got, want);
         // `leaf` is stopped in `boom` (line 19): the entry block's and the taken branch's
         // sites ran, the other branch's did not.
         expect(
