@@ -78,8 +78,8 @@ fn main() {
         }
         for &e in &sdg.preds[v as usize] {
             let f = sdg.edges[e as usize].from;
-            if !parent.contains_key(&f) {
-                parent.insert(f, (v, e as usize));
+            if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(f) {
+                slot.insert((v, e as usize));
                 q.push_back(f);
             }
         }
