@@ -100,19 +100,23 @@ function M.apply(bufnr, params)
     end
     for line, s in pairs(M.classify(source)) do
       if line < count then
-        -- A whole-line range with hl_eol (rather than line_hl_group): its group shows in
-        -- nvim_buf_get_extmarks details on every version, and a foreground (CsiNever →
-        -- Comment) wins over syntax colours.
-        vim.api.nvim_buf_set_extmark(bufnr, M.ns, line, 0, {
-          end_row = line + 1,
-          end_col = 0,
-          hl_group = M.hl[s],
-          hl_eol = true,
-          priority = cfg.highlight_priority,
-        })
+        M.highlight_line(bufnr, M.ns, line, M.hl[s], cfg.highlight_priority)
       end
     end
   end
+end
+
+--- Highlights a whole line (0-based) with `group` in namespace `ns`. A whole-line range with
+--- hl_eol (rather than line_hl_group): its group shows in nvim_buf_get_extmarks details on every
+--- version, and a foreground (CsiNever → Comment) wins over syntax colours.
+function M.highlight_line(bufnr, ns, line, group, priority)
+  vim.api.nvim_buf_set_extmark(bufnr, ns, line, 0, {
+    end_row = line + 1,
+    end_col = 0,
+    hl_group = group,
+    hl_eol = true,
+    priority = priority,
+  })
 end
 
 --- The loaded buffer showing a file:// URI, or nil (never creates one).

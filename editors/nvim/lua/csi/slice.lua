@@ -164,13 +164,7 @@ function M.apply(bufnr)
         })
       end
       if cfg.line_highlights then
-        vim.api.nvim_buf_set_extmark(bufnr, M.ns, line, 0, {
-          end_row = line + 1,
-          end_col = 0,
-          hl_group = M.hl[kind],
-          hl_eol = true,
-          priority = cfg.highlight_priority,
-        })
+        lines.highlight_line(bufnr, M.ns, line, M.hl[kind], cfg.highlight_priority)
       end
     end
   end
