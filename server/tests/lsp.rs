@@ -67,6 +67,16 @@ where
     r["result"].clone()
 }
 
+/// The labels of an inlay-hint response.
+fn labels_of(hints: &Value) -> Vec<&str> {
+    hints
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["label"].as_str().unwrap())
+        .collect()
+}
+
 fn label(l: &str, line: u32, ch: u32) -> Value {
     json!({"label": l, "paddingLeft": true, "position": {"line": line, "character": ch}})
 }
@@ -224,12 +234,7 @@ async fn open_crash_then_hints_lenses_hover_diagnostics() {
         .await;
     assert_eq!(r["result"]["steps"].as_array().unwrap().len(), 11, "{r}");
     let h = hints(&mut c, SRC).await;
-    let labels: Vec<&str> = h
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["label"].as_str().unwrap())
-        .collect();
+    let labels = labels_of(&h);
     assert_eq!(
         labels,
         [
@@ -378,12 +383,7 @@ async fn thread_crash_shows_every_thread() {
     let rel = "fixtures/src/thread_crash.c";
     c.open_doc(rel).await;
     let h = hints(&mut c, rel).await;
-    let labels: Vec<&str> = h
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["label"].as_str().unwrap())
-        .collect();
+    let labels = labels_of(&h);
     assert!(
         labels
             .iter()

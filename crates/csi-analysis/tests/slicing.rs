@@ -117,63 +117,43 @@ fn calls_through_the_stack_and_returned_calls() {
     assert_eq!(lines(&pair.unrestricted), [20, 30, 31, 32, 33, 34, 35, 40]);
     // Restricted: the path trace shows `b = 5` (32) did not run in main's activation.
     assert_eq!(lines(&pair.restricted), [20, 30, 31, 33, 34, 35, 40]);
-    // Context-insensitive (no frame): the other caller of sink comes in.
-    let anywhere = SliceCriterion {
-        thread: 0,
-        frame: None,
-        nodes: vec![node(&g, "sink", 2)],
-        variables: None,
-        line: None,
-    };
-    let s = slice(
-        &g,
-        &sdg,
-        &report,
-        &anywhere,
+    // One slice from a node of the program, in frame `frame`'s context (None: any).
+    let from =
+        |frame: Option<usize>, n: NodeId, variables: Option<Vec<String>>, opts: SliceOptions| {
+            let c = SliceCriterion {
+                thread: 0,
+                frame,
+                nodes: vec![n],
+                variables,
+                line: None,
+            };
+            lines(&slice(&g, &sdg, &report, &c, opts))
+        };
+    let (stat, restricted) = (
         SliceOptions {
             restriction: None,
             interprocedural: true,
         },
-    );
-    assert_eq!(lines(&s), [20, 30, 31, 32, 33, 34, 35, 40, 50, 51]);
-    // Intraprocedural in main from its call: no descent into id, no ascent.
-    let c = SliceCriterion {
-        thread: 0,
-        frame: Some(1),
-        nodes: vec![node(&g, "main", 7)],
-        variables: None,
-        line: None,
-    };
-    let s = slice(
-        &g,
-        &sdg,
-        &report,
-        &c,
         SliceOptions {
             restriction: Some(&r),
             interprocedural: false,
         },
     );
-    assert_eq!(lines(&s), [30, 31, 33, 34, 35]);
-    // Only variable `a` at 34.
-    let c = SliceCriterion {
-        thread: 0,
-        frame: Some(1),
-        nodes: vec![node(&g, "main", 6)],
-        variables: Some(vec!["a".into()]),
-        line: None,
-    };
-    let s = slice(
-        &g,
-        &sdg,
-        &report,
-        &c,
-        SliceOptions {
-            restriction: None,
-            interprocedural: true,
-        },
+    // Context-insensitive (no frame): the other caller of sink comes in.
+    assert_eq!(
+        from(None, node(&g, "sink", 2), None, stat),
+        [20, 30, 31, 32, 33, 34, 35, 40, 50, 51]
     );
-    assert_eq!(lines(&s), [20, 30, 31, 34]);
+    // Intraprocedural in main from its call: no descent into id, no ascent.
+    assert_eq!(
+        from(Some(1), node(&g, "main", 7), None, restricted),
+        [30, 31, 33, 34, 35]
+    );
+    // Only variable `a` at 34.
+    assert_eq!(
+        from(Some(1), node(&g, "main", 6), Some(vec!["a".into()]), stat),
+        [20, 30, 31, 34]
+    );
 }
 
 /// x = 1 (2); x = 2 (3); *p = 9 (4); use(x) (5, crash). `x`'s address escapes or not.
