@@ -432,7 +432,14 @@ fn potential(
     let mut cand: Vec<(f64, u32, u32, i64)> = Vec::new();
     for &u in order {
         let f = if heads.contains(&u) {
-            (freq[u as usize] * LOOP_TRIPS).min(1e300)
+            // A head entered only by breaks (a computed goto's target) gets no frequency from
+            // the DAG; count it as entered once per call and iterated like any loop head.
+            let entered = if u != entry && freq[u as usize] == 0.0 {
+                1.0
+            } else {
+                freq[u as usize]
+            };
+            (entered * LOOP_TRIPS).min(1e300)
         } else {
             freq[u as usize]
         };

@@ -1,7 +1,9 @@
 -- CPU-heavy workload for the overhead benchmark: a mix of Lua calls, table work, string
 -- building, closures, metatables and sorting. `lua heavy.lua [scale]` (default 70 ≈ 2.3 s plain; scale 2 is
--- for instruction counting under callgrind). Prints a checksum.
+-- for instruction counting under callgrind). Prints a checksum; `lua heavy.lua scale time` also
+-- writes each round's CPU time (seconds) to stderr, one per line.
 local scale = tonumber(arg and arg[1]) or 70
+local timing = arg and arg[2] == "time"
 local function fib(n) if n < 2 then return n end return fib(n-1) + fib(n-2) end
 local Point = {}
 Point.__index = Point
@@ -10,6 +12,7 @@ function Point:add(o) return Point.new(self.x + o.x, self.y + o.y) end
 function Point:norm2() return self.x * self.x + self.y * self.y end
 local acc = 0
 for r = 1, scale do
+  local c0 = os.clock()
   acc = acc + fib(22)
   local t = {}
   for i = 1, 40000 do t[i] = (i * 7919 + r) % 100003 end
@@ -31,5 +34,6 @@ for r = 1, scale do
   local fs = {}
   for i = 1, 5000 do fs[i] = function(x) return x + i end end
   for i = 1, 5000 do acc = acc + fs[i](i) % 3 end
+  if timing then io.stderr:write(string.format("%.6f\n", os.clock() - c0)) end
 end
 print(acc)
