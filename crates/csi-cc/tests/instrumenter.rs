@@ -438,6 +438,26 @@ fn path_trace_under_gdb_o2() {
     }
     let t = trace_at_probe("-O2", "run", "25", 10);
     assert!(!t.completed.is_empty());
+    // `run`'s branch became a select at -O2; `skip`'s stays a branch. The ring index lives in
+    // a register there (and in memory): the wrapped buffer must still read back in order.
+    // The loop is rotated at -O2 (test at the bottom), so the last iteration (i = 24) leaves
+    // through the exit, not the back edge: it is in the partial path, and the ring holds
+    // iterations 14..23, oldest first.
+    let s = trace_at_probe("-O2", "skip", "25", 10);
+    assert_eq!(s.completed.len(), 10, "the buffer wrapped");
+    let branch: Vec<bool> = s
+        .completed
+        .iter()
+        .map(|p| lines_of(&s.pt, p).contains(&62))
+        .collect();
+    let expect: Vec<bool> = (14..24).map(|i| i % 3 == 0).collect();
+    let all: Vec<Vec<u32>> = s.completed.iter().map(|p| lines_of(&s.pt, p)).collect();
+    assert_eq!(branch, expect, "line 62 runs when i % 3 == 0: {all:?}");
+    let last = lines_until_call(&s.pt, &s.partial, 66);
+    assert!(
+        last.contains(&62) && !last.contains(&64) && last.contains(&66),
+        "i = 24 takes line 62, then the call on 66: {last:?}"
+    );
     assert!(lines_until_call(&t.pt, &t.partial, 16).contains(&16));
 }
 
