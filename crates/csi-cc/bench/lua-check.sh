@@ -2,14 +2,16 @@
 # Builds Lua 5.4 (Debian's lua5.4 source, upstream tarball inside it) with plain clang-19 and with
 # csi-cc in several tracing configurations, in a scratch dir outside the repo; checks that
 # bench/lua/programs.lua prints the same and exits the same in every build; then runs the overhead
-# benchmark bench/lua/heavy.lua: RUNS interleaved runs of every configuration; CPU time as the
-# mean of the fastest quarter of all heavy.lua rounds (each round ≈ 33 ms, timed by the script
-# itself with os.clock) and as the median of whole runs, max-RSS medians, ratios to plain, and
+# benchmark bench/lua/heavy.lua: CPU time as the median of RUNS interleaved whole runs of every
+# configuration, and as the mean of the fastest quarter of all rounds of SHORT_RUNS further
+# interleaved short runs (each heavy.lua round ≈ 33 ms at -O2, timed by the script itself with
+# os.clock); max-RSS medians, ratios to plain, and
 # (CALLGRIND=1, the default when valgrind is installed) instruction counts under callgrind
 # (profiles left in <scratch>/<config>.callgrind for callgrind_annotate).
 # Why rounds: on a shared VM, other tenants slow whole runs by up to ±15 % (the same plain binary
 # took 2.35–3.79 s); they hit some rounds and not others, so the fastest rounds are the
-# undisturbed ones. Two copies of the same binary agree to ≈ ±1 % this way.
+# undisturbed ones, and short runs interleave the configurations finely enough that a
+# disturbance lasting seconds does not fall on one configuration only.
 #
 # Configurations:
 #   plain      clang-19 -g (same -O2 flags from Lua's makefile)
@@ -26,7 +28,8 @@
 # Usage: crates/csi-cc/bench/lua-check.sh [scratch-dir]   (needs deb-src in apt sources)
 # Environment: RUNS (default 5), SCALE (heavy.lua scale for -O2 builds, default 70 ≈ 2.3 s
 # plain), SCALE0 (for -O0 builds, default 18 ≈ 2 s plain-O0), CG_SCALE (scale under callgrind,
-# default 2, both sets), CALLGRIND=0 to skip instruction counts, BUILD=0 to reuse the builds
+# default 2, both sets), SHORT_RUNS (default 20; scales SHORT_SCALE=12 and SHORT_SCALE0=5 ≈ 0.4 s
+# each), CALLGRIND=0 to skip instruction counts, BUILD=0 to reuse the builds
 # already in the scratch dir, CONFIGS to choose configurations (plain and plain-O0 are the
 # baselines of their sets and are added when a configuration of the set is chosen).
 set -euo pipefail
@@ -37,6 +40,9 @@ RUNS="${RUNS:-5}"
 SCALE="${SCALE:-70}"
 SCALE0="${SCALE0:-18}"
 CG_SCALE="${CG_SCALE:-2}"
+SHORT_RUNS="${SHORT_RUNS:-20}"
+SHORT_SCALE="${SHORT_SCALE:-12}"
+SHORT_SCALE0="${SHORT_SCALE0:-5}"
 BUILD="${BUILD:-1}"
 CALLGRIND="${CALLGRIND:-$(command -v valgrind >/dev/null && echo 1 || echo 0)}"
 read -r -a CONFIGS <<<"${CONFIGS:-plain cc pt realistic fixed bb plain-O0 cc-O0 realistic-O0 fixed-O0}"
@@ -102,10 +108,15 @@ for v in "${CONFIGS[@]}"; do : >"$v.times"; : >"$v.rss"; : >"$v.wall"; : >"$v.ro
 # times are kept in <config>.wall.
 for i in $(seq "$RUNS"); do
   for v in "${CONFIGS[@]}"; do
-    /usr/bin/env time -f "%e %M %U %S" -o t.txt "./$v/src/lua" "$HERE/lua/heavy.lua" "$(scale "$v")" time \
-      >/dev/null 2>>"$v.rounds"
+    /usr/bin/env time -f "%e %M %U %S" -o t.txt "./$v/src/lua" "$HERE/lua/heavy.lua" "$(scale "$v")" >/dev/null
     awk '{print $3 + $4}' t.txt >>"$v.times"; awk '{print $2}' t.txt >>"$v.rss"
     awk '{print $1}' t.txt >>"$v.wall"
+  done
+done
+for i in $(seq "$SHORT_RUNS"); do
+  for v in "${CONFIGS[@]}"; do
+    s=$SHORT_SCALE; case "$v" in *-O0) s=$SHORT_SCALE0 ;; esac
+    "./$v/src/lua" "$HERE/lua/heavy.lua" "$s" time >/dev/null 2>>"$v.rounds"
   done
 done
 # Mean of the fastest quarter of the rounds (at least one).
@@ -121,9 +132,9 @@ for v in "${CONFIGS[@]}"; do
   fi
 done
 ratio() { if [ "$2" = - ] || [ "$3" = - ]; then echo -; else echo "scale=3; $2 / $3" | bc; fi; }
-echo "heavy.lua $SCALE (-O2 builds), $SCALE0 (-O0 builds), $RUNS interleaved runs; round: mean CPU time" \
-  "of the fastest quarter of rounds; run: median CPU time of runs; instructions: heavy.lua $CG_SCALE" \
-  "under callgrind; ratios to plain / plain-O0"
+echo "round: mean CPU time of the fastest quarter of the rounds of $SHORT_RUNS interleaved runs of" \
+  "heavy.lua $SHORT_SCALE (-O2) / $SHORT_SCALE0 (-O0); run: median CPU time of $RUNS interleaved runs of" \
+  "heavy.lua $SCALE / $SCALE0; instructions: heavy.lua $CG_SCALE under callgrind; ratios to plain / plain-O0"
 printf '%-13s %9s %7s %8s %7s %9s %7s %14s %7s\n' config "round(s)" ratio "run(s)" ratio "RSS(KiB)" ratio \
   "instr" ratio
 for v in "${CONFIGS[@]}"; do
