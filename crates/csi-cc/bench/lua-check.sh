@@ -21,7 +21,8 @@
 #   fixed      --csi-scheme=cc --csi-schema=<file>: CC everywhere, PT only in the functions a
 #              Lua crash stack shows (the dissertation's "Realistic (fixed)")
 #   bb         --csi-scheme=bb         basic-block coverage everywhere
-# and the same names with the suffix -O0 (plain-O0, cc-O0, realistic-O0, fixed-O0 by default):
+#   copy       a copy of the plain binary, timed like the others: its ratio is the timing's noise
+# and the same names with the suffix -O0 (plain-O0, copy-O0, cc-O0, realistic-O0, fixed-O0 by default):
 # built with -O0 (Lua's makefile flags + MYCFLAGS=-O0, the last -O wins), the set-up of the
 # dissertation's overhead numbers; their ratios are to plain-O0, run with SCALE0.
 #
@@ -45,7 +46,7 @@ SHORT_SCALE="${SHORT_SCALE:-12}"
 SHORT_SCALE0="${SHORT_SCALE0:-5}"
 BUILD="${BUILD:-1}"
 CALLGRIND="${CALLGRIND:-$(command -v valgrind >/dev/null && echo 1 || echo 0)}"
-read -r -a CONFIGS <<<"${CONFIGS:-plain cc pt realistic fixed bb plain-O0 cc-O0 realistic-O0 fixed-O0}"
+read -r -a CONFIGS <<<"${CONFIGS:-plain copy cc pt realistic fixed bb plain-O0 copy-O0 cc-O0 realistic-O0 fixed-O0}"
 # Each set's baseline first (ratios need it).
 has() { local x; for x in "${CONFIGS[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 for v in "${CONFIGS[@]}"; do
@@ -86,7 +87,10 @@ if [ "$BUILD" = 1 ]; then
   rm -rf o && mkdir o && tar xzf lua5.4_*.orig.tar.gz -C o
   SRC=$(ls -d o/*/)
   for v in "${CONFIGS[@]}"; do
-    rm -rf "$v" && cp -r "$SRC" "$v"
+    rm -rf "$v"
+    # The copy is the plain build itself under another name: the noise floor of the timing.
+    case "$v" in copy*) cp -r "$(base "$v")" "$v"; continue ;; esac
+    cp -r "$SRC" "$v"
     opt=""; case "$v" in *-O0) opt=-O0 ;; esac
     (cd "$v/src" && make -s -j2 linux CC="$(cc_for "$v")" MYCFLAGS="$opt" >/dev/null)
   done
@@ -124,7 +128,7 @@ fastq() { sort -n | awk '{a[NR]=$1} END {k=int(NR/4); if (k<1) k=1; for(i=1;i<=k
 declare -A T R I Q
 for v in "${CONFIGS[@]}"; do
   T[$v]=$(median <"$v.times"); R[$v]=$(median <"$v.rss"); I[$v]=-; Q[$v]=$(fastq <"$v.rounds")
-  if [ "$CALLGRIND" = 1 ]; then
+  if [ "$CALLGRIND" = 1 ] && [ "${v#copy}" = "$v" ]; then
     # valgrind 3.19 cannot read clang-19's DWARF 5; the symbol table is enough here.
     objcopy --strip-debug "./$v/src/lua" "$v.nodebug"
     I[$v]=$(valgrind --tool=callgrind --callgrind-out-file="$v.callgrind" "./$v.nodebug" \
