@@ -216,17 +216,21 @@ fn hot_loop_path_has_no_increments() {
     }
 }
 
-/// Random CFGs (loops, irreducible ones too, switches, unreachable blocks) with random branch probabilities: ids are
-/// dense and unique, complete and partial paths decode, whatever the tree.
-#[test]
-fn random_cfgs_with_random_probabilities() {
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut rnd = move |m: u64| {
+/// A deterministic pseudo-random source: `rnd(m)` is in `0..m`.
+fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |m| {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed % m
-    };
+    }
+}
+
+/// Random CFGs (loops, irreducible ones too, switches, unreachable blocks) with random branch probabilities: ids are
+/// dense and unique, complete and partial paths decode, whatever the tree.
+#[test]
+fn random_cfgs_with_random_probabilities() {
+    let mut rnd = xorshift(0x2545_f491_4f6c_dd1d);
     let mut checked = 0;
     for _ in 0..300 {
         let n = 2 + rnd(9) as usize;
@@ -417,13 +421,7 @@ fn indirect_branch_edges_as_breaks() {
 #[test]
 fn handlers_entered_only_by_computed_gotos_keep_hot_edges_free() {
     use std::collections::BTreeSet;
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut rnd = move |m: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % m
-    };
+    let mut rnd = xorshift(0x9e37_79b9_7f4a_7c15);
     let mut failures = Vec::new();
     for _ in 0..200 {
         let k = 2 + rnd(5) as usize;
