@@ -125,6 +125,19 @@ local function describe_stack(st)
   return what .. where
 end
 
+--- The end of every request that moves the user: go to `at` (a table with uri, line and
+--- optionally column; nil: stay) when jumping is on and not turned off for this call, redraw
+--- the server's hints and lenses, then opts.on_done(result).
+local function settle(opts, result, at)
+  if at and config.get().jump and opts.jump ~= false then
+    jump(at.uri, at.line, at.column or 0)
+  end
+  lsp.refresh_all()
+  if opts.on_done then
+    opts.on_done(result)
+  end
+end
+
 -- The frame to show first: the selected one if it has a source line, else the first one with
 -- one in the crashed thread.
 local function first_located(st)
@@ -179,16 +192,7 @@ function M.open_crash(exe, core, opts)
       notify(type(n) == 'string' and n or vim.inspect(n), vim.log.levels.WARN)
     end
     notify(describe_stack(st))
-    if config.get().jump and opts.jump ~= false then
-      local f = first_located(st)
-      if f then
-        jump(f.uri, f.line, f.column)
-      end
-    end
-    lsp.refresh_all()
-    if opts.on_done then
-      opts.on_done(st)
-    end
+    settle(opts, st, first_located(st))
   end)
 end
 
@@ -224,13 +228,7 @@ function M.select(thread, frame, opts)
     local steps = type(path) == 'table' and type(path.steps) == 'table' and #path.steps or 0
     local note = type(path) == 'table' and not is_null(path.note) and (' — ' .. path.note) or ''
     notify(('frame #%d %s (thread %d) · %d path steps%s'):format(frame, name, thread + 1, steps, note))
-    if config.get().jump and opts.jump ~= false and f then
-      jump(f.uri, f.line, f.column)
-    end
-    lsp.refresh_all()
-    if opts.on_done then
-      opts.on_done(path)
-    end
+    settle(opts, path, f)
   end)
 end
 
@@ -241,13 +239,7 @@ function M.step(delta, opts)
     M.state.step = r
     notify(('step %d/%d%s'):format(r.step + 1, r.of,
       is_null(r.line) and '' or (' · %s:%d'):format(is_null(r.file) and '?' or r.file, r.line + 1)))
-    if config.get().jump and opts.jump ~= false then
-      jump(r.uri, r.line, 0)
-    end
-    lsp.refresh_all()
-    if opts.on_done then
-      opts.on_done(r)
-    end
+    settle(opts, r, { uri = r.uri, line = r.line })
   end)
 end
 
@@ -312,13 +304,7 @@ function M.slice(opts)
     local unknown = not is_null(r.unknownVariables) and #r.unknownVariables > 0
     notify(slice.message(r), unknown and vim.log.levels.WARN or nil)
     local c = r.criterion or {}
-    if opts.crash and config.get().jump and opts.jump ~= false then
-      jump(c.uri, c.line, 0)
-    end
-    lsp.refresh_all()
-    if opts.on_done then
-      opts.on_done(r)
-    end
+    settle(opts, r, opts.crash and { uri = c.uri, line = c.line } or nil)
   end)
 end
 
@@ -329,10 +315,7 @@ function M.slice_clear(opts)
   M.state.slice = nil
   slice.clear_all()
   local function done()
-    lsp.refresh_all()
-    if opts.on_done then
-      opts.on_done()
-    end
+    settle(opts)
   end
   if not known or not request('csi/slice', { clear = true }, done) then
     done()
@@ -348,11 +331,8 @@ function M.clear(opts)
   frames.clear_qflist()
   return request('workspace/executeCommand', { command = 'csi.clear', arguments = {} }, function()
     lines.clear_all()
-    lsp.refresh_all()
     notify('crash closed')
-    if opts.on_done then
-      opts.on_done()
-    end
+    settle(opts)
   end)
 end
 

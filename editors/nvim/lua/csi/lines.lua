@@ -79,19 +79,7 @@ function M.apply(bufnr, params)
   end
   local count = vim.api.nvim_buf_line_count(bufnr)
   if cfg.signs then
-    local list = {}
-    for line, s in pairs(M.classify(params)) do
-      if line < count then
-        table.insert(list, {
-          group = M.sign_group,
-          buffer = bufnr,
-          lnum = line + 1,
-          name = M.sign[s],
-          priority = cfg.sign_priority,
-        })
-      end
-    end
-    vim.fn.sign_placelist(list)
+    M.place_signs(bufnr, M.sign_group, M.classify(params), M.sign, cfg.sign_priority)
   end
   if cfg.line_highlights then
     local source = params
@@ -103,6 +91,27 @@ function M.apply(bufnr, params)
         M.highlight_line(bufnr, M.ns, line, M.hl[s], cfg.highlight_priority)
       end
     end
+  end
+end
+
+--- Places one sign per line of `kinds` (line, 0-based → kind) that bufnr has: sign `names[kind]`
+--- in `group`.
+function M.place_signs(bufnr, group, kinds, names, priority)
+  local count = vim.api.nvim_buf_line_count(bufnr)
+  local list = {}
+  for line, kind in pairs(kinds) do
+    if line >= 0 and line < count then
+      table.insert(list, {
+        group = group,
+        buffer = bufnr,
+        lnum = line + 1,
+        name = names[kind],
+        priority = priority,
+      })
+    end
+  end
+  if #list > 0 then
+    vim.fn.sign_placelist(list)
   end
 end
 

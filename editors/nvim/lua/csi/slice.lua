@@ -150,26 +150,17 @@ function M.apply(bufnr)
     return
   end
   local cfg = config.get().slice
-  local count = vim.api.nvim_buf_line_count(bufnr)
-  local signs = {}
-  for line, kind in pairs(M.classify(M.result, bufnr, cfg.static)) do
-    if line >= 0 and line < count then
-      if cfg.signs then
-        table.insert(signs, {
-          group = M.sign_group,
-          buffer = bufnr,
-          lnum = line + 1,
-          name = M.sign[kind],
-          priority = cfg.sign_priority,
-        })
-      end
-      if cfg.line_highlights then
+  local kinds = M.classify(M.result, bufnr, cfg.static)
+  if cfg.signs then
+    lines.place_signs(bufnr, M.sign_group, kinds, M.sign, cfg.sign_priority)
+  end
+  if cfg.line_highlights then
+    local count = vim.api.nvim_buf_line_count(bufnr)
+    for line, kind in pairs(kinds) do
+      if line >= 0 and line < count then
         lines.highlight_line(bufnr, M.ns, line, M.hl[kind], cfg.highlight_priority)
       end
     end
-  end
-  if #signs > 0 then
-    vim.fn.sign_placelist(signs)
   end
 end
 
