@@ -1297,22 +1297,17 @@ unsafe fn instrument_paths(
     // edge anyway, and an increment becomes an add plus a store instead of one
     // read-modify-write. Not with `setjmp`: a second return would resume with the registers
     // of the first.
-    let shadow = |real: LLVMValueRef| -> State {
-        if !shadowed {
-            return State { real, shadow: None };
-        }
-        c.position_before(LLVMGetFirstInstruction(bbs[0]));
-        let a = LLVMBuildAlloca(c.builder, c.i64t, c"csi.shadow".as_ptr());
-        State {
-            real,
-            shadow: Some(a),
-        }
-    };
     let cur = State {
         real: cur,
         shadow: None,
     };
-    let ring = ring.map(|(arr, idx)| (arr, shadow(idx)));
+    let ring = ring.map(|(arr, idx)| {
+        let shadow = shadowed.then(|| {
+            c.position_before(LLVMGetFirstInstruction(bbs[0]));
+            LLVMBuildAlloca(c.builder, c.i64t, c"csi.shadow".as_ptr())
+        });
+        (arr, State { real: idx, shadow })
+    });
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
     for (u, b) in info.iter().enumerate() {
