@@ -132,6 +132,27 @@ function H.hover(bufnr, line, character)
   return nil
 end
 
+--- Loads the plugin from this checkout as a user's config would and sets it up against the
+--- server under test (`opts` merged in); returns the csi module.
+function H.load_plugin(opts)
+  vim.opt.rtp:prepend(H.root .. '/editors/nvim')
+  vim.cmd('filetype on')
+  vim.cmd('runtime plugin/csi.lua')
+  local csi = require('csi')
+  csi.setup(vim.tbl_extend('force', { cmd = { H.server } }, opts or {}))
+  return csi
+end
+
+--- 0-based lines by sign / highlight name, for the slice's sign group and namespace in bufnr.
+function H.slice_marks(bufnr)
+  local signs, hls = {}, {}
+  for _, n in ipairs({ 'CsiSlice', 'CsiSliceStatic', 'CsiSliceCriterion' }) do
+    signs[n] = H.lines_with(H.signs(bufnr, 'csi_slice'), n, 1)
+    hls[n] = H.lines_with(H.line_highlights(bufnr, 'csi_slice'), n)
+  end
+  return signs, hls
+end
+
 function H.finish()
   out(('%d passed, %d failed'):format(H.passed, H.failed) .. (H.skipped > 0 and (', %d skipped'):format(H.skipped) or ''))
   if H.failed > 0 then

@@ -3,12 +3,8 @@
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/helpers.lua')
 local test, eq, wait = H.test, H.eq, H.wait
 
-vim.opt.rtp:prepend(H.root .. '/editors/nvim')
-vim.cmd('filetype on')
-vim.cmd('runtime plugin/csi.lua')
-local csi = require('csi')
+local csi = H.load_plugin()
 local lines = require('csi.lines')
-csi.setup({ cmd = { H.server } })
 
 local bufnr
 

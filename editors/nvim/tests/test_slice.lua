@@ -4,12 +4,8 @@
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/helpers.lua')
 local test, eq, wait = H.test, H.eq, H.wait
 
-vim.opt.rtp:prepend(H.root .. '/editors/nvim')
-vim.cmd('filetype on')
-vim.cmd('runtime plugin/csi.lua')
-local csi = require('csi')
+local csi = H.load_plugin()
 local lines = require('csi.lines')
-csi.setup({ cmd = { H.server } })
 
 -- The slice from the crash point (frame #0 charge(), line 31 `a->balance -= f;`, every
 -- variable used there), 0-based lines of fixtures/src/null_deref.c, as csi-lsp answers it
@@ -31,12 +27,7 @@ local function without(list, x)
 end
 
 local function slice_marks()
-  local signs, hls = {}, {}
-  for _, n in ipairs({ 'CsiSlice', 'CsiSliceStatic', 'CsiSliceCriterion' }) do
-    signs[n] = H.lines_with(H.signs(bufnr, 'csi_slice'), n, 1)
-    hls[n] = H.lines_with(H.line_highlights(bufnr, 'csi_slice'), n)
-  end
-  return signs, hls
+  return H.slice_marks(bufnr)
 end
 local NONE = { CsiSlice = {}, CsiSliceStatic = {}, CsiSliceCriterion = {} }
 local ALL = { CsiSlice = without(RESTRICTED, CRITERION), CsiSliceStatic = STATIC_ONLY, CsiSliceCriterion = { CRITERION } }

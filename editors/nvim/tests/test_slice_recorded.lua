@@ -3,14 +3,10 @@
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/helpers.lua')
 local test, eq = H.test, H.eq
 
-vim.opt.rtp:prepend(H.root .. '/editors/nvim')
-vim.cmd('filetype on')
-vim.cmd('runtime plugin/csi.lua')
-local csi = require('csi')
+local csi = H.load_plugin({ autostart = false })
 local lsp = require('csi.lsp')
 local lines = require('csi.lines')
 local slice = require('csi.slice')
-csi.setup({ cmd = { H.server }, autostart = false })
 
 -- docs/protocol.md, csi/slice, the result example verbatim (the URI made real).
 local DOC = vim.fn.json_decode((([[
@@ -49,14 +45,8 @@ end
 
 local bufnr
 
---- 0-based lines by sign / highlight name, for the slice's sign group and namespace.
 local function marks()
-  local signs, hls = {}, {}
-  for _, n in ipairs({ 'CsiSlice', 'CsiSliceStatic', 'CsiSliceCriterion' }) do
-    signs[n] = H.lines_with(H.signs(bufnr, 'csi_slice'), n, 1)
-    hls[n] = H.lines_with(H.line_highlights(bufnr, 'csi_slice'), n)
-  end
-  return signs, hls
+  return H.slice_marks(bufnr)
 end
 
 local ALL = { CsiSlice = { 12, 15, 26 }, CsiSliceStatic = { 19, 27 }, CsiSliceCriterion = { 29 } }
