@@ -29,8 +29,41 @@ fn by_line(
         .collect()
 }
 
-/// The opened crashes of a fixture program's builds with call-site coverage, by name.
-fn call_site_builds(program: &str) -> Vec<(String, csi_dump::Crash)> {
+/// One opened build of a fixture program, with the questions the tests ask of it.
+struct Build {
+    name: String,
+    crash: csi_dump::Crash,
+}
+
+impl Build {
+    /// The crashing thread's frame of function `func`.
+    fn frame(&self, func: &str) -> &csi_model::Frame {
+        let g = &self.crash.graph;
+        self.crash.report.threads[0]
+            .frames
+            .iter()
+            .find(|fr| fr.function.is_some_and(|x| g.function(x).name == func))
+            .unwrap_or_else(|| panic!("{}: no frame of {func}", self.name))
+    }
+
+    /// `func`'s call-site bits in its frame on the crashing thread, by line.
+    fn local(&self, func: &str) -> BTreeMap<u32, Option<bool>> {
+        by_line(&self.crash.graph, &self.frame(func).local_coverage, func)
+    }
+
+    /// `func`'s global call-site bits, by line.
+    fn global(&self, func: &str) -> BTreeMap<u32, Option<bool>> {
+        by_line(&self.crash.graph, &self.crash.report.global_coverage, func)
+    }
+
+    fn expect(&self, what: &str, got: BTreeMap<u32, Option<bool>>, want: &[(u32, Option<bool>)]) {
+        let want: BTreeMap<u32, Option<bool>> = want.iter().copied().collect();
+        assert_eq!(got, want, "{}: {what}", self.name);
+    }
+}
+
+/// The opened crashes of a fixture program's builds with call-site coverage.
+fn call_site_builds(program: &str) -> Vec<Build> {
     fixture_crashes()
         .into_iter()
         .filter(|fx| {
@@ -40,68 +73,49 @@ fn call_site_builds(program: &str) -> Vec<(String, csi_dump::Crash)> {
         .map(|fx| {
             let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
                 .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
-            (fx.name(), crash)
+            Build {
+                name: fx.name(),
+                crash,
+            }
         })
         .collect()
 }
 
-/// The crashing thread's frame of function `func`.
-fn frame_of<'a>(crash: &'a csi_dump::Crash, build: &str, func: &str) -> &'a csi_model::Frame {
-    let g = &crash.graph;
-    crash.report.threads[0]
-        .frames
-        .iter()
-        .find(|fr| fr.function.is_some_and(|x| g.function(x).name == func))
-        .unwrap_or_else(|| panic!("{build}: no frame of {func}"))
-}
-
-fn expect_bits(
-    build: &str,
-    what: &str,
-    got: BTreeMap<u32, Option<bool>>,
-    want: &[(u32, Option<bool>)],
-) {
-    let want: BTreeMap<u32, Option<bool>> = want.iter().copied().collect();
-    assert_eq!(got, want, "{build}: {what}");
-}
+const T: Option<bool> = Some(true);
+const F: Option<bool> = Some(false);
 
 #[test]
 fn implied_call_sites_are_reconstructed_exactly() {
     let builds = call_site_builds("mid_block");
     let seen = builds.len();
-    for (name, crash) in &builds {
-        let (g, r) = (&crash.graph, &crash.report);
-        let (t, f) = (Some(true), Some(false));
-        let frame = |func: &str| frame_of(crash, name, func);
-        let expect =
-            |what: &str, got, want: &[(u32, Option<bool>)]| expect_bits(name, what, got, want);
+    for b in &builds {
         // Stopped in `boom` (line 15) on the second activation: before it ran, after it not.
-        expect(
+        b.expect(
             "run, local",
-            by_line(g, &frame("run").local_coverage, "run"),
-            &[(13, t), (14, t), (15, t), (16, f), (17, f)],
+            b.local("run"),
+            &[(13, T), (14, T), (15, T), (16, F), (17, F)],
         );
-        expect(
+        b.expect(
             "setup, local",
-            by_line(g, &frame("setup").local_coverage, "setup"),
-            &[(21, t), (22, t), (23, t), (24, f), (25, f)],
+            b.local("setup"),
+            &[(21, T), (22, T), (23, T), (24, F), (25, F)],
         );
         // Globally: `run` completed once; `setup` never got past its first call to `run` (its
         // middle sites are unknown from the array alone); `unused` never ran.
-        expect(
+        b.expect(
             "run, global",
-            by_line(g, &r.global_coverage, "run"),
-            &[(13, t), (14, t), (15, t), (16, t), (17, t)],
+            b.global("run"),
+            &[(13, T), (14, T), (15, T), (16, T), (17, T)],
         );
-        expect(
+        b.expect(
             "setup, global",
-            by_line(g, &r.global_coverage, "setup"),
-            &[(21, t), (22, None), (23, None), (24, None), (25, f)],
+            b.global("setup"),
+            &[(21, T), (22, None), (23, None), (24, None), (25, F)],
         );
-        expect(
+        b.expect(
             "unused, global",
-            by_line(g, &r.global_coverage, "unused"),
-            &[(29, f), (30, f), (31, f)],
+            b.global("unused"),
+            &[(29, F), (30, F), (31, F)],
         );
     }
     assert!(seen > 0, "no mid_block fixture crash found");
@@ -115,36 +129,31 @@ fn implied_call_sites_are_reconstructed_exactly() {
 fn local_coverage_by_position_is_exact() {
     let builds = call_site_builds("branch_calls");
     let seen = builds.len();
-    for (name, crash) in &builds {
-        let (g, r) = (&crash.graph, &crash.report);
-        let (t, f) = (Some(true), Some(false));
-        let frame = |func: &str| frame_of(crash, name, func);
-        let expect =
-            |what: &str, got, want: &[(u32, Option<bool>)]| expect_bits(name, what, got, want);
+    for b in &builds {
         // `leaf` is stopped in `boom` (line 19): the entry block's and the taken branch's
         // sites ran, the other branch's did not.
-        expect(
+        b.expect(
             "leaf, local",
-            by_line(g, &frame("leaf").local_coverage, "leaf"),
-            &[(16, t), (18, t), (19, t), (22, f)],
+            b.local("leaf"),
+            &[(16, T), (18, T), (19, T), (22, F)],
         );
         // `merge` is stopped in `leaf` (line 31) on its second activation: `step(4)` ran this
         // time, `other` did not (their blocks reach the merge, so they keep local bits), and
         // the code after the merge ran up to the call.
-        expect(
+        b.expect(
             "merge, local",
-            by_line(g, &frame("merge").local_coverage, "merge"),
-            &[(28, t), (30, f), (31, t), (32, f), (33, f)],
+            b.local("merge"),
+            &[(28, T), (30, F), (31, T), (32, F), (33, F)],
         );
-        expect(
+        b.expect(
             "merge, global",
-            by_line(g, &r.global_coverage, "merge"),
-            &[(28, t), (30, t), (31, t), (32, t), (33, t)],
+            b.global("merge"),
+            &[(28, T), (30, T), (31, T), (32, T), (33, T)],
         );
-        expect(
+        b.expect(
             "leaf, global",
-            by_line(g, &r.global_coverage, "leaf"),
-            &[(16, t), (18, t), (19, t), (22, t)],
+            b.global("leaf"),
+            &[(16, T), (18, T), (19, T), (22, T)],
         );
     }
     if seen == 0 {
