@@ -153,6 +153,20 @@ function H.slice_marks(bufnr)
   return signs, hls
 end
 
+--- Builds the plugin's help tags in a scratch copy of doc/csi.txt and opens each topic.
+function H.check_help(topics)
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. '/doc', 'p')
+  vim.fn.writefile(vim.fn.readfile(H.root .. '/editors/nvim/doc/csi.txt'), dir .. '/doc/csi.txt')
+  vim.cmd('helptags ' .. vim.fn.fnameescape(dir .. '/doc'))
+  vim.opt.rtp:append(dir)
+  for _, topic in ipairs(topics) do
+    vim.cmd('help ' .. topic)
+    H.eq(vim.bo.filetype, 'help', topic)
+    vim.cmd('close')
+  end
+end
+
 function H.finish()
   out(('%d passed, %d failed'):format(H.passed, H.failed) .. (H.skipped > 0 and (', %d skipped'):format(H.skipped) or ''))
   if H.failed > 0 then

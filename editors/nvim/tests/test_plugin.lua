@@ -247,16 +247,7 @@ test(':CsiClear removes signs, highlights and lenses', function()
 end)
 
 test(':help csi works (tags built in a scratch copy)', function()
-  local dir = vim.fn.tempname()
-  vim.fn.mkdir(dir .. '/doc', 'p')
-  vim.fn.writefile(vim.fn.readfile(H.root .. '/editors/nvim/doc/csi.txt'), dir .. '/doc/csi.txt')
-  vim.cmd('helptags ' .. vim.fn.fnameescape(dir .. '/doc'))
-  vim.opt.rtp:append(dir)
-  for _, topic in ipairs({ 'csi', ':CsiOpenCrash', ':CsiFrames', ':CsiStep', ':CsiQuery', 'csi-highlights' }) do
-    vim.cmd('help ' .. topic)
-    eq(vim.bo.filetype, 'help', topic)
-    vim.cmd('close')
-  end
+  H.check_help({ 'csi', ':CsiOpenCrash', ':CsiFrames', ':CsiStep', ':CsiQuery', 'csi-highlights' })
 end)
 
 H.finish()

@@ -207,16 +207,7 @@ test(':CsiClear and opening a crash drop the slice', function()
 end)
 
 test(':help csi-slice resolves', function()
-  local dir = vim.fn.tempname()
-  vim.fn.mkdir(dir .. '/doc', 'p')
-  vim.fn.writefile(vim.fn.readfile(H.root .. '/editors/nvim/doc/csi.txt'), dir .. '/doc/csi.txt')
-  vim.cmd('helptags ' .. vim.fn.fnameescape(dir .. '/doc'))
-  vim.opt.rtp:append(dir)
-  for _, topic in ipairs({ ':CsiSlice', ':CsiSliceClear', 'csi-slice', 'hl-CsiSlice' }) do
-    vim.cmd('help ' .. topic)
-    eq(vim.bo.filetype, 'help', topic)
-    vim.cmd('close')
-  end
+  H.check_help({ ':CsiSlice', ':CsiSliceClear', 'csi-slice', 'hl-CsiSlice' })
 end)
 
 H.finish()

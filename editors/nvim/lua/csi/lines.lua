@@ -20,16 +20,20 @@ for _, s in ipairs(STATES) do
   M.sign[s] = 'Csi' .. NAMES[s]
 end
 
---- Highlight groups (`default` links, so a colour scheme or the user can relink them) and signs.
-function M.define()
-  for group, target in pairs(LINKS) do
+--- Highlight groups as `default` links (so a colour scheme or the user can relink them), each
+--- with a `<group>Sign` link for the sign column, and one sign per kind showing `text[kind]`.
+function M.define_marks(links, kinds, sign, hl, text)
+  for group, target in pairs(links) do
     vim.cmd(('highlight default link %s %s'):format(group, target))
     vim.cmd(('highlight default link %sSign %s'):format(group, group))
   end
-  local text = config.get().sign_text
-  for _, s in ipairs(STATES) do
-    vim.fn.sign_define(M.sign[s], { text = text[s], texthl = M.hl[s] .. 'Sign' })
+  for _, k in ipairs(kinds) do
+    vim.fn.sign_define(sign[k], { text = text[k], texthl = hl[k] .. 'Sign' })
   end
+end
+
+function M.define()
+  M.define_marks(LINKS, STATES, M.sign, M.hl, config.get().sign_text)
 end
 
 local function is_null(x)

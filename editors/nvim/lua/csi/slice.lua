@@ -22,14 +22,7 @@ local function is_null(x)
 end
 
 function M.define()
-  for group, target in pairs(LINKS) do
-    vim.cmd(('highlight default link %s %s'):format(group, target))
-    vim.cmd(('highlight default link %sSign %s'):format(group, group))
-  end
-  local text = config.get().slice.sign_text
-  for _, k in ipairs(KINDS) do
-    vim.fn.sign_define(M.sign[k], { text = text[k], texthl = M.hl[k] .. 'Sign' })
-  end
+  lines.define_marks(LINKS, KINDS, M.sign, M.hl, config.get().slice.sign_text)
 end
 
 --- The reduction as a whole percentage (0.333 → 33), as the server's lens computes it: from
