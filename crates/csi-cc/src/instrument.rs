@@ -81,6 +81,8 @@ pub struct Options {
 /// Outcome of instrumenting one module.
 pub struct Report {
     pub pt_skipped: Vec<(String, String)>,
+    /// Some function got a shadow alloca for `mem2reg` (see `RingIndex`).
+    pub shadows: bool,
 }
 
 fn cstr(s: &str) -> CString {
@@ -366,7 +368,7 @@ pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Repo
         };
         let report = instrument_module(&c, opts);
         LLVMDIBuilderFinalize(c.dib);
-        if opts.optimized {
+        if report.shadows {
             promote_shadows(module)?;
         }
         LLVMDisposeDIBuilder(c.dib);
@@ -397,6 +399,7 @@ pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Repo
 unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
     let mut report = Report {
         pt_skipped: Vec::new(),
+        shadows: false,
     };
     let mut funcs = Vec::new();
     let mut f = LLVMGetFirstFunction(c.module);
@@ -931,7 +934,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         }
         if let Some(nb) = &numbering {
             let shadowed = opts.optimized && !has_returns_twice_call(&bbs);
-            instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed);
+            report.shadows |= instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed);
         }
         // Zero the local coverage arrays at entry (after the allocas, before anything else).
         for (a, lty) in [cc_vars.and_then(|v| v.2), bbc_vars.map(|v| (v.2, v.3))]
@@ -1214,16 +1217,15 @@ unsafe fn after_allocas(entry: LLVMBasicBlockRef) -> LLVMValueRef {
     i
 }
 
-/// One of a frame's path-tracing variables (`__PT_current_path`, `__PT_counter_idx`): the
-/// volatile local a core dump shows, and optionally a plain alloca mirroring it for
-/// `mem2reg` to promote (the index, in optimized builds).
+/// A frame's `__PT_counter_idx`: the volatile local a core dump shows, and in optimized builds
+/// a plain alloca mirroring it for `mem2reg` to promote (see `instrument_paths`).
 #[derive(Clone, Copy)]
-struct State {
+struct RingIndex {
     real: LLVMValueRef,
     shadow: Option<LLVMValueRef>,
 }
 
-impl State {
+impl RingIndex {
     unsafe fn get(&self, c: &Ctx) -> LLVMValueRef {
         match self.shadow {
             Some(a) => LLVMBuildLoad2(c.builder, c.i64t, a, c"".as_ptr()),
@@ -1239,8 +1241,9 @@ impl State {
     }
 }
 
-/// Promotes the shadow allocas of [`State`] to SSA values. Optimized builds only: by then
-/// clang's pipeline has promoted everything promotable, so `mem2reg` finds only ours.
+/// Promotes the shadow allocas of [`RingIndex`] to SSA values. Optimized builds only (the only
+/// ones with shadows): by then clang's pipeline has promoted everything promotable, so
+/// `mem2reg` finds only ours.
 pub(crate) unsafe fn promote_shadows(m: LLVMModuleRef) -> Result<(), String> {
     use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMGetErrorMessage};
     use llvm_sys::transforms::pass_builder::{
@@ -1268,7 +1271,7 @@ unsafe fn instrument_paths(
     nb: &Numbering,
     n: u32,
     shadowed: bool,
-) {
+) -> bool {
     let n = n.max(1) as u64;
     let arr_ty = LLVMArrayType2(c.i64t, n);
     let i64d = c.basic_type("long", 64, 0x05);
@@ -1292,21 +1295,17 @@ unsafe fn instrument_paths(
     // `__PT_counter_idx`, so memory always holds the current state, but nothing reads it
     // back, which takes the store → load → increment → store chain through memory (about 8
     // cycles, carried from one loop iteration to the next) off every loop's critical path.
-    // Measured on Lua (`heavy.lua`, fastest quarter of rounds): fixed 1.068 → 1.052 of plain.
-    // Shadowing the running sum as well was slower (1.058): its chain restarts on every back
-    // edge anyway, and an increment becomes an add plus a store instead of one
-    // read-modify-write. Not with `setjmp`: a second return would resume with the registers
-    // of the first.
-    let cur = State {
-        real: cur,
-        shadow: None,
-    };
+    // Measured on Lua (`heavy.lua`, fastest quarter of rounds), `fixed` against plain: 1.068 →
+    // 1.052 and 1.073 → 1.069 in two sets. Shadowing the running sum as well was slower (1.058):
+    // its chain restarts on every back edge anyway, and an increment becomes an add plus a
+    // store instead of one read-modify-write. Not with `setjmp`: a second return would resume
+    // with the registers of the first.
     let ring = ring.map(|(arr, idx)| {
         let shadow = shadowed.then(|| {
             c.position_before(LLVMGetFirstInstruction(bbs[0]));
             LLVMBuildAlloca(c.builder, c.i64t, c"csi.shadow".as_ptr())
         });
-        (arr, State { real: idx, shadow })
+        (arr, RingIndex { real: idx, shadow })
     });
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
@@ -1335,7 +1334,7 @@ unsafe fn instrument_paths(
         c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
         idx.set(c, LLVMConstInt(c.i64t, 0, 0));
     }
-    cur.set(c, LLVMConstInt(c.i64t, entry_inc as u64, 1));
+    c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
 
     let place = |u: u32, v: u32| -> Place {
         if nsucc(u) == 1 {
@@ -1349,7 +1348,7 @@ unsafe fn instrument_paths(
     // Emits "store the completed path (+inc) and advance the index" (back edges only).
     let store_path = |inc: i64| {
         let (arr, idx) = ring.expect("a function with back edges has a ring buffer");
-        let s = cur.get(c);
+        let s = c.vload(c.i64t, cur);
         let s = if inc != 0 {
             LLVMBuildAdd(
                 c.builder,
@@ -1383,11 +1382,11 @@ unsafe fn instrument_paths(
     let add = |inc: i64| {
         let s = LLVMBuildAdd(
             c.builder,
-            cur.get(c),
+            c.vload(c.i64t, cur),
             LLVMConstInt(c.i64t, inc as u64, 1),
             c"".as_ptr(),
         );
-        cur.set(c, s);
+        c.vstore(s, cur);
     };
     // Edge actions: increments and back edges.
     enum Act {
@@ -1441,7 +1440,7 @@ unsafe fn instrument_paths(
     // The restarts first: a store placed at the start of the same block goes before them.
     for (&h, &reinit) in &restarts {
         c.position_before(c.first_insertion(bbs[h as usize]));
-        cur.set(c, LLVMConstInt(c.i64t, reinit as u64, 1));
+        c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
     }
     for (u, v, act) in acts {
         let at = if u == v {
@@ -1466,11 +1465,12 @@ unsafe fn instrument_paths(
             Act::Inc(i) => add(i),
             Act::Back(store_inc, reinit) => {
                 store_path(store_inc);
-                cur.set(c, LLVMConstInt(c.i64t, reinit as u64, 1));
+                c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
             }
             Act::Store(store_inc) => store_path(store_inc),
         }
     }
+    ring.is_some_and(|(_, idx)| idx.shadow.is_some())
 }
 
 #[cfg(test)]
