@@ -520,6 +520,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             escaped: None,
             cc: None,
             cc_local_len: None,
+            cc_local_zeroed_in: None,
             cc_local_by_path: false,
             bbc: None,
             fc: None,
@@ -701,17 +702,18 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
         // frame is stopped after it in X, or in a block that X dominates; it did not if the
         // frame is before it in X or in a block X cannot reach. When X is on no cycle and
-        // dominates every block it reaches (except return blocks of only PHIs, casts, loads
-        // from allocas and `ret`, where no call or crash stops a frame), one of the two always
-        // holds — the entry block and branches that end in their own `return` are the
-        // common cases. Those probes get the last slots, beyond the local array's length
+        // dominates every block it reaches (except quiet blocks — no call, nothing that can
+        // fault — where only a signal stops a frame and the reader says "unknown"), one of
+        // the two holds wherever a call or a crash stops a frame — the entry block, branches
+        // that end in their own `return`, code after the last merge are the common cases. Those probes get the last slots, beyond the local array's length
         // (`cc_local_len`), so a reader that does not know this sees no local bit for them
         // (unknown, sound). Not with `setjmp`-like calls (a block can be resumed mid-way) or
         // `--csi-cc-probes=all`.
+        let facts = BlockFacts::new(&succs, &bbs);
         let by_position = if keep_all {
             vec![false; bbs.len()]
         } else {
-            position_decided_blocks(&succs, &bbs)
+            facts.position_decided()
         };
         let global_only = |k: usize| by_position[call_blocks[k] as usize];
         let mut slot: Vec<Option<u64>> = vec![None; calls.len()];
@@ -738,8 +740,20 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                 .filter(|&k| placement[k].is_none() && !global_only(k))
                 .count() as u64
         };
+        // Where the local array is zeroed (see `BlockFacts::zeroing_block`); at entry when
+        // every probe is kept (a `setjmp` resumption can re-enter a block mid-way).
+        let zeroing = if keep_all || n_local == 0 {
+            Zeroing::AtStart(0)
+        } else {
+            let local_blocks: Vec<usize> = (0..calls.len())
+                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .map(|k| call_blocks[k] as usize)
+                .collect();
+            facts.zeroing_block(&local_blocks)
+        };
         if mech.cc && !calls.is_empty() {
             cfg.cc_local_len = (n_local < n_probes).then_some(n_local);
+            cfg.cc_local_zeroed_in = (n_local > 0 && !keep_all).then_some(zeroing.block() as u32);
             cfg.cc_local_by_path = local_by_path;
             for (k, &n) in call_nodes.iter().enumerate() {
                 match (slot[k], placement[k]) {
@@ -936,14 +950,21 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             let shadowed = opts.optimized && !has_returns_twice_call(&bbs);
             report.shadows |= instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed);
         }
-        // Zero the local coverage arrays at entry (after the allocas, before anything else).
-        for (a, lty) in [cc_vars.and_then(|v| v.2), bbc_vars.map(|v| (v.2, v.3))]
-            .into_iter()
-            .flatten()
+        // Zero the local coverage arrays: `__BBC_arr` at entry (after the allocas, before
+        // anything else), `__CC_arr` where `zeroing` says (after path tracing, which may
+        // have split the same edges).
+        for (a, lty, at) in [
+            cc_vars.and_then(|v| v.2).map(|(a, l)| (a, l, zeroing)),
+            bbc_vars.map(|v| (v.2, v.3, Zeroing::AtStart(0))),
+        ]
+        .into_iter()
+        .flatten()
         {
             let len = LLVMGetArrayLength2(lty);
-            c.position_before(after_allocas(bbs[0]));
-            c.vmemset0(a, len);
+            for at in zeroing_points(c, &bbs, &facts, at) {
+                c.position_before(at);
+                c.vmemset0(a, len);
+            }
         }
         cfg_text.push_str(&cfg.to_line());
     }
@@ -1015,57 +1036,232 @@ fn cc_probe_placement(blocks: &[u32], keep_all: bool) -> Vec<Option<(usize, usiz
     out
 }
 
-/// Blocks whose call sites' local coverage a live frame's position decides exactly (see
-/// `cc_by_position` above): on no cycle, and dominating every block they reach, except
-/// return blocks where no call or crash can stop a frame.
-unsafe fn position_decided_blocks(succs: &[Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Vec<bool> {
-    let n = succs.len();
-    // Return blocks where nothing can stop a frame but an asynchronous signal: PHIs, loads
-    // straight from allocas (-O0's return value), casts, an unconditional branch, `ret`.
-    let trivial_ret: Vec<bool> = bbs
-        .iter()
-        .map(|&b| {
-            let term = LLVMGetBasicBlockTerminator(b);
-            !term.is_null()
-                && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMRet
-                && instructions(b).into_iter().all(|i| {
-                    !LLVMIsAPHINode(i).is_null()
-                        || !LLVMIsACastInst(i).is_null()
-                        || i == term
-                        || (LLVMGetInstructionOpcode(i) == LLVMOpcode::LLVMLoad
-                            && !LLVMIsAAllocaInst(LLVMGetOperand(i, 0)).is_null())
-                })
-        })
-        .collect();
-    let idom = immediate_dominators(succs);
-    let dominates = |x: usize, mut y: usize| loop {
-        if y == x {
-            return true;
+/// The block graph facts the coverage placement needs: dominators, cycles, and the blocks
+/// where no call or crash can stop a frame.
+struct BlockFacts<'a> {
+    succs: &'a [Vec<u32>],
+    preds: Vec<Vec<usize>>,
+    idom: Vec<Option<usize>>,
+    /// Blocks where nothing can stop a frame but an asynchronous signal (no call, nothing
+    /// that can fault): a frame on a call or a crash is never there.
+    quiet: Vec<bool>,
+    /// Blocks that must begin with an exception-handling pad (nothing may be inserted first).
+    eh_pad: Vec<bool>,
+    /// Blocks ending in a `br` or `switch` (their edges can be split).
+    plain_branch: Vec<bool>,
+}
+
+/// Where a local coverage array is zeroed (see `BlockFacts::zeroing_block`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Zeroing {
+    /// At the start of a block on no cycle (the entry block: after the allocas).
+    AtStart(usize),
+    /// On the edges into a loop head from outside, each from a block on no cycle.
+    OnEntryEdges(usize),
+}
+
+impl Zeroing {
+    fn block(self) -> usize {
+        match self {
+            Zeroing::AtStart(b) | Zeroing::OnEntryEdges(b) => b,
         }
-        match idom[y] {
-            Some(d) if d != y => y = d,
-            _ => return false,
+    }
+}
+
+/// Nothing in `i` can stop a frame (no call, nothing that can fault), or it only touches the
+/// frame's own allocas.
+unsafe fn quiet_instruction(i: LLVMValueRef) -> bool {
+    use LLVMOpcode::*;
+    let on_alloca = |k: u32| !LLVMIsAAllocaInst(LLVMGetOperand(i, k)).is_null();
+    match LLVMGetInstructionOpcode(i) {
+        LLVMPHI | LLVMBr | LLVMSwitch | LLVMRet | LLVMICmp | LLVMFCmp | LLVMSelect
+        | LLVMGetElementPtr | LLVMExtractValue | LLVMInsertValue | LLVMExtractElement
+        | LLVMInsertElement | LLVMShuffleVector | LLVMFreeze | LLVMAdd | LLVMSub | LLVMMul
+        | LLVMShl | LLVMLShr | LLVMAShr | LLVMAnd | LLVMOr | LLVMXor | LLVMFAdd | LLVMFSub
+        | LLVMFMul | LLVMFDiv | LLVMFRem | LLVMFNeg => true,
+        LLVMLoad => on_alloca(0),
+        LLVMStore => on_alloca(1),
+        LLVMCall => {
+            let callee = LLVMGetCalledValue(i);
+            let mut len = 0usize;
+            let name = if LLVMIsAFunction(callee).is_null() {
+                ""
+            } else {
+                let p = LLVMGetValueName2(callee, &mut len);
+                std::str::from_utf8(std::slice::from_raw_parts(p as *const u8, len)).unwrap_or("")
+            };
+            ["llvm.dbg.", "llvm.lifetime.", "llvm.assume"]
+                .iter()
+                .any(|q| name.starts_with(q))
         }
-    };
-    (0..n)
-        .map(|x| {
-            if idom[x].is_none() {
-                return false; // unreachable
+        _ => !LLVMIsACastInst(i).is_null(),
+    }
+}
+
+impl<'a> BlockFacts<'a> {
+    unsafe fn new(succs: &'a [Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Self {
+        let quiet = bbs
+            .iter()
+            .map(|&b| instructions(b).into_iter().all(|i| quiet_instruction(i)))
+            .collect();
+        let first_non_phi = |b: LLVMBasicBlockRef| {
+            let mut i = LLVMGetFirstInstruction(b);
+            while !i.is_null() && !LLVMIsAPHINode(i).is_null() {
+                i = LLVMGetNextInstruction(i);
             }
-            let mut seen = vec![false; n];
-            let mut stack: Vec<usize> = succs[x].iter().map(|&s| s as usize).collect();
-            while let Some(y) = stack.pop() {
-                if std::mem::replace(&mut seen[y], true) {
-                    continue;
+            i
+        };
+        let eh_pad = bbs
+            .iter()
+            .map(|&b| {
+                let i = first_non_phi(b);
+                !i.is_null()
+                    && matches!(
+                        LLVMGetInstructionOpcode(i),
+                        LLVMOpcode::LLVMLandingPad
+                            | LLVMOpcode::LLVMCatchPad
+                            | LLVMOpcode::LLVMCleanupPad
+                            | LLVMOpcode::LLVMCatchSwitch
+                    )
+            })
+            .collect();
+        let plain_branch = bbs
+            .iter()
+            .map(|&b| {
+                let t = LLVMGetBasicBlockTerminator(b);
+                !t.is_null()
+                    && matches!(
+                        LLVMGetInstructionOpcode(t),
+                        LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch
+                    )
+            })
+            .collect();
+        let mut preds = vec![Vec::new(); succs.len()];
+        for (u, ss) in succs.iter().enumerate() {
+            for &v in ss {
+                if !preds[v as usize].contains(&u) {
+                    preds[v as usize].push(u);
                 }
-                if y == x || !(dominates(x, y) || trivial_ret[y]) {
-                    return false;
-                }
-                stack.extend(succs[y].iter().map(|&s| s as usize));
             }
-            true
-        })
-        .collect()
+        }
+        BlockFacts {
+            succs,
+            preds,
+            idom: immediate_dominators(succs),
+            quiet,
+            eh_pad,
+            plain_branch,
+        }
+    }
+
+    fn dominates(&self, x: usize, mut y: usize) -> bool {
+        loop {
+            if y == x {
+                return true;
+            }
+            match self.idom[y] {
+                Some(d) if d != y => y = d,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Blocks reachable from `x`'s successors (`x` itself only if it is on a cycle).
+    fn reached_from(&self, x: usize) -> Vec<bool> {
+        let mut seen = vec![false; self.succs.len()];
+        let mut stack: Vec<usize> = self.succs[x].iter().map(|&s| s as usize).collect();
+        while let Some(y) = stack.pop() {
+            if !std::mem::replace(&mut seen[y], true) {
+                stack.extend(self.succs[y].iter().map(|&s| s as usize));
+            }
+        }
+        seen
+    }
+
+    fn on_cycle(&self, x: usize) -> bool {
+        self.reached_from(x)[x]
+    }
+
+    /// Blocks whose call sites' local coverage a live frame's position decides exactly (see
+    /// `cc_by_position` above): on no cycle, and dominating every block they reach, except
+    /// quiet blocks (where only a signal stops a frame, and the reader says "unknown").
+    fn position_decided(&self) -> Vec<bool> {
+        (0..self.succs.len())
+            .map(|x| {
+                self.idom[x].is_some()
+                    && self.reached_from(x).iter().enumerate().all(|(y, &r)| {
+                        !r || (y != x && (self.dominates(x, y) || self.quiet[y]))
+                    })
+            })
+            .collect()
+    }
+
+    /// Where to zero a local coverage array whose probes sit in `probe_blocks`: at a block H
+    /// that dominates them and every block they reach where a frame can stop on a call or a
+    /// crash, as deep as possible, such that the zeroing runs at most once per activation —
+    /// at H's start if H is on no cycle, else on H's entering edges from outside its loop,
+    /// each from a block on no cycle (only one of those can run, once: a second would need a
+    /// path from H back to its source). The first arrival at H zeroes, and every probe runs
+    /// after it, so wherever H dominates a frame's position the array holds exactly the
+    /// activation's probes; everywhere else no probe's block reaches the position except
+    /// quiet blocks, where only a signal can stop a frame, and the position alone decides
+    /// the local bits (or leaves them unknown). Calls that take a fast path past all of it
+    /// pay no zeroing, nor, often, a stack frame.
+    fn zeroing_block(&self, probe_blocks: &[usize]) -> Zeroing {
+        let depth = |mut b: usize| {
+            let mut d = 0;
+            while let Some(p) = self.idom[b].filter(|&p| p != b) {
+                b = p;
+                d += 1;
+            }
+            d
+        };
+        let common = |mut a: usize, mut b: usize| {
+            let (mut da, mut db) = (depth(a), depth(b));
+            while da > db {
+                a = self.idom[a].unwrap_or(0);
+                da -= 1;
+            }
+            while db > da {
+                b = self.idom[b].unwrap_or(0);
+                db -= 1;
+            }
+            while a != b {
+                a = self.idom[a].unwrap_or(0);
+                b = self.idom[b].unwrap_or(0);
+            }
+            a
+        };
+        let mut h: Option<usize> = None;
+        for &x in probe_blocks {
+            if self.idom[x].is_none() {
+                continue; // unreachable: its probe never runs
+            }
+            let reached = self.reached_from(x);
+            let stops = (0..reached.len()).filter(|&y| reached[y] && !self.quiet[y]);
+            for y in std::iter::once(x).chain(stops) {
+                h = Some(h.map_or(y, |h| common(h, y)));
+            }
+        }
+        let mut h = h.unwrap_or(0);
+        loop {
+            if h == 0 {
+                return Zeroing::AtStart(0);
+            }
+            if !self.on_cycle(h) {
+                if !self.eh_pad[h] {
+                    return Zeroing::AtStart(h);
+                }
+            } else if self.preds[h]
+                .iter()
+                .filter(|&&p| !self.dominates(h, p))
+                .all(|&p| !self.on_cycle(p) && self.plain_branch[p])
+            {
+                return Zeroing::OnEntryEdges(h);
+            }
+            h = self.idom[h].unwrap_or(0);
+        }
+    }
 }
 
 /// Immediate dominators of the blocks reachable from block 0 (Cooper, Harvey, Kennedy);
@@ -1206,6 +1402,52 @@ unsafe fn branch_weights(c: &Ctx, bb: LLVMBasicBlockRef) -> Vec<f64> {
         return Vec::new();
     }
     w
+}
+
+/// The instructions before which `zeroing` puts its stores: after the entry block's allocas,
+/// at a block's first insertion point, or on each entering edge of a loop head from outside
+/// — before the source's terminator when it has one successor, else in a block splitting the
+/// edge (the one path tracing split it with, if it did).
+unsafe fn zeroing_points(
+    c: &Ctx,
+    bbs: &[LLVMBasicBlockRef],
+    facts: &BlockFacts,
+    zeroing: Zeroing,
+) -> Vec<LLVMValueRef> {
+    let h = match zeroing {
+        Zeroing::AtStart(0) => return vec![after_allocas(bbs[0])],
+        Zeroing::AtStart(b) => return vec![c.first_insertion(bbs[b])],
+        Zeroing::OnEntryEdges(h) => h,
+    };
+    let known: BTreeSet<LLVMBasicBlockRef> = bbs.iter().copied().collect();
+    let mut out = Vec::new();
+    for &p in facts.preds[h].iter().filter(|&&p| !facts.dominates(h, p)) {
+        let term = LLVMGetBasicBlockTerminator(bbs[p]);
+        if LLVMGetNumSuccessors(term) == 1 {
+            out.push(term);
+            continue;
+        }
+        let succ = |k: u32| LLVMGetSuccessor(term, k);
+        let n = LLVMGetNumSuccessors(term);
+        if let Some(k) = (0..n).find(|&k| succ(k) == bbs[h]) {
+            let nbb = csi_split_critical_edge(term, k);
+            assert!(!nbb.is_null(), "critical edge could not be split");
+            out.push(LLVMGetBasicBlockTerminator(nbb));
+        } else {
+            // Path tracing split this edge already: the new block's only successor is `h`.
+            let split = (0..n)
+                .map(succ)
+                .find(|&s| {
+                    let t = LLVMGetBasicBlockTerminator(s);
+                    !known.contains(&s)
+                        && LLVMGetNumSuccessors(t) == 1
+                        && LLVMGetSuccessor(t, 0) == bbs[h]
+                })
+                .expect("the entering edge exists or was split");
+            out.push(LLVMGetBasicBlockTerminator(split));
+        }
+    }
+    out
 }
 
 /// First instruction after the leading allocas of the entry block.

@@ -547,22 +547,8 @@ impl<'a> Extract<'a> {
                 .map(|l| (l.file.clone(), l.line, l.column)),
             ..Frame::default()
         };
-        // Local coverage.
-        for var in ["__CC_arr", "__BBC_arr"] {
-            let prefix = if var == "__CC_arr" { "CC" } else { "BBC" };
-            if let Some(bytes) = cf
-                .variables
-                .iter()
-                .find(|v| v.name == var)
-                .and_then(|v| v.bytes.as_ref())
-            {
-                for (k, &b) in bytes.iter().enumerate() {
-                    if let Some(&n) = self.labels[f as usize].get(format!("{prefix}{k}").as_str()) {
-                        rf.local_coverage.insert(n, b != 0);
-                    }
-                }
-            }
-        }
+        // Local block coverage (zeroed at entry: it holds its bits anywhere in the frame).
+        self.read_local_array(f, &cf.variables, "__BBC_arr", "BBC", &mut rf);
         // Path trace.
         if let Some(rec) = self
             .cfg
@@ -602,18 +588,24 @@ impl<'a> Extract<'a> {
             ));
         }
         rf.point = point;
-        // Call sites without a probe of their own, now that the frame's position is known.
-        if let Some(bytes) = cf
-            .variables
-            .iter()
-            .find(|v| v.name == "__CC_arr")
-            .and_then(|v| v.bytes.as_ref())
-        {
-            for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
-                rf.local_coverage.insert(n, ran);
+        // Local call-site coverage, now that the frame's position is known: the array where it
+        // holds the activation's bits (`cc_local_zeroed_in`), then the call sites without a
+        // probe of their own, then what the position decides.
+        let array_holds_bits = self.cc_array_holds_bits(f, &rf.point, at_call);
+        if array_holds_bits {
+            self.read_local_array(f, &cf.variables, "__CC_arr", "CC", &mut rf);
+            if let Some(bytes) = cf
+                .variables
+                .iter()
+                .find(|v| v.name == "__CC_arr")
+                .and_then(|v| v.bytes.as_ref())
+            {
+                for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
+                    rf.local_coverage.insert(n, ran);
+                }
             }
         }
-        for (n, ran) in self.cc_by_position(f, &rf.point, at_call) {
+        for (n, ran) in self.cc_by_position(f, &rf.point, at_call, !array_holds_bits) {
             rf.local_coverage.entry(n).or_insert(ran);
         }
         // Call sites of a loop-free path-traced function without local bits
@@ -1045,15 +1037,21 @@ impl<'a> Extract<'a> {
     /// after it in X (or in its call), or in a block X dominates; it did not if the frame is
     /// before it in X (X on no cycle) or in a block X cannot reach; otherwise, or if the
     /// candidates disagree, it stays unknown.
-    fn cc_by_position(&self, f: FuncId, points: &[NodeId], at_call: bool) -> Vec<(NodeId, bool)> {
+    fn cc_by_position(
+        &self,
+        f: FuncId,
+        points: &[NodeId],
+        at_call: bool,
+        all_sites: bool,
+    ) -> Vec<(NodeId, bool)> {
         let mut out = Vec::new();
-        let Some((rec, local_len)) = self
-            .cfg
-            .get(f as usize)
-            .filter(|r| r.cc.is_some())
-            .and_then(|r| Some((r, r.cc_local_len?)))
-        else {
+        let Some(rec) = self.cfg.get(f as usize).filter(|r| r.cc.is_some()) else {
             return out;
+        };
+        let local_len = match (rec.cc_local_len, all_sites) {
+            (_, true) => 0,
+            (Some(n), false) => n,
+            (None, false) => return out,
         };
         let gnodes = &self.graph.function(f).nodes;
         if gnodes.len() != rec.nodes.len() || points.is_empty() {
@@ -1067,42 +1065,7 @@ impl<'a> Extract<'a> {
             return out;
         };
         let slot = |l: &str| l.strip_prefix("CC").and_then(|j| j.parse::<u64>().ok());
-        // The block graph: an edge from a block's last node to a block's first node.
-        let nblocks = rec
-            .nodes
-            .iter()
-            .filter_map(|n| n.block)
-            .max()
-            .map_or(0, |b| b as usize + 1);
-        let (mut first, mut last) = (vec![usize::MAX; nblocks], vec![0usize; nblocks]);
-        for (k, n) in rec.nodes.iter().enumerate() {
-            if let Some(b) = n.block {
-                first[b as usize] = first[b as usize].min(k);
-                last[b as usize] = last[b as usize].max(k);
-            }
-        }
-        let mut succs = vec![Vec::new(); nblocks];
-        for &[a, b] in &rec.edges {
-            let (a, b) = (a as usize, b as usize);
-            if let (Some(x), Some(y)) = (rec.nodes[a].block, rec.nodes[b].block) {
-                let (x, y) = (x as usize, y as usize);
-                if last[x] == a && first[y] == b {
-                    succs[x].push(y);
-                }
-            }
-        }
-        // Blocks reachable from `from`'s successors, never entering `avoid`.
-        let reach = |starts: &[usize], avoid: Option<usize>| {
-            let mut seen = vec![false; nblocks];
-            let mut stack: Vec<usize> = starts.to_vec();
-            while let Some(y) = stack.pop() {
-                if Some(y) == avoid || std::mem::replace(&mut seen[y], true) {
-                    continue;
-                }
-                stack.extend(&succs[y]);
-            }
-            seen
-        };
+        let blocks = RecordBlocks::new(rec);
         let mut cache: BTreeMap<usize, (Vec<bool>, Vec<bool>)> = BTreeMap::new();
         for (k, node) in rec.nodes.iter().enumerate() {
             let global_only = node
@@ -1118,13 +1081,16 @@ impl<'a> Extract<'a> {
             let Some(x) = node.block.map(|b| b as usize) else {
                 continue;
             };
-            if node.kind != NodeKind::CallSite || !global_only || nblocks == 0 {
+            if node.kind != NodeKind::CallSite || !global_only || blocks.succs.is_empty() {
                 continue;
             }
             // (reachable from X, reachable from the entry without passing X)
-            let (from_x, around_x) = cache
-                .entry(x)
-                .or_insert_with(|| (reach(&succs[x], None), reach(&[0], Some(x))));
+            let (from_x, around_x) = cache.entry(x).or_insert_with(|| {
+                (
+                    blocks.reach(&blocks.succs[x], None),
+                    blocks.reach(&[0], Some(x)),
+                )
+            });
             let votes: Option<Vec<bool>> = at
                 .iter()
                 .map(|&ip| {
@@ -1154,11 +1120,118 @@ impl<'a> Extract<'a> {
         out
     }
 
+    /// Whether a frame of `f` stopped at `points` has a `__CC_arr` holding its activation's
+    /// bits: always for records before `cc_local_zeroed_in`; otherwise only when every
+    /// candidate point lies in a block that the zeroing block H dominates — H itself only
+    /// when it is on a cycle (zeroed on the edges entering it) or the frame is in a call
+    /// (zeroed at H's start, where a crash or signal could stop it first).
+    fn cc_array_holds_bits(&self, f: FuncId, points: &[NodeId], at_call: bool) -> bool {
+        let Some(rec) = self.cfg.get(f as usize) else {
+            return false;
+        };
+        let Some(z) = rec.cc_local_zeroed_in.map(|z| z as usize) else {
+            return true;
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        if gnodes.len() != rec.nodes.len() || points.is_empty() {
+            return false;
+        }
+        let blocks = RecordBlocks::new(rec);
+        if z >= blocks.succs.len() {
+            return false;
+        }
+        let reached = blocks.reach(&[0], None);
+        let around_z = blocks.reach(&[0], Some(z));
+        let z_holds = at_call || blocks.reach(&blocks.succs[z], None)[z];
+        points.iter().all(|p| {
+            gnodes
+                .iter()
+                .position(|x| x == p)
+                .and_then(|k| rec.nodes[k].block)
+                .is_some_and(|b| {
+                    let b = b as usize;
+                    reached.get(b) == Some(&true) && (if b == z { z_holds } else { !around_z[b] })
+                })
+        })
+    }
+
+    /// A local coverage array's bytes as the frame's bits of the nodes labelled
+    /// `<prefix><slot>`.
+    fn read_local_array(
+        &self,
+        f: FuncId,
+        variables: &[Variable],
+        var: &str,
+        prefix: &str,
+        rf: &mut Frame,
+    ) {
+        let Some(bytes) = variables
+            .iter()
+            .find(|v| v.name == var)
+            .and_then(|v| v.bytes.as_ref())
+        else {
+            return;
+        };
+        for (k, &b) in bytes.iter().enumerate() {
+            if let Some(&n) = self.labels[f as usize].get(format!("{prefix}{k}").as_str()) {
+                rf.local_coverage.insert(n, b != 0);
+            }
+        }
+    }
+
     fn global_bytes(&self, name: &str, n: usize) -> Option<Vec<u8>> {
         let addr = self.symbols.get(name).copied().or_else(|| {
             self.debug
                 .and_then(|d| d.global_address(name, self.process.exe().bias, self.process))
         })?;
         self.process.read_vec(addr, n)
+    }
+}
+
+/// The basic blocks of a `.debug_CSI_CFG` record: an edge from a block's last node to a
+/// block's first node.
+struct RecordBlocks {
+    succs: Vec<Vec<usize>>,
+}
+
+impl RecordBlocks {
+    fn new(rec: &CfgFunction) -> Self {
+        let nblocks = rec
+            .nodes
+            .iter()
+            .filter_map(|n| n.block)
+            .max()
+            .map_or(0, |b| b as usize + 1);
+        let (mut first, mut last) = (vec![usize::MAX; nblocks], vec![0usize; nblocks]);
+        for (k, n) in rec.nodes.iter().enumerate() {
+            if let Some(b) = n.block {
+                first[b as usize] = first[b as usize].min(k);
+                last[b as usize] = last[b as usize].max(k);
+            }
+        }
+        let mut succs = vec![Vec::new(); nblocks];
+        for &[a, b] in &rec.edges {
+            let (a, b) = (a as usize, b as usize);
+            if let (Some(x), Some(y)) = (rec.nodes[a].block, rec.nodes[b].block) {
+                let (x, y) = (x as usize, y as usize);
+                if last[x] == a && first[y] == b {
+                    succs[x].push(y);
+                }
+            }
+        }
+        RecordBlocks { succs }
+    }
+
+    /// Blocks reachable from `starts`, never entering `avoid`.
+    fn reach(&self, starts: &[usize], avoid: Option<usize>) -> Vec<bool> {
+        let mut seen = vec![false; self.succs.len()];
+        let mut stack: Vec<usize> = starts.to_vec();
+        while let Some(y) = stack.pop() {
+            if Some(y) == avoid || std::mem::replace(&mut seen[y], true) {
+                continue;
+            }
+            stack.extend(&self.succs[y]);
+        }
+        seen
     }
 }

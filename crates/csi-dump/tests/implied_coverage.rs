@@ -36,19 +36,21 @@ struct Build {
 }
 
 impl Build {
-    /// The crashing thread's frame of function `func`.
-    fn frame(&self, func: &str) -> &csi_model::Frame {
-        let g = &self.crash.graph;
-        self.crash.report.threads[0]
-            .frames
-            .iter()
-            .find(|fr| fr.function.is_some_and(|x| g.function(x).name == func))
-            .unwrap_or_else(|| panic!("{}: no frame of {func}", self.name))
-    }
-
     /// `func`'s call-site bits in its frame on the crashing thread, by line.
     fn local(&self, func: &str) -> BTreeMap<u32, Option<bool>> {
-        by_line(&self.crash.graph, &self.frame(func).local_coverage, func)
+        self.local_nth(func, 0)
+    }
+
+    /// The same for the `nth` frame of `func` from the top.
+    fn local_nth(&self, func: &str, nth: usize) -> BTreeMap<u32, Option<bool>> {
+        let g = &self.crash.graph;
+        let frame = self.crash.report.threads[0]
+            .frames
+            .iter()
+            .filter(|fr| fr.function.is_some_and(|x| g.function(x).name == func))
+            .nth(nth)
+            .unwrap_or_else(|| panic!("{}: no frame {nth} of {func}", self.name));
+        by_line(g, &frame.local_coverage, func)
     }
 
     /// `func`'s global call-site bits, by line.
@@ -160,5 +162,38 @@ fn local_coverage_by_position_is_exact() {
         eprintln!(
             "skipping: no branch_calls fixture crash (run fixtures/build.sh, set CSI_FIXTURES)"
         );
+    }
+}
+
+/// A local array zeroed after a fast path (csi-cc's `cc_local_zeroed_in`): the frame that took
+/// the fast path sits where an earlier activation set both loop calls' bits, and must not
+/// report them; the frame past the zeroing reads its array. Checks the `fast_path` fixture
+/// (fixtures/src/fast_path.c) in every build of it (full fixture matrix only, like
+/// `branch_calls`).
+#[test]
+fn stale_local_arrays_before_the_zeroing_block_are_not_read() {
+    let builds = call_site_builds("fast_path");
+    let seen = builds.len();
+    for b in &builds {
+        // `walk(1)`, stopped in `boom` on the fast path.
+        b.expect(
+            "inner walk, local",
+            b.local_nth("walk", 0),
+            &[(18, T), (21, F), (23, F), (25, F), (26, F)],
+        );
+        // `walk(4)`, stopped in the recursive call after its loop.
+        b.expect(
+            "outer walk, local",
+            b.local_nth("walk", 1),
+            &[(18, F), (21, T), (23, T), (25, T), (26, F)],
+        );
+        b.expect(
+            "walk, global",
+            b.global("walk"),
+            &[(18, T), (21, T), (23, T), (25, T), (26, T)],
+        );
+    }
+    if seen == 0 {
+        eprintln!("skipping: no fast_path fixture crash (run fixtures/build.sh, set CSI_FIXTURES)");
     }
 }

@@ -25,7 +25,9 @@ use std::collections::HashMap;
 /// 1 records are still read (their functions count as address-taken: sound, less precise).
 /// Version 3 made the def/use sets precise enough for slicing (SSA values, `@globals`, `$ret`,
 /// call `args`/`result`, function `params`/`escaped`); older sets are read as imprecise.
-pub const CFG_FORMAT_VERSION: u32 = 3;
+/// Version 4 added `cc_local_zeroed_in`: a local `__CC_arr` no longer holds its bits
+/// everywhere in the function, so readers of version 3 must not read version 4 records.
+pub const CFG_FORMAT_VERSION: u32 = 4;
 
 /// One record per compilation unit (`{"csi_cfg":2,"module":"src/a.c",...}`): what the unit
 /// gives library code that the function records cannot say.
@@ -202,6 +204,16 @@ pub struct CfgFunction {
     /// sites: unknown, which is sound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc_local_len: Option<u64>,
+    /// The basic block at whose start the local `__CC_arr` is zeroed (version 4; before, the
+    /// entry block, and the array held its bits everywhere). csi-cc picks the deepest block on
+    /// no cycle that dominates every block with a local probe and every block those reach
+    /// (except return blocks where no call or crash stops a frame). A live frame's array
+    /// holds its activation's bits only where the frame is stopped in a block this one
+    /// *strictly* dominates; elsewhere the array may be stale, and the position alone decides
+    /// every local bit (no local probe's block reaches it, or the frame is in this block,
+    /// which none of them reaches again) — see `cc_local_len` for the rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_local_zeroed_in: Option<u32>,
     /// The function is path-traced and has no back edge, and its call sites have no local
     /// coverage array (`__CC_arr`): a live frame's running path sum decodes to its whole path
     /// from the entry, which says which call sites ran in the activation. Readers that
