@@ -197,21 +197,24 @@ pub struct CfgFunction {
     /// array. A live frame's position decides their local bits (and those of implied sites
     /// between them): a site in block X ran in the activation iff the frame is stopped after
     /// it in X (or in its call), or in a block that X dominates; it did not if the frame is
-    /// before it in X or in a block X cannot reach. csi-cc does this only for blocks on no
-    /// cycle that dominate every block they reach (the entry block, leaf branches), in
-    /// functions without `setjmp`-like calls, so one of the two holds wherever a call or a
-    /// crash can stop a frame. Readers that ignore this field see no local bit for these
-    /// sites: unknown, which is sound.
+    /// before it in X or in a block X cannot reach (otherwise unknown). csi-cc does this only
+    /// for blocks on no cycle that dominate every block they reach except quiet ones (no call,
+    /// nothing that can fault: only a signal stops a frame there), in functions without
+    /// `setjmp`-like calls, so one of the two holds wherever a call or a crash can stop a
+    /// frame. Readers that ignore this field see no local bit for these sites: unknown, which
+    /// is sound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc_local_len: Option<u64>,
-    /// The basic block at whose start the local `__CC_arr` is zeroed (version 4; before, the
-    /// entry block, and the array held its bits everywhere). csi-cc picks the deepest block on
-    /// no cycle that dominates every block with a local probe and every block those reach
-    /// (except return blocks where no call or crash stops a frame). A live frame's array
-    /// holds its activation's bits only where the frame is stopped in a block this one
-    /// *strictly* dominates; elsewhere the array may be stale, and the position alone decides
-    /// every local bit (no local probe's block reaches it, or the frame is in this block,
-    /// which none of them reaches again) — see `cc_local_len` for the rule.
+    /// Where the local `__CC_arr` is zeroed (version 4; before, at entry, and the array held
+    /// the activation's bits everywhere): block H, which dominates every block with a local
+    /// probe and every non-quiet block those reach. csi-cc zeroes at H's start when H is on
+    /// no cycle, else on the edges entering H from blocks on no cycle; either way once per
+    /// activation at most, before any local probe. A live frame's array holds its
+    /// activation's bits only where H dominates the frame's position — in H itself only when
+    /// H is on a cycle or the frame is in a call; elsewhere the array may hold an earlier
+    /// activation's bytes, and the position alone decides every local bit (as for the sites
+    /// beyond `cc_local_len`): no local probe's block reaches a non-quiet block outside H's
+    /// region, and none reaches H again when H is on no cycle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc_local_zeroed_in: Option<u32>,
     /// The function is path-traced and has no back edge, and its call sites have no local
