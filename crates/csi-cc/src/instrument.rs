@@ -264,14 +264,31 @@ impl Ctx {
         name: &str,
         di_ty: LLVMMetadataRef,
     ) -> LLVMValueRef {
+        self.local_parts(f, sp, ty, align, name, &[(name, di_ty, 0)])
+    }
+
+    /// One alloca (`ty`, named `alloca_name`) holding several DWARF-described locals, each
+    /// `(name, type, byte offset)`: adjacent variables that one wide store can initialise.
+    unsafe fn local_parts(
+        &self,
+        f: LLVMValueRef,
+        sp: LLVMMetadataRef,
+        ty: LLVMTypeRef,
+        align: u32,
+        alloca_name: &str,
+        parts: &[(&str, LLVMMetadataRef, u64)],
+    ) -> LLVMValueRef {
         let entry = LLVMGetEntryBasicBlock(f);
         let first = LLVMGetFirstInstruction(entry);
         self.position_before(first);
-        let a = LLVMBuildAlloca(self.builder, ty, cstr(name).as_ptr());
+        let a = LLVMBuildAlloca(self.builder, ty, cstr(alloca_name).as_ptr());
         LLVMSetAlignment(a, align);
-        if !sp.is_null() {
-            let file = LLVMDIScopeGetFile(sp);
-            let line = LLVMDISubprogramGetLine(sp);
+        if sp.is_null() {
+            return a;
+        }
+        let file = LLVMDIScopeGetFile(sp);
+        let line = LLVMDISubprogramGetLine(sp);
+        for &(name, di_ty, offset) in parts {
             let var = LLVMDIBuilderCreateAutoVariable(
                 self.dib,
                 sp,
@@ -284,7 +301,13 @@ impl Ctx {
                 0,
                 0,
             );
-            let expr = LLVMDIBuilderCreateExpression(self.dib, ptr::null_mut(), 0);
+            const DW_OP_PLUS_UCONST: u64 = 0x23;
+            let mut ops = [DW_OP_PLUS_UCONST, offset];
+            let expr = if offset == 0 {
+                LLVMDIBuilderCreateExpression(self.dib, ptr::null_mut(), 0)
+            } else {
+                LLVMDIBuilderCreateExpression(self.dib, ops.as_mut_ptr(), 2)
+            };
             let dl = LLVMDIBuilderCreateDebugLocation(self.ctx, line, 0, sp, ptr::null_mut());
             let next = LLVMGetNextInstruction(a);
             LLVMDIBuilderInsertDeclareRecordBefore(self.dib, a, var, expr, dl, next);
@@ -1459,19 +1482,28 @@ unsafe fn after_allocas(entry: LLVMBasicBlockRef) -> LLVMValueRef {
     i
 }
 
-/// A frame's `__PT_counter_idx`: the volatile local a core dump shows, and in optimized builds
-/// a plain alloca mirroring it for `mem2reg` to promote (see `instrument_paths`).
+/// A frame's `__PT_counter_idx`: the volatile local a core dump shows (the second half of the
+/// `__PT_state` pair), and in optimized builds a plain alloca mirroring it for `mem2reg` to
+/// promote (see `instrument_paths`).
 #[derive(Clone, Copy)]
 struct RingIndex {
-    real: LLVMValueRef,
+    pair: LLVMValueRef,
+    pair_ty: LLVMTypeRef,
     shadow: Option<LLVMValueRef>,
 }
 
 impl RingIndex {
+    /// The index's address, computed where it is used: -O0's instruction selection folds a
+    /// same-block constant offset into the store, where a shared address would live in a
+    /// register spilled to the stack at entry (one more stack store per call).
+    unsafe fn real(&self, c: &Ctx) -> LLVMValueRef {
+        c.gep(self.pair_ty, self.pair, LLVMConstInt(c.i64t, 1, 0))
+    }
+
     unsafe fn get(&self, c: &Ctx) -> LLVMValueRef {
         match self.shadow {
             Some(a) => LLVMBuildLoad2(c.builder, c.i64t, a, c"".as_ptr()),
-            None => c.vload(c.i64t, self.real),
+            None => c.vload(c.i64t, self.real(c)),
         }
     }
 
@@ -1479,7 +1511,7 @@ impl RingIndex {
         if let Some(a) = self.shadow {
             LLVMBuildStore(c.builder, v, a);
         }
-        c.vstore(v, self.real);
+        c.vstore(v, self.real(c));
     }
 }
 
@@ -1525,13 +1557,28 @@ unsafe fn instrument_paths(
     // has an always-empty buffer and gets no `__PT_counter_arr` / `__PT_counter_idx` at all,
     // only `__PT_current_path` (readers know this from the path graph: no back edge).
     let looping = !nb.back_edges.is_empty();
-    let ring = looping.then(|| {
+    // With a ring buffer, the running sum and the index share one 16-byte alloca (sum first),
+    // so that one vector store sets both at entry: each stack store per call costs
+    // measurably in programs of many small calls (README, "Against the ≤ 2 % target").
+    let pair_ty = LLVMArrayType2(c.i64t, 2);
+    let (cur, ring) = if looping {
         let arr_di = c.volatile_array(i64d, 64, n);
         let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
-        let idx = c.local(f, sp, c.i64t, 8, "__PT_counter_idx", vol(i64d));
-        (arr, idx)
-    });
-    let cur = c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d));
+        let pair = c.local_parts(
+            f,
+            sp,
+            pair_ty,
+            16,
+            "__PT_state",
+            &[
+                ("__PT_current_path", vol(i64d), 0),
+                ("__PT_counter_idx", vol(i64d), 8),
+            ],
+        );
+        (pair, Some(arr))
+    } else {
+        (c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d)), None)
+    };
     // In optimized builds the ring index is also kept in a plain alloca that `mem2reg` turns
     // into an SSA value (see `promote_shadows`): every change is still a volatile store to
     // `__PT_counter_idx`, so memory always holds the current state, but nothing reads it
@@ -1542,12 +1589,19 @@ unsafe fn instrument_paths(
     // its chain restarts on every back edge anyway, and an increment becomes an add plus a
     // store instead of one read-modify-write. Not with `setjmp`: a second return would resume
     // with the registers of the first.
-    let ring = ring.map(|(arr, idx)| {
+    let ring = ring.map(|arr| {
         let shadow = shadowed.then(|| {
             c.position_before(LLVMGetFirstInstruction(bbs[0]));
             LLVMBuildAlloca(c.builder, c.i64t, c"csi.shadow".as_ptr())
         });
-        (arr, RingIndex { real: idx, shadow })
+        (
+            arr,
+            RingIndex {
+                pair: cur,
+                pair_ty,
+                shadow,
+            },
+        )
     });
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
@@ -1569,14 +1623,27 @@ unsafe fn instrument_paths(
     } else {
         0
     };
-    // Initialise after the allocas.
-    c.position_before(after_allocas(bbs[0]));
-    if let Some((arr, idx)) = ring {
-        let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
-        c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
-        idx.set(c, LLVMConstInt(c.i64t, 0, 0));
+    // Initialise after the allocas (and the index's address).
+    match ring {
+        Some((arr, idx)) => {
+            c.position_before(after_allocas(bbs[0]));
+            let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
+            c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
+            let mut init = [
+                LLVMConstInt(c.i64t, entry_inc as u64, 1),
+                LLVMConstInt(c.i64t, 0, 0),
+            ];
+            let pair = LLVMConstVector(init.as_mut_ptr(), 2);
+            c.vstore(pair, cur);
+            if let Some(a) = idx.shadow {
+                LLVMBuildStore(c.builder, LLVMConstInt(c.i64t, 0, 0), a);
+            }
+        }
+        None => {
+            c.position_before(after_allocas(bbs[0]));
+            c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
+        }
     }
-    c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
 
     let place = |u: u32, v: u32| -> Place {
         if nsucc(u) == 1 {
