@@ -237,11 +237,7 @@ impl Ctx {
 
     /// First instruction that is not a PHI.
     unsafe fn first_insertion(&self, bb: LLVMBasicBlockRef) -> LLVMValueRef {
-        let mut i = LLVMGetFirstInstruction(bb);
-        while !i.is_null() && !LLVMIsAPHINode(i).is_null() {
-            i = LLVMGetNextInstruction(i);
-        }
-        i
+        first_non_phi(bb)
     }
 
     unsafe fn basic_type(&self, name: &str, bits: u64, enc: u32) -> LLVMMetadataRef {
@@ -1127,13 +1123,6 @@ impl<'a> BlockFacts<'a> {
             .iter()
             .map(|&b| instructions(b).into_iter().all(|i| quiet_instruction(i)))
             .collect();
-        let first_non_phi = |b: LLVMBasicBlockRef| {
-            let mut i = LLVMGetFirstInstruction(b);
-            while !i.is_null() && !LLVMIsAPHINode(i).is_null() {
-                i = LLVMGetNextInstruction(i);
-            }
-            i
-        };
         let eh_pad = bbs
             .iter()
             .map(|&b| {
@@ -1212,9 +1201,11 @@ impl<'a> BlockFacts<'a> {
         (0..self.succs.len())
             .map(|x| {
                 self.idom[x].is_some()
-                    && self.reached_from(x).iter().enumerate().all(|(y, &r)| {
-                        !r || (y != x && (self.dominates(x, y) || self.quiet[y]))
-                    })
+                    && self
+                        .reached_from(x)
+                        .iter()
+                        .enumerate()
+                        .all(|(y, &r)| !r || (y != x && (self.dominates(x, y) || self.quiet[y])))
             })
             .collect()
     }
@@ -1473,6 +1464,15 @@ unsafe fn zeroing_points(
     out
 }
 
+/// First instruction of `bb` that is not a PHI.
+unsafe fn first_non_phi(bb: LLVMBasicBlockRef) -> LLVMValueRef {
+    let mut i = LLVMGetFirstInstruction(bb);
+    while !i.is_null() && !LLVMIsAPHINode(i).is_null() {
+        i = LLVMGetNextInstruction(i);
+    }
+    i
+}
+
 /// First instruction after the leading allocas of the entry block.
 unsafe fn after_allocas(entry: LLVMBasicBlockRef) -> LLVMValueRef {
     let mut i = LLVMGetFirstInstruction(entry);
@@ -1577,7 +1577,10 @@ unsafe fn instrument_paths(
         );
         (pair, Some(arr))
     } else {
-        (c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d)), None)
+        (
+            c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d)),
+            None,
+        )
     };
     // In optimized builds the ring index is also kept in a plain alloca that `mem2reg` turns
     // into an SSA value (see `promote_shadows`): every change is still a volatile store to
