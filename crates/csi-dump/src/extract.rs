@@ -390,6 +390,9 @@ struct Extract<'a> {
     /// Trace-point label → node, per function.
     labels: Vec<HashMap<&'a str, NodeId>>,
     symbols: HashMap<String, u64>,
+    /// Each function's basic-block graph from its CFG record, built on first use (every
+    /// frame of the function asks the same questions of it).
+    record_blocks: Vec<std::cell::OnceCell<RecordBlocks>>,
 }
 
 impl<'a> Extract<'a> {
@@ -433,6 +436,7 @@ impl<'a> Extract<'a> {
             cfg,
             labels,
             symbols,
+            record_blocks: (0..cfg.len()).map(|_| std::cell::OnceCell::new()).collect(),
         }
     }
 
@@ -548,7 +552,9 @@ impl<'a> Extract<'a> {
             ..Frame::default()
         };
         // Local block coverage (zeroed at entry: it holds its bits anywhere in the frame).
-        self.read_local_array(f, &cf.variables, "__BBC_arr", "BBC", &mut rf);
+        if let Some(bytes) = variable_bytes(&cf.variables, "__BBC_arr") {
+            self.read_local_array(f, bytes, "BBC", &mut rf);
+        }
         // Path trace.
         if let Some(rec) = self
             .cfg
@@ -592,17 +598,11 @@ impl<'a> Extract<'a> {
         // holds the activation's bits (`cc_local_zeroed_in`), then the call sites without a
         // probe of their own, then what the position decides.
         let array_holds_bits = self.cc_array_holds_bits(f, &rf.point, at_call);
-        if array_holds_bits {
-            self.read_local_array(f, &cf.variables, "__CC_arr", "CC", &mut rf);
-            if let Some(bytes) = cf
-                .variables
-                .iter()
-                .find(|v| v.name == "__CC_arr")
-                .and_then(|v| v.bytes.as_ref())
-            {
-                for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
-                    rf.local_coverage.insert(n, ran);
-                }
+        if let Some(bytes) = variable_bytes(&cf.variables, "__CC_arr").filter(|_| array_holds_bits)
+        {
+            self.read_local_array(f, bytes, "CC", &mut rf);
+            for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
+                rf.local_coverage.insert(n, ran);
             }
         }
         for (n, ran) in self.cc_by_position(f, &rf.point, at_call, !array_holds_bits) {
@@ -1065,7 +1065,7 @@ impl<'a> Extract<'a> {
             return out;
         };
         let slot = |l: &str| l.strip_prefix("CC").and_then(|j| j.parse::<u64>().ok());
-        let blocks = RecordBlocks::new(rec);
+        let blocks = self.record_blocks[f as usize].get_or_init(|| RecordBlocks::new(rec));
         let mut cache: BTreeMap<usize, (Vec<bool>, Vec<bool>)> = BTreeMap::new();
         for (k, node) in rec.nodes.iter().enumerate() {
             let global_only = node
@@ -1136,7 +1136,7 @@ impl<'a> Extract<'a> {
         if gnodes.len() != rec.nodes.len() || points.is_empty() {
             return false;
         }
-        let blocks = RecordBlocks::new(rec);
+        let blocks = self.record_blocks[f as usize].get_or_init(|| RecordBlocks::new(rec));
         if z >= blocks.succs.len() {
             return false;
         }
@@ -1157,21 +1157,7 @@ impl<'a> Extract<'a> {
 
     /// A local coverage array's bytes as the frame's bits of the nodes labelled
     /// `<prefix><slot>`.
-    fn read_local_array(
-        &self,
-        f: FuncId,
-        variables: &[Variable],
-        var: &str,
-        prefix: &str,
-        rf: &mut Frame,
-    ) {
-        let Some(bytes) = variables
-            .iter()
-            .find(|v| v.name == var)
-            .and_then(|v| v.bytes.as_ref())
-        else {
-            return;
-        };
+    fn read_local_array(&self, f: FuncId, bytes: &[u8], prefix: &str, rf: &mut Frame) {
         for (k, &b) in bytes.iter().enumerate() {
             if let Some(&n) = self.labels[f as usize].get(format!("{prefix}{k}").as_str()) {
                 rf.local_coverage.insert(n, b != 0);
@@ -1186,6 +1172,14 @@ impl<'a> Extract<'a> {
         })?;
         self.process.read_vec(addr, n)
     }
+}
+
+/// The bytes read for a frame's local `name`, if any.
+fn variable_bytes<'v>(variables: &'v [Variable], name: &str) -> Option<&'v [u8]> {
+    variables
+        .iter()
+        .find(|v| v.name == name)
+        .and_then(|v| v.bytes.as_deref())
 }
 
 /// The basic blocks of a `.debug_CSI_CFG` record: an edge from a block's last node to a
