@@ -1,12 +1,14 @@
 //! Best-effort coverage speed: every PLDI 2017 report (from ../shared when present) and a
-//! synthetic 150k-node program. `cargo bench -p csi-analysis`.
+//! synthetic 150k-node program, and interpreter-shaped problems of 10k and 100k nodes.
+//! `cargo bench -p csi-analysis`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use csi_analysis::synthetic::synthetic;
+use csi_analysis::synthetic::{interpreter, synthetic};
+use csi_analysis::utl::UtlProblem;
 use csi_analysis::{active_nodes_edges, best_effort_coverage};
 use csi_model::{read_graphml, read_grissom_report};
 
@@ -84,5 +86,28 @@ fn bench_synthetic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_pldi, bench_synthetic);
+/// Interpreter-shaped problems: one strongly connected component holding nearly every node
+/// (a dispatch loop, handlers, helpers with context-insensitive returns), where the solver
+/// used to re-check every candidate against the whole component (quadratic).
+fn bench_interpreter(c: &mut Criterion) {
+    let mut group = c.benchmark_group("interpreter");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    for (handlers, helpers) in [(1_600, 50), (16_000, 200)] {
+        let s = interpreter(7, handlers, helpers, 30);
+        let p = UtlProblem {
+            graph: &s.graph,
+            entry: s.entry,
+            crash: s.crash,
+            removed: vec![false; s.graph.node_count()],
+            vectors: s.vectors.clone(),
+        };
+        let name = format!("becp_{}k_nodes", s.graph.node_count() / 1000);
+        group.bench_function(&name, |b| b.iter(|| p.best_effort().unwrap()));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_pldi, bench_synthetic, bench_interpreter);
 criterion_main!(benches);

@@ -342,3 +342,116 @@ pub fn synthetic(
         executed,
     }
 }
+
+/// An interpreter-shaped UTL problem: one dispatch loop whose handlers (small branchy
+/// regions, some with an inner loop) all return to the dispatch node, and helper functions
+/// called from several handlers with context-insensitive returns (every helper exit goes back
+/// to every caller's return point, as in the ICFG) — so nearly the whole graph is one strongly
+/// connected component. `required_percent` of the handlers' first nodes are observed
+/// (singleton vectors), plus ring-buffer-like vectors that repeat the dispatch node, and the
+/// stack vector ends at the crash inside one handler. This is the shape (a database engine's
+/// main loop, a bytecode VM) where per-node re-checks inside one large SCC were quadratic.
+pub struct Interpreter {
+    pub graph: petgraph::graph::DiGraph<(), ()>,
+    pub entry: u32,
+    pub crash: u32,
+    pub vectors: Vec<Vec<u32>>,
+}
+
+pub fn interpreter(
+    seed: u64,
+    handlers: usize,
+    helpers: usize,
+    required_percent: u64,
+) -> Interpreter {
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let mut rng = Rng::new(seed);
+    let mut g: DiGraph<(), ()> = DiGraph::new();
+    let node = |g: &mut DiGraph<(), ()>| g.add_node(()).index() as u32;
+    let edge = |g: &mut DiGraph<(), ()>, a: u32, b: u32| {
+        g.add_edge(NodeIndex::new(a as usize), NodeIndex::new(b as usize), ());
+    };
+    let entry = node(&mut g);
+    let dispatch = node(&mut g);
+    edge(&mut g, entry, dispatch);
+    // Helpers: entry -> a few nodes -> exit; returns wired once callers are known.
+    let mut helper_ends = Vec::new();
+    for _ in 0..helpers {
+        let h_entry = node(&mut g);
+        let mut cur = h_entry;
+        for _ in 0..2 + rng.below(4) {
+            let v = node(&mut g);
+            edge(&mut g, cur, v);
+            cur = v;
+        }
+        helper_ends.push((h_entry, cur));
+    }
+    let mut firsts = Vec::new();
+    let mut crash_from = None;
+    for h in 0..handlers {
+        let first = node(&mut g);
+        edge(&mut g, dispatch, first);
+        firsts.push(first);
+        let mut cur = first;
+        for _ in 0..1 + rng.below(4) {
+            cur = match rng.below(4) {
+                0 => {
+                    // if / else
+                    let (a, b, j) = (node(&mut g), node(&mut g), node(&mut g));
+                    edge(&mut g, cur, a);
+                    edge(&mut g, cur, b);
+                    edge(&mut g, a, j);
+                    edge(&mut g, b, j);
+                    j
+                }
+                1 if helpers > 0 => {
+                    // a call: call node -> helper entry; helper exit -> return point
+                    let (h_entry, h_exit) = helper_ends[rng.below(helpers as u64) as usize];
+                    let ret = node(&mut g);
+                    edge(&mut g, cur, h_entry);
+                    edge(&mut g, h_exit, ret);
+                    ret
+                }
+                2 => {
+                    // inner loop
+                    let (head, body, after) = (node(&mut g), node(&mut g), node(&mut g));
+                    edge(&mut g, cur, head);
+                    edge(&mut g, head, body);
+                    edge(&mut g, body, head);
+                    edge(&mut g, head, after);
+                    after
+                }
+                _ => {
+                    let v = node(&mut g);
+                    edge(&mut g, cur, v);
+                    v
+                }
+            };
+        }
+        edge(&mut g, cur, dispatch);
+        if h == handlers / 2 {
+            crash_from = Some(cur);
+        }
+    }
+    let crash = node(&mut g);
+    edge(&mut g, crash_from.unwrap_or(dispatch), crash);
+    let mut vectors: Vec<Vec<u32>> = firsts
+        .iter()
+        .filter(|_| rng.chance(required_percent))
+        .map(|&f| vec![f])
+        .collect();
+    // Path-trace-like observations: the dispatch node, a handler, the dispatch node again.
+    for _ in 0..4 {
+        let f = firsts[rng.below(firsts.len() as u64) as usize];
+        vectors.push(vec![dispatch, f, dispatch]);
+    }
+    // Two loop iterations seen back to back (a ring buffer holding the same path twice).
+    vectors.push(vec![dispatch, dispatch]);
+    vectors.push(vec![entry, dispatch, crash]);
+    Interpreter {
+        graph: g,
+        entry,
+        crash,
+        vectors,
+    }
+}

@@ -279,10 +279,13 @@ impl UtlProblem<'_> {
                 Place::Dead => {}
             }
         }
+        // `update_edge` scans the source's edges: quadratic at a dispatch node with
+        // thousands of successors. A set keeps H simple in linear time.
+        let mut h_edges = std::collections::HashSet::with_capacity(g.edge_count());
         for e in g.edge_references() {
             let (u, v) = (e.source().index(), e.target().index());
-            if allowed(place[u], place[v]) {
-                h.update_edge(ni(hid[u]), ni(hid[v]), ());
+            if allowed(place[u], place[v]) && h_edges.insert((hid[u], hid[v])) {
+                h.add_edge(ni(hid[u]), ni(hid[v]), ());
             }
         }
         let doms = simple_fast(&h, chain_h[0]);
@@ -319,10 +322,31 @@ impl UtlProblem<'_> {
                 allowed(place[u as usize], place[v as usize])
             });
             let sure = local.surely_unavoidable(&is_required);
+            // The nodes of the latest walk found: a candidate off it is avoidable without a
+            // re-check. In one large SCC (an interpreter's dispatch loop, where nearly every
+            // node is a strong articulation point) this turns one linear re-check per
+            // candidate into one per candidate on the current walk.
+            let mut walk: Option<Vec<bool>> = None;
             for group in local.must_check(&is_required) {
-                if sure[group[0]] || !local.avoidable(group[0]) {
+                let m = group[0];
+                if sure[m] {
                     for m in group {
                         out[members[m] as usize] = Coverage::Yes;
+                    }
+                    continue;
+                }
+                if walk.is_none() {
+                    walk = local.walk_avoiding(None);
+                }
+                if walk.as_ref().is_some_and(|w| !w[m]) {
+                    continue;
+                }
+                match local.walk_avoiding(Some(m)) {
+                    Some(w) => walk = Some(w),
+                    None => {
+                        for m in group {
+                            out[members[m] as usize] = Coverage::Yes;
+                        }
                     }
                 }
             }
@@ -363,6 +387,7 @@ impl LocalScc {
         for _ in members {
             g.add_node(());
         }
+        let mut local_edges = std::collections::HashSet::new();
         let mut sources = vec![false; members.len()];
         let mut sinks = vec![false; members.len()];
         for (i, &m) in members.iter().enumerate() {
@@ -375,7 +400,9 @@ impl LocalScc {
             for s in p.graph.neighbors_directed(ni(m), Direction::Outgoing) {
                 let s = s.index() as u32;
                 if ch.comp[s as usize] == c {
-                    g.update_edge(ni(i as u32), ni(local_of[&s]), ());
+                    if local_edges.insert((i as u32, local_of[&s])) {
+                        g.add_edge(ni(i as u32), ni(local_of[&s]), ());
+                    }
                 } else if allowed(m, s) {
                     sinks[i] = true;
                 }
@@ -629,12 +656,152 @@ impl LocalScc {
         groups
     }
 
-    /// Can a walk enter, satisfy the local vectors and leave without visiting local node `m`?
-    fn avoidable(&self, m: usize) -> bool {
+    /// The nodes of one walk that enters, satisfies the local vectors and leaves without
+    /// visiting local node `m` (any walk when `m` is `None`); `None` when there is no such
+    /// walk. Every node off the returned walk is avoidable too, so one re-check usually
+    /// settles many candidates (see `UtlProblem::best_effort`).
+    fn walk_avoiding(&self, m: Option<usize>) -> Option<Vec<bool>> {
         let mut removed = vec![false; self.g.node_count()];
-        removed[m] = true;
-        build_chain(&self.g, self.sigma, self.tau, &removed, &self.vectors).is_ok()
+        if let Some(m) = m {
+            removed[m] = true;
+        }
+        let ch = build_chain(&self.g, self.sigma, self.tau, &removed, &self.vectors).ok()?;
+        walk_nodes(&self.g, self.sigma, self.tau, &ch, &self.vectors)
     }
+}
+
+/// The nodes of one entry→crash walk that has every vector as a subsequence, built from a
+/// consistent problem's chain in linear time: inside each required SCC, out from the node
+/// where the walk entered to every required symbol and back (a strongly connected component
+/// can be walked in any order, so every vector's order is met), then to the exit point;
+/// between consecutive required SCCs, a shortest path through the segment between them.
+/// `None` if a step finds no path (it always should; the caller then re-checks every node).
+fn walk_nodes(
+    g: &DiGraph<(), ()>,
+    entry: u32,
+    crash: u32,
+    ch: &Chain,
+    vectors: &[Vec<u32>],
+) -> Option<Vec<bool>> {
+    let n = g.node_count();
+    let k = ch.chain.len();
+    let mut targets: Vec<Vec<u32>> = vec![Vec::new(); k];
+    for v in vectors {
+        for &x in v {
+            let j = ch.pos[ch.comp[x as usize] as usize]?;
+            targets[j as usize].push(x);
+        }
+    }
+    let mut on = vec![false; n];
+    // BFS parents; components and segments are disjoint, so one array of each serves all.
+    let mut fwd_parent = vec![u32::MAX; n];
+    let mut rev_parent = vec![u32::MAX; n];
+    let mut seg_parent = vec![u32::MAX; n];
+    let mut seen = vec![false; n];
+    let mut queue = std::collections::VecDeque::new();
+    let mut enter = entry;
+    if ch.pos[ch.comp[entry as usize] as usize] != Some(0) {
+        return None;
+    }
+    for j in 0..k {
+        let c = ch.chain[j];
+        // Leave towards the next required SCC through segment j (or end at the crash).
+        let (exit, next_enter) = if j + 1 < k {
+            let next = ch.chain[j + 1];
+            let in_segment = |x: usize| {
+                let cx = ch.comp[x];
+                cx != u32::MAX
+                    && (cx == next
+                        || (ch.pos[cx as usize].is_none()
+                            && ch.a[cx as usize] == j as i64
+                            && ch.b[cx as usize] == j as i64 + 1))
+            };
+            queue.clear();
+            for &m in &ch.comps[c as usize] {
+                seen[m as usize] = true;
+                queue.push_back(m);
+            }
+            let mut found = None;
+            'bfs: while let Some(v) = queue.pop_front() {
+                for w in g.neighbors_directed(ni(v), Direction::Outgoing) {
+                    let w = w.index();
+                    if seen[w] || !in_segment(w) {
+                        continue;
+                    }
+                    seen[w] = true;
+                    seg_parent[w] = v;
+                    if ch.comp[w] == next {
+                        found = Some(w as u32);
+                        break 'bfs;
+                    }
+                    queue.push_back(w as u32);
+                }
+            }
+            let arrive = found?;
+            let mut x = arrive;
+            on[x as usize] = true;
+            while ch.comp[x as usize] != c {
+                x = seg_parent[x as usize];
+                on[x as usize] = true;
+            }
+            (x, arrive)
+        } else {
+            (crash, crash)
+        };
+        on[enter as usize] = true;
+        if ch.trivial[c as usize] {
+            if exit != enter {
+                return None;
+            }
+        } else {
+            // BFS trees of the component from and to the entry point.
+            for (parent, dir) in [
+                (&mut fwd_parent, Direction::Outgoing),
+                (&mut rev_parent, Direction::Incoming),
+            ] {
+                queue.clear();
+                queue.push_back(enter);
+                parent[enter as usize] = enter;
+                while let Some(v) = queue.pop_front() {
+                    for w in g.neighbors_directed(ni(v), dir) {
+                        let w = w.index();
+                        if ch.comp[w] == c && parent[w] == u32::MAX {
+                            parent[w] = v;
+                            queue.push_back(w as u32);
+                        }
+                    }
+                }
+            }
+            let mut mark = |parent: &[u32], from: u32| -> Option<()> {
+                let mut x = from;
+                while x != enter {
+                    on[x as usize] = true;
+                    x = parent[x as usize];
+                    if x == u32::MAX {
+                        return None;
+                    }
+                }
+                Some(())
+            };
+            for &t in &targets[j] {
+                if t == enter {
+                    // Out and back must still leave `enter` (a vector may need it twice):
+                    // around a cycle through one of its successors in the component.
+                    let w = g
+                        .neighbors_directed(ni(enter), Direction::Outgoing)
+                        .find(|w| ch.comp[w.index()] == c)?
+                        .index() as u32;
+                    mark(&rev_parent, w)?;
+                    continue;
+                }
+                mark(&fwd_parent, t)?;
+                mark(&rev_parent, t)?;
+            }
+            mark(&fwd_parent, exit)?;
+        }
+        enter = next_enter;
+    }
+    Some(on)
 }
 
 /// Figs. 6.6–6.7 as written: forward data flow over the condensation in topological order,
@@ -979,6 +1146,32 @@ mod tests {
             }
         }
         assert!(compared > 500, "only {compared} consistent instances");
+    }
+
+    /// And on interpreter-shaped problems (one SCC holding nearly everything, many
+    /// candidates, vectors repeating the dispatch node), where walks settle most candidates.
+    #[test]
+    fn fast_equals_reference_on_interpreter_loops() {
+        for seed in 0..40 {
+            let s = crate::synthetic::interpreter(
+                seed,
+                8 + seed as usize % 17,
+                1 + seed as usize % 4,
+                40,
+            );
+            let p = UtlProblem {
+                graph: &s.graph,
+                entry: s.entry,
+                crash: s.crash,
+                removed: vec![false; s.graph.node_count()],
+                vectors: s.vectors.clone(),
+            };
+            assert_eq!(
+                p.best_effort().unwrap(),
+                reference_best_effort(&p).unwrap(),
+                "seed {seed}"
+            );
+        }
     }
 
     /// The fast all-nodes solver agrees with posing Figs. 6.6–6.7's two queries per node.
