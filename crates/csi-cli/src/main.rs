@@ -55,6 +55,11 @@ enum Command {
         /// Show every frame's variables.
         #[arg(long)]
         locals: bool,
+        /// List every line of each frame's function; by default a long function shows the
+        /// lines that matter (around the current line, the path, decided lines) and says
+        /// what it elided.
+        #[arg(long)]
+        all_lines: bool,
     },
     /// Best-effort coverage (must / may / never) of a crash (`--exe`, `--core`) or of a
     /// csi-grissom failure report (`--graph`, `--report`). Without arguments, runs on the
@@ -237,9 +242,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let command = cli.command.unwrap_or(Command::Show {
         crash: CrashArgs::default(),
         locals: false,
+        all_lines: false,
     });
     match command {
-        Command::Show { crash, locals } => {
+        Command::Show {
+            crash,
+            locals,
+            all_lines,
+        } => {
             let crash = open_crash(&crash)?;
             let cov = if crash.metadata == csi_dump::Metadata::None {
                 None
@@ -248,7 +258,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             print!(
                 "{}",
-                show::render(&crash, cov.as_ref(), locals, color_wanted())
+                show::render(
+                    &crash,
+                    cov.as_ref(),
+                    show::Options {
+                        locals,
+                        all_lines,
+                        color: color_wanted()
+                    }
+                )
             );
             Ok(())
         }

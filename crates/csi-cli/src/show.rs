@@ -61,7 +61,55 @@ fn short(v: &str) -> String {
     }
 }
 
-pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> String {
+pub struct Options {
+    /// Every frame's variables.
+    pub locals: bool,
+    /// Every line of each frame's function, however long.
+    pub all_lines: bool,
+    pub color: bool,
+}
+
+/// A function longer than this lists only the lines that matter (see [`lines_that_matter`]).
+const FULL_LISTING_MAX: u32 = 80;
+/// Lines shown before and after a frame's current line in a shortened listing.
+const CONTEXT: u32 = 6;
+
+/// The lines of a long function worth listing: a window around the frame's current line,
+/// each path step with its neighbours, and every line the frame's answer decides (must or
+/// never). An -O2 interpreter loop spans thousands of lines, most of them "may".
+fn lines_that_matter(
+    lo: u32,
+    hi: u32,
+    here: Option<u32>,
+    on_path: &[u32],
+    decided: impl Fn(u32) -> bool,
+) -> std::collections::BTreeSet<u32> {
+    let mut keep = std::collections::BTreeSet::new();
+    let mut around = |l: u32, r: u32| {
+        for x in l.saturating_sub(r).max(lo)..=(l + r).min(hi) {
+            keep.insert(x);
+        }
+    };
+    if let Some(h) = here {
+        around(h, CONTEXT);
+    }
+    for &l in on_path {
+        around(l, 1);
+    }
+    for l in lo..=hi {
+        if decided(l) {
+            keep.insert(l);
+        }
+    }
+    keep
+}
+
+pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
+    let Options {
+        locals,
+        all_lines,
+        color,
+    } = opts;
     let paint = Paint(color);
     let mut out = String::new();
     let g = &c.graph;
@@ -190,11 +238,47 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
             } else {
                 lo
             };
+            let shown = (!all_lines && hi - first > FULL_LISTING_MAX).then(|| {
+                lines_that_matter(first, hi, here, &on_path, |l| {
+                    matches!(
+                        ll.status(l),
+                        Some(LineStatus::Must) | Some(LineStatus::Never)
+                    )
+                })
+            });
+            let mut elided: Vec<u32> = Vec::new();
+            let flush_elided = |out: &mut String, elided: &mut Vec<u32>| {
+                if let (Some(&a), Some(&b)) = (elided.first(), elided.last()) {
+                    let may = elided
+                        .iter()
+                        .filter(|&&l| ll.status(l) == Some(LineStatus::May))
+                        .count();
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        paint.code(
+                            "2",
+                            &format!(
+                                "     ⋮ {} lines elided ({a}–{b}: {may} may, the rest without code)",
+                                elided.len()
+                            )
+                        )
+                    );
+                }
+                elided.clear();
+            };
+            let mut elided_total = 0usize;
             for line in first..=hi {
                 let has_code = lines.contains(&line);
                 if !has_code && src.is_none() {
                     continue;
                 }
+                if shown.as_ref().is_some_and(|s| !s.contains(&line)) {
+                    elided.push(line);
+                    elided_total += 1;
+                    continue;
+                }
+                flush_elided(&mut out, &mut elided);
                 let marker = if Some(line) == here {
                     paint.code("1;35", if k == 0 && t.crashed { "✘" } else { "▶" })
                 } else if on_path.contains(&line) {
@@ -211,6 +295,14 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
                     let _ = write!(row, "│ {text}");
                 }
                 let _ = writeln!(out, "{}", row.trim_end());
+            }
+            flush_elided(&mut out, &mut elided);
+            if elided_total > 0 {
+                let _ = writeln!(
+                    out,
+                    "  ({elided_total} of {} lines elided; `csi show --all-lines` lists them)",
+                    hi - first + 1
+                );
             }
             if !f.path.is_empty() {
                 let steps: Vec<String> = f
@@ -268,4 +360,26 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
         cov.count(Coverage::No)
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_function_keeps_the_current_line_the_path_and_decided_lines() {
+        let keep = lines_that_matter(100, 5000, Some(2000), &[150, 4990], |l| l == 3000);
+        let expect: Vec<u32> = (2000 - CONTEXT..=2000 + CONTEXT)
+            .chain([149, 150, 151, 3000, 4989, 4990, 4991])
+            .collect();
+        let mut got: Vec<u32> = keep.into_iter().collect();
+        got.sort_unstable();
+        let mut want = expect;
+        want.sort_unstable();
+        assert_eq!(got, want);
+        // Windows are clipped to the function.
+        let keep = lines_that_matter(100, 200, Some(101), &[200], |_| false);
+        assert_eq!(keep.first(), Some(&100));
+        assert_eq!(keep.last(), Some(&200));
+    }
 }
