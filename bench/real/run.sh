@@ -159,11 +159,11 @@ build_lua() {
 # workload scripts, whose output must equal the plain build's.
 test_lua() {
     local b="$1"
-    make -C "$b/src" test LIBTOOL="$b/debian/libtool/libtool" >/dev/null 2>&1 && echo "make-test PASS" || echo "make-test FAIL"
-    for s in "$HERE"/workloads/*.lua; do
-        if (cd "$HERE/workloads" && env -i PATH=$CLEAN_PATH "$b/src/lua5.4" "$s") >"$b/out.$(basename "$s")" 2>&1; then
-            echo "$(basename "$s") PASS $(md5sum <"$b/out.$(basename "$s")" | cut -c1-12)"
-        else echo "$(basename "$s") FAIL"; fi
+    make -C "$b/src" test V=5.4 LIBTOOL="$b/debian/libtool/libtool" >/dev/null 2>&1 && echo "make-test PASS" || echo "make-test FAIL"
+    for s in "$HERE"/workloads/*.lua "$ROOT"/crates/csi-cc/bench/lua/programs.lua; do
+        # (programs.lua ends with os.exit(3): the exit code is part of the expected output)
+        (cd "$(dirname "$s")" && env -i PATH=$CLEAN_PATH "$b/src/lua5.4" "$s") >"$b/out.$(basename "$s")" 2>&1
+        echo "$(basename "$s") exit $? output $(md5sum <"$b/out.$(basename "$s")" | cut -c1-12)"
     done
 }
 
@@ -238,7 +238,7 @@ crash_targets() {
 }
 default_ns() {
     case "$1" in
-    lua) echo "50 400 1500 3000 4200 5100" ;;
+    lua) echo "100 700 1200 1500 2000 2400 2700" ;;
     jq) echo "30 200 800 2000 4000 6000" ;;
     yaml-cpp) echo "40 300 900 1600 2500 3300" ;;
     esac
@@ -258,12 +258,12 @@ run_native() {
     for a in "$@"; do
         case "$a" in STDIN=*) stdin="$HERE/workloads/${a#STDIN=}" ;; *) args+=("$a") ;; esac
     done
-    (
+    { (
         cd "$RUN_DIR" && rm -f core && ulimit -c unlimited
         cp -f "$HERE"/workloads/* . 2>/dev/null
         exec env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
             LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 "$b/$exe" "${args[@]}" <"$stdin"
-    ) >"$RUN_DIR/stdout" 2>"$RUN_DIR/stderr"
+    ) >"$RUN_DIR/stdout" 2>"$RUN_DIR/stderr"; } 2>/dev/null
 }
 
 run_callgrind() {
@@ -273,13 +273,13 @@ run_callgrind() {
     for a in "$@"; do
         case "$a" in STDIN=*) stdin="$HERE/workloads/${a#STDIN=}" ;; *) args+=("$a") ;; esac
     done
-    (
+    { (
         cd "$RUN_DIR" && ulimit -c 0
         exec env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
             LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 \
             valgrind --tool=callgrind --dump-instr=yes --dump-line=yes --separate-threads=no \
             --num-callers=64 --callgrind-out-file="$RUN_DIR/callgrind.out" "$b/$exe" "${args[@]}" <"$stdin"
-    ) >"$RUN_DIR/vg.stdout" 2>"$RUN_DIR/vg.stderr"
+    ) >"$RUN_DIR/vg.stdout" 2>"$RUN_DIR/vg.stderr"; } 2>/dev/null
 }
 
 # gdb's backtrace of a core as "function file:line" lines (the frames' current lines).
@@ -298,6 +298,8 @@ oracle() {
     RUN_DIR="$W/runs/$prog-$variant/oracle/N$N"
     [ "$REDO" = 0 ] && [ -f "$RUN_DIR/executed.json" ] && return 0
     mkdir -p "$RUN_DIR"
+    "$PY" "$HERE/code_lines.py" --root "$W/build/$prog/oracle" "$W/build/$prog/oracle/$exe" \
+        >"$(dirname "$RUN_DIR")/code.json" || return 1
     run_native "$prog" oracle "$@"
     [ -f "$RUN_DIR/core" ] || { echo "no core (N beyond the run?)" >"$RUN_DIR/error"; return 1; }
     gdb_frames "$W/build/$prog/oracle/$exe" "$RUN_DIR/core" >"$RUN_DIR/frames.txt"
@@ -324,7 +326,8 @@ csi_crash() {
         echo $? >"$RUN_DIR/analyze.rc"
         /usr/bin/time -v -o "$RUN_DIR/show.time" "$CSI" show --exe "$b/$exe" --core "$RUN_DIR/core" \
             >"$RUN_DIR/show.txt" 2>"$RUN_DIR/show.err"
-        "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" >"$RUN_DIR/compare.json"
+        "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
+            --oracle-root "$W/build/$prog/oracle" --code "$(dirname "$orc")/code.json" >"$RUN_DIR/compare.json"
     fi
 }
 
