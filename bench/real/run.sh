@@ -81,7 +81,7 @@ setup_tools() {
     [ -x "$CSI_CC" ] || die "no csi-cc at $CSI_CC"
     [ -x "$CSI" ] || die "no csi at $CSI"
     if [ ! -f "$SHIM" ] || [ "$HERE/crashshim.c" -nt "$SHIM" ]; then
-        clang-19 -O2 -gdwarf-4 -fPIC -shared -o "$SHIM" "$HERE/crashshim.c" || die "shim build failed"
+        clang-19 -O2 -gdwarf-4 -fPIC -shared -o "$SHIM" "$HERE/crashshim.c" -ldl || die "shim build failed"
     fi
 }
 
@@ -239,7 +239,7 @@ crash_targets() {
 default_ns() {
     case "$1" in
     lua) echo "100 700 1200 1500 2000 2400 2700" ;;
-    jq) echo "30 200 800 2000 4000 6000" ;;
+    jq) echo "200 2500 6000 9000 12000 15000 17500" ;;
     yaml-cpp) echo "40 300 900 1600 2500 3300" ;;
     esac
 }
