@@ -189,9 +189,11 @@ build_jq() {
 
 test_jq() {
     local b="$1"
-    (cd "$b/jq" && make -j"$JOBS" check >check.log 2>&1)
+    # jq's tests run under valgrind when it is installed; valgrind 3.19 cannot read clang-19's
+    # DWARF 5 ("Possibly corrupted debuginfo file"), so every test would fail for that alone.
+    (cd "$b/jq" && make -j"$JOBS" check NO_VALGRIND=1 >check.log 2>&1)
     grep -E '^(PASS|FAIL|XFAIL|XPASS|SKIP|ERROR):' "$b/jq/check.log" | sort
-    for f in "$b"/jq/tests/*.log; do grep -h '^[0-9]* of [0-9]* tests passed' "$f" | sed "s|^|$(basename "$f"): |"; done
+    for f in "$b"/jq/tests/*.log; do grep -h -E '^[0-9]+ of [0-9]+ tests passed' "$f" | sed "s|^|$(basename "$f"): |"; done
 }
 
 # ---------------------------------------------------------------- yaml-cpp
