@@ -203,6 +203,7 @@ test_jq() {
 build_yaml_cpp() {
     local cfg="$1" b="$2" tests=ON
     [ "$cfg" = oracle ] && tests=OFF
+    command -v "$(cfg_cxx "$cfg")" >/dev/null || { echo "error: no C++ compiler $(cfg_cxx "$cfg")"; return 1; }
     rm -rf "$b" && mkdir -p "$b"
     cmake -S "$(ls -d "$W"/src/yaml-cpp-*/)" -B "$b" -DCMAKE_BUILD_TYPE=None \
         -DCMAKE_C_COMPILER="$(cfg_cc "$cfg")" -DCMAKE_CXX_COMPILER="$(cfg_cxx "$cfg")" \
@@ -234,7 +235,7 @@ crash_targets() {
         ;;
     yaml-cpp)
         echo "parse-static util/yaml-cpp-parse-static STDIN=data.yaml"
-        echo "parse util/yaml-cpp-parse STDIN=data.yaml"
+        echo "parse util/parse STDIN=data.yaml"
         ;;
     esac
 }
@@ -242,7 +243,7 @@ default_ns() {
     case "$1" in
     lua) echo "100 700 1200 1500 2000 2400 2700" ;;
     jq) echo "200 2500 6000 9000 12000 15000 17500" ;;
-    yaml-cpp) echo "40 300 900 1600 2500 3300" ;;
+    yaml-cpp) echo "100 1500 3500 5500 7500 9000 9900" ;;
     esac
 }
 lib_path() { # LD_LIBRARY_PATH for shared-library variants
