@@ -22,7 +22,7 @@ def first_error(log):
     try:
         with open(log, errors="replace") as f:
             for ln in f:
-                if re.search(r"error|not found|No such file|cannot", ln, re.I):
+                if re.search(r"^error|rror:|not found|No such file|cannot", ln):
                     return ln.strip()[:150]
     except OSError:
         pass
@@ -92,6 +92,9 @@ def fmt_row(r):
         same = "fns"
     vg = "yes" if r.get("valgrind_same_stack") else "NO"
     share = r.get("decided_share")
+    m = re.search(r"N(\d+)$", r.get("oracle", ""))
+    if m and int(m.group(1)) != r["N"]:
+        same += " (oracle N=%s)" % m.group(1)
     return "| %s | %s | %s | %d | %s/%s | %s | %s | %s | %.2f s | %.0f MB | show %.2f s; same stack as oracle: %s, under valgrind: %s |" % (
         r["program"], r["variant"], r["opt"], r["N"], r.get("frames_analysed", "?"), r.get("stack_frames", "?"),
         r.get("violations", "?"), "%.1f %%" % (100 * share) if share is not None else "—",
@@ -121,6 +124,13 @@ def main():
                 out += ["  ```", *("  " + t for t in tests.splitlines()[:30]), "  ```"]
         for v in tests_verdict(rows):
             out.append("- tests %s" % v)
+        for c in sorted(glob.glob(os.path.join(w, "runs", prog + "-*", "counts.txt"))):
+            with open(c) as f:
+                counts = [ln.strip() for ln in f if ln.strip()]
+            values = {ln.rsplit(" ", 1)[-1] for ln in counts}
+            out.append("- allocations of a whole run, %s: %s%s" % (
+                os.path.basename(os.path.dirname(c)), "; ".join(counts),
+                "" if len(values) == 1 else " — **differ**: N is not the same program state in every build"))
         out.append("")
         all_crashes += crash_rows(w, prog, opts)
     out += ["## Crashes", "",

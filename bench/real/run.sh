@@ -312,6 +312,33 @@ oracle() {
         --vg-stderr "$RUN_DIR/vg.stderr" "$RUN_DIR/callgrind.out" >"$RUN_DIR/executed.json" 2>"$RUN_DIR/parse.err" || return 1
 }
 
+# align_oracle PROG VARIANT CFG N EXE ARGS: the oracle's N for the csi run in $RUN_DIR. When a
+# whole run allocates a different number of times in CFG than in the oracle (clang elides
+# new/delete pairs at -O2: yaml-cpp), the oracle's allocation N' with the same program frames is
+# searched for between N and N + the difference; prints it, or nothing when none matches.
+align_oracle() {
+    local prog="$1" variant="$2" cfg="$3" n="$4" counts="$W/runs/$1-$2/counts.txt" co cc d k
+    shift 4
+    co="$(sed -n 's/^oracle native: //p' "$counts")"
+    cc="$(sed -n "s/^$cfg native: //p" "$counts")"
+    if [ -z "$co" ] || [ "$co" = "$cc" ]; then echo "$n"; return; fi
+    d=$((co > cc ? co - cc : cc - co))
+    local keep_dir="$RUN_DIR" keep_n="$N" probe="$W/runs/$prog-$variant/oracle/probe"
+    mkdir -p "$probe"
+    for k in $(seq "$n" $((n + d))) $(seq $((n - 1)) -1 $((n > d ? n - d : 1))); do
+        RUN_DIR="$probe" N="$k"
+        run_native "$prog" oracle "$@"
+        [ -f "$probe/core" ] || continue
+        gdb_frames "$W/build/$prog/oracle/$1" "$probe/core" >"$probe/frames.txt"
+        if "$PY" "$HERE/compare.py" --match "$keep_dir/frames.txt" "$probe/frames.txt"; then
+            RUN_DIR="$keep_dir" N="$keep_n"
+            echo "$k"
+            return
+        fi
+    done
+    RUN_DIR="$keep_dir" N="$keep_n"
+}
+
 # csi_crash PROG VARIANT CFG N EXE ARGS: the csi build crashed, analysed, compared.
 csi_crash() {
     local prog="$1" variant="$2" cfg="$3" b="$W/build/$1/$3" orc="$W/runs/$1-$2/oracle/N$4"
@@ -324,6 +351,15 @@ csi_crash() {
         run_native "$prog" "$cfg" "$@"
         [ -f "$RUN_DIR/core" ] || { echo "no core" >"$RUN_DIR/error"; return 1; }
         gdb_frames "$b/$exe" "$RUN_DIR/core" >"$RUN_DIR/frames.txt"
+        local on
+        on="$(align_oracle "$prog" "$variant" "$cfg" "$N" "$@")"
+        echo "${on:-none}" >"$RUN_DIR/oracle_n"
+        if [ -n "$on" ] && [ "$on" != "$N" ]; then
+            local here="$RUN_DIR" n0="$N"
+            oracle "$prog" "$variant" "$on" "$@"
+            RUN_DIR="$here" N="$n0"
+        fi
+        orc="$W/runs/$prog-$variant/oracle/N${on:-$N}"
         /usr/bin/time -v -o "$RUN_DIR/analyze.time" "$CSI" analyze --exe "$b/$exe" --core "$RUN_DIR/core" \
             --format json >"$RUN_DIR/analyze.json" 2>"$RUN_DIR/analyze.err"
         echo $? >"$RUN_DIR/analyze.rc"
@@ -374,7 +410,7 @@ main() {
                 local b="$W/build/$prog/$cfg"
                 if [ -f "$b.ok" ]; then
                     [ -f "$b.tests" ] || "test_${prog//-/_}" "$b" >"$b.tests" 2>&1
-                else echo "BUILD FAILED: $(grep -m1 -iE 'error|not found|No such' "$b.log" | cut -c1-160)" >"$b.tests"; fi
+                else echo "BUILD FAILED: $(grep -m1 -E '^error|rror:|not found|No such' "$b.log" | cut -c1-160)" >"$b.tests"; fi
             done
         fi
         local targets target
