@@ -58,6 +58,8 @@ def time_stats(path):
             if "Elapsed (wall clock)" in ln:
                 t = ln.rsplit(" ", 1)[1].strip().split(":")
                 out["wall_s"] = sum(float(x) * 60 ** i for i, x in enumerate(reversed(t)))
+            elif "User time (seconds)" in ln or "System time (seconds)" in ln:
+                out["cpu_s"] = out.get("cpu_s", 0.0) + float(ln.rsplit(" ", 1)[1])
             elif "Maximum resident set size" in ln:
                 out["rss_kb"] = int(ln.rsplit(" ", 1)[1])
             elif "Exit status" in ln:

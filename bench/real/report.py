@@ -95,10 +95,11 @@ def fmt_row(r):
     m = re.search(r"N(\d+)$", r.get("oracle", ""))
     if m and int(m.group(1)) != r["N"]:
         same += " (oracle N=%s)" % m.group(1)
-    return "| %s | %s | %s | %d | %s/%s | %s | %s | %s | %.2f s | %.0f MB | show %.2f s; same stack as oracle: %s, under valgrind: %s |" % (
+    return "| %s | %s | %s | %d | %s/%s | %s | %s | %s | %.2f s (cpu %.2f s) | %.0f MB | show %.2f s; same stack as oracle: %s, under valgrind: %s |" % (
         r["program"], r["variant"], r["opt"], r["N"], r.get("frames_analysed", "?"), r.get("stack_frames", "?"),
         r.get("violations", "?"), "%.1f %%" % (100 * share) if share is not None else "—",
-        r.get("lines_total", "?"), a.get("wall_s", 0), a.get("rss_kb", 0) / 1024, s.get("wall_s", 0), same, vg)
+        r.get("lines_total", "?"), a.get("wall_s", 0), a.get("cpu_s", 0), a.get("rss_kb", 0) / 1024,
+        s.get("wall_s", 0), same, vg)
 
 
 HEADER = ("| program | variant | opt | N | frames analysed/stack | violations | decided | lines | analyze wall | analyze RSS | notes |\n"

@@ -14,7 +14,8 @@
 #        CSI_CC, CSI_CXX, CSI         the tools (default: this tree's release builds)
 #        TESTS=1                      run the test suites (0: skip)
 #        REDO=1                       redo crash runs and analyses (builds are kept; delete
-#                                     $REAL_DIR/build/<prog>/<config> to rebuild one)
+#                                     $REAL_DIR/build/<prog>/<config>* to rebuild one)
+#        RECOMPARE=1                  only redo compare.py on existing analyses
 # Output: a table on stdout and in bench/real/RESULTS.md; per-crash details under
 #         $REAL_DIR/runs/<program>/<config>/N<n>/ (core, analysis json, oracle lines, compare).
 set -uo pipefail
@@ -346,6 +347,12 @@ csi_crash() {
     shift 4
     local exe="$1"
     RUN_DIR="$W/runs/$prog-$variant/$cfg/N$N"
+    if [ "${RECOMPARE:-0}" = 1 ] && [ -f "$RUN_DIR/analyze.json" ]; then
+        [ -f "$RUN_DIR/oracle_n" ] && [ "$(cat "$RUN_DIR/oracle_n")" != none ] && orc="$W/runs/$prog-$variant/oracle/N$(cat "$RUN_DIR/oracle_n")"
+        "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
+            --oracle-root "$W/build/$prog/oracle" --code "$(dirname "$orc")/code.json" >"$RUN_DIR/compare.json"
+        return
+    fi
     if [ "$REDO" != 0 ] || [ ! -f "$RUN_DIR/compare.json" ]; then
         mkdir -p "$RUN_DIR"
         run_native "$prog" "$cfg" "$@"
