@@ -16,6 +16,7 @@
 #        REDO=1                       redo crash runs and analyses (builds are kept; delete
 #                                     $REAL_DIR/build/<prog>/<config>* to rebuild one)
 #        RECOMPARE=1                  only redo compare.py on existing analyses
+#        RESULTS=FILE                 where the Markdown report goes (default bench/real/RESULTS.md)
 # Output: a table on stdout and in bench/real/RESULTS.md; per-crash details under
 #         $REAL_DIR/runs/<program>/<config>/N<n>/ (core, analysis json, oracle lines, compare).
 set -uo pipefail
@@ -435,7 +436,7 @@ main() {
         done
     done
     "$PY" "$HERE/report.py" --work "$W" --programs "$PROGRAMS" --opts "$OPTS" \
-        --csi-cc "$CSI_CC" --csi-cxx "$CSI_CXX" --out "$HERE/RESULTS.md"
+        --csi-cc "$CSI_CC" --csi-cxx "$CSI_CXX" --out "${RESULTS:-$HERE/RESULTS.md}"
 }
 
 [ "${RUN_SH_SOURCE:-0}" = 1 ] || main "$@"
