@@ -1,0 +1,2 @@
+#include "dup.h"
+int other(int x) { return twice(x) + 1; }

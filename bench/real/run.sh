@@ -1,0 +1,442 @@
+#!/usr/bin/env bash
+# Real-program soundness harness (issue 16, item 4): Debian's lua5.4, jq (+ oniguruma) and
+# yaml-cpp, each built by its own build system four ways -- plain clang-19 at the project's
+# -O2, csi-cc at -O0 and at -O2, and the oracle (clang-19 -O0 -gdwarf-4) -- the project's
+# test suite compared between plain and csi builds, then deterministic crashes (crashshim.c:
+# SIGSEGV at the N-th allocation) checked against an exact oracle: the oracle build crashed at
+# the same N under callgrind, every executed (file, line) compared with `csi analyze`'s lines.
+#
+# Usage: bench/real/run.sh            (as root: it runs apt-get for sources and build deps)
+# Env:   PROGRAMS="lua jq yaml-cpp"   which programs
+#        OPTS="O0 O2"                 which csi builds to crash
+#        NS="..."                     allocation numbers to crash at (default: per program)
+#        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
+#        CSI_CC, CSI_CXX, CSI         the tools (default: this tree's release builds)
+#        TESTS=1                      run the test suites (0: skip)
+#        REDO=1                       redo crash runs and analyses (builds are kept; delete
+#                                     $REAL_DIR/build/<prog>/<config>* to rebuild one)
+#        RECOMPARE=1                  only redo compare.py on existing analyses
+#        RESULTS=FILE                 where the Markdown report goes (default bench/real/RESULTS.md)
+# Output: a table on stdout and in bench/real/RESULTS.md; per-crash details under
+#         $REAL_DIR/runs/<program>/<config>/N<n>/ (core, analysis json, oracle lines, compare).
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+W="${REAL_DIR:-/work/scratch/real}"
+PROGRAMS="${PROGRAMS:-lua jq yaml-cpp}"
+OPTS="${OPTS:-O0 O2}"
+TESTS="${TESTS:-1}"
+REDO="${REDO:-0}"
+CSI_CC="${CSI_CC:-$ROOT/crates/csi-cc/target/release/csi-cc}"
+CSI_CXX="${CSI_CXX:-$(dirname "$CSI_CC")/csi-c++}"
+CSI="${CSI:-$ROOT/target/release/csi}"
+SHIM="$W/crashshim.so"
+PY="${PYTHON:-python3}"
+JOBS="${JOBS:-2}"
+# Debian's hardening flags minus -ffile-prefix-map (which would rename every source path).
+PROJECT_FLAGS="-g -fstack-protector-strong -Wformat"
+CLEAN_PATH=/usr/bin:/bin
+
+log() { echo "== $*" >&2; }
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- set-up (idempotent)
+setup_apt() {
+    local f=/etc/apt/sources.list.d/debian.sources need=()
+    if [ -f "$f" ] && ! grep -q '^Types:.*deb-src' "$f"; then
+        sed -i 's/^Types: deb$/Types: deb deb-src/' "$f"
+        apt-get update -qq
+    fi
+    for p in clang-19 llvm-19-dev valgrind gdb autoconf automake libtool cmake bison flex \
+        libreadline-dev libgtest-dev libgmock-dev dpkg-dev time; do
+        dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+    done
+    if [ ${#need[@]} -gt 0 ]; then
+        log "apt-get install ${need[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
+            die "apt-get install ${need[*]} failed"
+    fi
+}
+
+# apt-get source PKG into $W/src; the newest version can be missing from the mirror (a
+# security update listed but not served), so older listed versions are tried in turn.
+fetch_source() {
+    local pkg="$1" dirglob="$2" v
+    mkdir -p "$W/src"
+    ls -d "$W/src/"$dirglob >/dev/null 2>&1 && return 0
+    (cd "$W/src" && apt-get source -qq "$pkg" >/dev/null 2>&1) && return 0
+    for v in $(apt-cache showsrc "$pkg" | sed -n 's/^Version: //p' | sort -Vr); do
+        (cd "$W/src" && apt-get source -qq "$pkg=$v" >/dev/null 2>&1) && return 0
+    done
+    die "apt-get source $pkg failed"
+}
+
+setup_tools() {
+    if [ ! -x "$CSI_CC" ] && [ "$CSI_CC" = "$ROOT/crates/csi-cc/target/release/csi-cc" ]; then
+        log "building csi-cc"
+        (cd "$ROOT/crates/csi-cc" && LLVM_SYS_191_PREFIX=/usr/lib/llvm-19 cargo build --release -q) || die "csi-cc build failed"
+    fi
+    if [ ! -x "$CSI" ] && [ "$CSI" = "$ROOT/target/release/csi" ]; then
+        log "building csi"
+        (cd "$ROOT" && cargo build --release -q -p csi-cli) || die "csi build failed"
+    fi
+    [ -x "$CSI_CC" ] || die "no csi-cc at $CSI_CC"
+    [ -x "$CSI" ] || die "no csi at $CSI"
+    if [ ! -f "$SHIM" ] || [ "$HERE/crashshim.c" -nt "$SHIM" ]; then
+        clang-19 -O2 -gdwarf-4 -fPIC -shared -o "$SHIM" "$HERE/crashshim.c" -ldl || die "shim build failed"
+    fi
+}
+
+# ---------------------------------------------------------------- configurations
+CONFIGS="plain csi-O0 csi-O2 oracle"
+# cfg_cc CFG / cfg_cxx CFG / cfg_flags CFG: compiler and optimisation+debug flags.
+cfg_cc() { case "$1" in csi-*) echo "$CSI_CC" ;; *) echo clang-19 ;; esac; }
+cfg_cxx() { case "$1" in csi-*) echo "$CSI_CXX" ;; *) echo clang++-19 ;; esac; }
+cfg_flags() {
+    case "$1" in
+    plain | csi-O2) echo "$PROJECT_FLAGS -O2" ;;
+    csi-O0) echo "$PROJECT_FLAGS -O0" ;;
+    oracle) echo "$PROJECT_FLAGS -O0 -gdwarf-4" ;;
+    esac
+}
+
+# A fresh copy of the pristine source tree for an in-tree build.
+copy_tree() {
+    local src="$1" dst="$2"
+    rm -rf "$dst" && mkdir -p "$(dirname "$dst")" && cp -a "$src" "$dst"
+}
+
+# build PROG CFG: runs build_PROG in $W/build/PROG/CFG once; marks success or failure.
+build() {
+    local prog="$1" cfg="$2" b="$W/build/$1/$2"
+    [ -f "$b.ok" ] && return 0
+    [ -f "$b.failed" ] && return 1
+    log "build $prog $cfg"
+    mkdir -p "$W/build/$prog"
+    if ( "build_${prog//-/_}" "$cfg" "$b" ) >"$b.log" 2>&1; then
+        touch "$b.ok"
+    else
+        tail -5 "$b.log" | sed 's/^/    /' >&2
+        touch "$b.failed"
+        return 1
+    fi
+}
+
+# ---------------------------------------------------------------- lua5.4
+# Debian's way (debian/rules): libtool from debian/configure.ac, `make linux-readline`, which
+# builds liblua5.4.so (+ a C++-compiled liblua5.4-c++.so) and links lua5.4 -static against the
+# uninstalled liblua5.4.la (so the interpreter contains the library's code). Lua seeds its
+# string hashes from addresses and time(); luai_makeseed is fixed to 0 in all builds so that
+# every build and valgrind run hashes alike (same collision chains, same executed lines).
+build_lua() {
+    local cfg="$1" b="$2" cxx
+    copy_tree "$(ls -d "$W"/src/lua5.4-*/)" "$b"
+    # Debian compiles llex/lparser/lcode with -Os after the other flags; an -O0 build (and the
+    # exact oracle above all) keeps -O0 there too.
+    case "$cfg" in csi-O0 | oracle) sed -i 's/ -Os -c / -c /' "$b/src/Makefile" ;; esac
+    cxx="$(cfg_cxx "$cfg")"
+    # The C++ copy of the library is not part of the interpreter; without csi-c++ it is
+    # built by plain clang++ so that the C build can be measured (recorded in RESULTS.md).
+    [ -x "$cxx" ] || command -v "$cxx" >/dev/null || cxx=clang++-19
+    mkdir -p "$b/debian/libtool" && cp "$b/debian/configure.ac" "$b/debian/libtool/"
+    (cd "$b/debian/libtool" && LIBTOOLIZE='libtoolize -i' autoreconf -f -i &&
+        ./configure CC="$(cfg_cc "$cfg")" CXX="$cxx") || return 1
+    printf '#ifndef _LUA_DEB_MULTIARCH_\n#define _LUA_DEB_MULTIARCH_\n#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n#endif\n' \
+        >"$b/src/lua5.4-deb-multiarch.h"
+    # Lua's Makefile links both libraries by one two-target rule, which runs twice at once
+    # under -j and races on .libs; the objects are built in parallel, the links after it.
+    local j
+    for j in "$JOBS" 1; do
+        make -C "$b" -j"$j" linux-readline MYLIBS=-ldl LIBTOOL="$b/debian/libtool/libtool" \
+            CC="$(cfg_cc "$cfg") -std=gnu99" CXX="$cxx" \
+            MYCFLAGS="$(cfg_flags "$cfg") -DLUA_COMPAT_5_3 '-Dluai_makeseed(L)=0'" \
+            MYCXXFLAGS="$(cfg_flags "$cfg")" MYLDFLAGS= && break
+        [ "$j" = 1 ] && return 1
+        rm -rf "$b/src/.libs/liblua5.4"*.a "$b/src/"*.la
+    done
+    [ -x "$b/src/lua5.4" ] && file "$b/src/lua5.4" | grep -q ELF
+}
+
+# `make test` (lua -v) is all the test suite Debian's source has; the harness adds its own
+# workload scripts, whose output must equal the plain build's.
+test_lua() {
+    local b="$1"
+    make -C "$b/src" test V=5.4 LIBTOOL="$b/debian/libtool/libtool" >/dev/null 2>&1 && echo "make-test PASS" || echo "make-test FAIL"
+    for s in "$HERE"/workloads/*.lua "$ROOT"/crates/csi-cc/bench/lua/programs.lua; do
+        # (programs.lua ends with os.exit(3): the exit code is part of the expected output)
+        (cd "$(dirname "$s")" && env -i PATH=$CLEAN_PATH "$b/src/lua5.4" "$s") >"$b/out.$(basename "$s")" 2>&1
+        echo "$(basename "$s") exit $? output $(md5sum <"$b/out.$(basename "$s")" | cut -c1-12)"
+    done
+}
+
+# ---------------------------------------------------------------- jq + oniguruma
+# Debian's oniguruma source built with the same compiler (installed into the build dir), then
+# jq 1.6 with autotools against it. Debian configures jq with --disable-static; static archives
+# are kept here so that a jq-static variant (libjq + libonig linked in) can be analysed today.
+build_jq() {
+    local cfg="$1" b="$2" cc flags
+    cc="$(cfg_cc "$cfg")" flags="$(cfg_flags "$cfg")"
+    rm -rf "$b" && mkdir -p "$b"
+    cp -a "$(ls -d "$W"/src/libonig-*/)" "$b/onig" && cp -a "$(ls -d "$W"/src/jq-1*/)" "$b/jq" || return 1
+    (cd "$b/onig" && { [ -x configure ] || autoreconf -fi; } &&
+        ./configure -q --prefix="$b/onig-inst" CC="$cc" CFLAGS="$flags" &&
+        make -j"$JOBS" && make install) || return 1
+    (cd "$b/jq" && autoreconf -fi && ./configure -q --disable-docs --disable-maintainer-mode \
+        --with-oniguruma="$b/onig-inst" CC="$cc" CFLAGS="$flags" &&
+        make -j"$JOBS") || return 1
+    # jq-static: main.o with libjq.a and libonig.a (the same objects, linked in).
+    "$cc" $flags -o "$b/jq/jq-static" "$b/jq/src/main.o" "$b/jq/.libs/libjq.a" \
+        "$b/onig-inst/lib/libonig.a" -lm
+}
+
+test_jq() {
+    local b="$1"
+    # jq's tests run under valgrind when it is installed; valgrind 3.19 cannot read clang-19's
+    # DWARF 5 ("Possibly corrupted debuginfo file"), so every test would fail for that alone.
+    (cd "$b/jq" && make -j"$JOBS" check NO_VALGRIND=1 >check.log 2>&1)
+    grep -E '^(PASS|FAIL|XFAIL|XPASS|SKIP|ERROR):' "$b/jq/check.log" | sort
+    for f in "$b"/jq/tests/*.log; do grep -h -E '^[0-9]+ of [0-9]+ tests passed' "$f" | sed "s|^|$(basename "$f"): |"; done
+}
+
+# ---------------------------------------------------------------- yaml-cpp
+# CMake as debian/rules configures it (shared build), tests on (Debian's libgtest/libgmock)
+# except for the oracle, which only needs the library and util/parse. yaml-cpp-parse-static
+# links parse.cpp's object with the library's objects, for an analysable variant today.
+build_yaml_cpp() {
+    local cfg="$1" b="$2" tests=ON
+    [ "$cfg" = oracle ] && tests=OFF
+    command -v "$(cfg_cxx "$cfg")" >/dev/null || { echo "error: no C++ compiler $(cfg_cxx "$cfg")"; return 1; }
+    rm -rf "$b" && mkdir -p "$b"
+    cmake -S "$(ls -d "$W"/src/yaml-cpp-*/)" -B "$b" -DCMAKE_BUILD_TYPE=None \
+        -DCMAKE_C_COMPILER="$(cfg_cc "$cfg")" -DCMAKE_CXX_COMPILER="$(cfg_cxx "$cfg")" \
+        -DCMAKE_C_FLAGS="$(cfg_flags "$cfg")" -DCMAKE_CXX_FLAGS="$(cfg_flags "$cfg")" \
+        -DYAML_BUILD_SHARED_LIBS=ON -DYAML_CPP_BUILD_TOOLS=ON -DYAML_CPP_BUILD_TESTS=$tests \
+        -DINSTALL_GTEST=OFF || return 1
+    make -C "$b" -j"$JOBS" || return 1
+    "$(cfg_cxx "$cfg")" $(cfg_flags "$cfg") -o "$b/util/yaml-cpp-parse-static" \
+        "$b"/util/CMakeFiles/yaml-cpp-parse.dir/parse.cpp.o "$b"/CMakeFiles/yaml-cpp.dir/src/*.o \
+        "$b"/CMakeFiles/yaml-cpp.dir/src/contrib/*.o
+}
+
+test_yaml_cpp() {
+    local b="$1"
+    (cd "$b" && ctest --output-on-failure >ctest.log 2>&1)
+    grep -E 'tests passed|tests failed' "$b/ctest.log"
+    "$b/test/yaml-cpp-tests" --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED) ' | sort | uniq
+}
+
+# ---------------------------------------------------------------- workloads
+# crash_targets PROG: "variant exe-relative-to-build-dir args..." one per line; stdin from
+# $HERE/workloads when the variant names one.
+crash_targets() {
+    case "$1" in
+    lua) echo "lua5.4 src/lua5.4 workload.lua" ;;
+    jq)
+        echo "jq-static jq/jq-static -f filter.jq data.json"
+        echo "jq jq/.libs/jq -f filter.jq data.json"
+        ;;
+    yaml-cpp)
+        echo "parse-static util/yaml-cpp-parse-static STDIN=data.yaml"
+        echo "parse util/parse STDIN=data.yaml"
+        ;;
+    esac
+}
+default_ns() {
+    case "$1" in
+    lua) echo "100 700 1200 1500 2000 2400 2700" ;;
+    jq) echo "200 2500 6000 9000 12000 15000 17500" ;;
+    yaml-cpp) echo "100 1500 3500 5500 7500 9000 9900" ;;
+    esac
+}
+lib_path() { # LD_LIBRARY_PATH for shared-library variants
+    case "$1" in
+    jq) echo "$2/jq/.libs:$2/onig-inst/lib" ;;
+    yaml-cpp) echo "$2" ;;
+    esac
+}
+
+# run_crash PROG CFG VARIANT EXE ARGS... : one native run with the shim at $N in $RUN_DIR.
+run_native() {
+    local prog="$1" cfg="$2" exe="$3"
+    shift 3
+    local b="$W/build/$prog/$cfg" stdin=/dev/null args=()
+    for a in "$@"; do
+        case "$a" in STDIN=*) stdin="$HERE/workloads/${a#STDIN=}" ;; *) args+=("$a") ;; esac
+    done
+    { (
+        cd "$RUN_DIR" && rm -f core && ulimit -c unlimited
+        cp -f "$HERE"/workloads/* . 2>/dev/null
+        exec env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
+            LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 "$b/$exe" "${args[@]}" <"$stdin"
+    ) >"$RUN_DIR/stdout" 2>"$RUN_DIR/stderr"; } 2>/dev/null
+}
+
+run_callgrind() {
+    local prog="$1" exe="$2"
+    shift 2
+    local b="$W/build/$prog/oracle" stdin=/dev/null args=()
+    for a in "$@"; do
+        case "$a" in STDIN=*) stdin="$HERE/workloads/${a#STDIN=}" ;; *) args+=("$a") ;; esac
+    done
+    { (
+        cd "$RUN_DIR" && ulimit -c 0
+        exec env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
+            LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 \
+            valgrind --tool=callgrind --dump-instr=yes --dump-line=yes --separate-threads=no \
+            --num-callers=64 --callgrind-out-file="$RUN_DIR/callgrind.out" "$b/$exe" "${args[@]}" <"$stdin"
+    ) >"$RUN_DIR/vg.stdout" 2>"$RUN_DIR/vg.stderr"; } 2>/dev/null
+}
+
+# gdb's backtrace of a core as "function file:line" lines (the frames' current lines).
+gdb_frames() {
+    gdb -batch -nx -ex 'set width 0' -ex bt "$1" "$2" 2>/dev/null | "$PY" "$HERE/btparse.py"
+}
+
+# ---------------------------------------------------------------- one crash
+# oracle PROG VARIANT N EXE ARGS: oracle build crashed natively (core, gdb frames) and under
+# callgrind (executed lines); result in $W/runs/PROG-VARIANT/oracle/N<n>/executed.json.
+oracle() {
+    local prog="$1" variant="$2"
+    N="$3"
+    shift 3
+    local exe="$1"
+    RUN_DIR="$W/runs/$prog-$variant/oracle/N$N"
+    [ "$REDO" = 0 ] && [ -f "$RUN_DIR/executed.json" ] && return 0
+    mkdir -p "$RUN_DIR"
+    "$PY" "$HERE/code_lines.py" --root "$W/build/$prog/oracle" "$W/build/$prog/oracle/$exe" \
+        >"$(dirname "$RUN_DIR")/code.json" || return 1
+    run_native "$prog" oracle "$@"
+    [ -f "$RUN_DIR/core" ] || { echo "no core (N beyond the run?)" >"$RUN_DIR/error"; return 1; }
+    gdb_frames "$W/build/$prog/oracle/$exe" "$RUN_DIR/core" >"$RUN_DIR/frames.txt"
+    run_callgrind "$prog" "$@"
+    [ -f "$RUN_DIR/callgrind.out" ] || { echo "no callgrind output" >"$RUN_DIR/error"; return 1; }
+    "$PY" "$HERE/callgrind_lines.py" --root "$W/build/$prog/oracle" --frames "$RUN_DIR/frames.txt" \
+        --vg-stderr "$RUN_DIR/vg.stderr" "$RUN_DIR/callgrind.out" >"$RUN_DIR/executed.json" 2>"$RUN_DIR/parse.err" || return 1
+}
+
+# align_oracle PROG VARIANT CFG N EXE ARGS: the oracle's N for the csi run in $RUN_DIR. When a
+# whole run allocates a different number of times in CFG than in the oracle (clang elides
+# new/delete pairs at -O2: yaml-cpp), the oracle's allocation N' with the same program frames is
+# searched for between N and N + the difference; prints it, or nothing when none matches.
+align_oracle() {
+    local prog="$1" variant="$2" cfg="$3" n="$4" counts="$W/runs/$1-$2/counts.txt" co cc d k
+    shift 4
+    co="$(sed -n 's/^oracle native: //p' "$counts")"
+    cc="$(sed -n "s/^$cfg native: //p" "$counts")"
+    if [ -z "$co" ] || [ "$co" = "$cc" ]; then echo "$n"; return; fi
+    d=$((co > cc ? co - cc : cc - co))
+    local keep_dir="$RUN_DIR" keep_n="$N" probe="$W/runs/$prog-$variant/oracle/probe"
+    mkdir -p "$probe"
+    for k in $(seq "$n" $((n + d))) $(seq $((n - 1)) -1 $((n > d ? n - d : 1))); do
+        RUN_DIR="$probe" N="$k"
+        run_native "$prog" oracle "$@"
+        [ -f "$probe/core" ] || continue
+        gdb_frames "$W/build/$prog/oracle/$1" "$probe/core" >"$probe/frames.txt"
+        if "$PY" "$HERE/compare.py" --match "$keep_dir/frames.txt" "$probe/frames.txt"; then
+            RUN_DIR="$keep_dir" N="$keep_n"
+            echo "$k"
+            return
+        fi
+    done
+    RUN_DIR="$keep_dir" N="$keep_n"
+}
+
+# csi_crash PROG VARIANT CFG N EXE ARGS: the csi build crashed, analysed, compared.
+csi_crash() {
+    local prog="$1" variant="$2" cfg="$3" b="$W/build/$1/$3" orc="$W/runs/$1-$2/oracle/N$4"
+    N="$4"
+    shift 4
+    local exe="$1"
+    RUN_DIR="$W/runs/$prog-$variant/$cfg/N$N"
+    if [ "${RECOMPARE:-0}" = 1 ] && [ -f "$RUN_DIR/analyze.json" ]; then
+        [ -f "$RUN_DIR/oracle_n" ] && [ "$(cat "$RUN_DIR/oracle_n")" != none ] && orc="$W/runs/$prog-$variant/oracle/N$(cat "$RUN_DIR/oracle_n")"
+        "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
+            --oracle-root "$W/build/$prog/oracle" --code "$(dirname "$orc")/code.json" >"$RUN_DIR/compare.json"
+        return
+    fi
+    if [ "$REDO" != 0 ] || [ ! -f "$RUN_DIR/compare.json" ]; then
+        mkdir -p "$RUN_DIR"
+        run_native "$prog" "$cfg" "$@"
+        [ -f "$RUN_DIR/core" ] || { echo "no core" >"$RUN_DIR/error"; return 1; }
+        gdb_frames "$b/$exe" "$RUN_DIR/core" >"$RUN_DIR/frames.txt"
+        local on
+        on="$(align_oracle "$prog" "$variant" "$cfg" "$N" "$@")"
+        echo "${on:-none}" >"$RUN_DIR/oracle_n"
+        if [ -n "$on" ] && [ "$on" != "$N" ]; then
+            local here="$RUN_DIR" n0="$N"
+            oracle "$prog" "$variant" "$on" "$@"
+            RUN_DIR="$here" N="$n0"
+        fi
+        orc="$W/runs/$prog-$variant/oracle/N${on:-$N}"
+        /usr/bin/time -v -o "$RUN_DIR/analyze.time" "$CSI" analyze --exe "$b/$exe" --core "$RUN_DIR/core" \
+            --format json >"$RUN_DIR/analyze.json" 2>"$RUN_DIR/analyze.err"
+        echo $? >"$RUN_DIR/analyze.rc"
+        /usr/bin/time -v -o "$RUN_DIR/show.time" "$CSI" show --exe "$b/$exe" --core "$RUN_DIR/core" \
+            >"$RUN_DIR/show.txt" 2>"$RUN_DIR/show.err"
+        "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
+            --oracle-root "$W/build/$prog/oracle" --code "$(dirname "$orc")/code.json" >"$RUN_DIR/compare.json"
+    fi
+}
+
+# count_check PROG VARIANT EXE ARGS: allocations of a whole run (no crash) natively and under
+# callgrind, per build -- N means the same program state only if these agree.
+count_check() {
+    local prog="$1" variant="$2" out="$W/runs/$1-$2/counts.txt" cfg
+    shift 2
+    [ "$REDO" = 0 ] && [ -f "$out" ] && return 0
+    mkdir -p "$W/runs/$prog-$variant/count"
+    RUN_DIR="$W/runs/$prog-$variant/count"
+    N=0
+    : >"$out"
+    for cfg in oracle plain csi-O0 csi-O2; do
+        [ -f "$W/build/$prog/$cfg.ok" ] || continue
+        run_native "$prog" "$cfg" "$@"
+        echo "$cfg native: $(grep -o 'crashshim: [0-9]*' "$RUN_DIR/stderr" | cut -d' ' -f2)" >>"$out"
+    done
+    if [ -f "$W/build/$prog/oracle.ok" ]; then
+        run_callgrind "$prog" "$@"
+        echo "oracle callgrind: $(grep -o 'crashshim: [0-9]*' "$RUN_DIR/vg.stderr" | cut -d' ' -f2)" >>"$out"
+    fi
+}
+
+# ---------------------------------------------------------------- main
+main() {
+    mkdir -p "$W"
+    setup_apt
+    fetch_source lua5.4 'lua5.4-*/'
+    fetch_source jq 'jq-1*/'
+    fetch_source libonig 'libonig-*/'
+    fetch_source yaml-cpp 'yaml-cpp-*/'
+    setup_tools
+    "$PY" "$HERE/workloads/make_data.py" "$HERE/workloads"
+    local prog cfg line variant exe n opt
+    : >"$W/tests.txt"
+    for prog in $PROGRAMS; do
+        for cfg in $CONFIGS; do build "$prog" "$cfg"; done
+        if [ "$TESTS" = 1 ]; then
+            for cfg in plain csi-O0 csi-O2; do
+                local b="$W/build/$prog/$cfg"
+                if [ -f "$b.ok" ]; then
+                    [ -f "$b.tests" ] || "test_${prog//-/_}" "$b" >"$b.tests" 2>&1
+                else echo "BUILD FAILED: $(grep -m1 -E '^error|rror:|not found|No such' "$b.log" | cut -c1-160)" >"$b.tests"; fi
+            done
+        fi
+        local targets target
+        mapfile -t targets < <(crash_targets "$prog")
+        for target in "${targets[@]}"; do
+            read -r variant exe args <<<"$target"
+            count_check "$prog" "$variant" "$exe" $args
+            for n in ${NS:-$(default_ns "$prog")}; do
+                [ -f "$W/build/$prog/oracle.ok" ] && oracle "$prog" "$variant" "$n" "$exe" $args
+                for opt in $OPTS; do
+                    [ -f "$W/build/$prog/csi-$opt.ok" ] || continue
+                    csi_crash "$prog" "$variant" "csi-$opt" "$n" "$exe" $args
+                done
+            done
+        done
+    done
+    "$PY" "$HERE/report.py" --work "$W" --programs "$PROGRAMS" --opts "$OPTS" \
+        --csi-cc "$CSI_CC" --csi-cxx "$CSI_CXX" --out "${RESULTS:-$HERE/RESULTS.md}"
+}
+
+[ "${RUN_SH_SOURCE:-0}" = 1 ] || main "$@"
