@@ -23,6 +23,8 @@ use std::ptr;
 extern "C" {
     fn csi_split_critical_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
     fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
+    fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
+    fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -81,6 +83,8 @@ pub struct Options {
 /// Outcome of instrumenting one module.
 pub struct Report {
     pub pt_skipped: Vec<(String, String)>,
+    /// Functions compiled without instrumentation, and why (see `instrument_file`).
+    pub uninstrumented: Vec<(String, String)>,
     /// Some function got a shadow alloca for `mem2reg` (see `RingIndex`).
     pub shadows: bool,
 }
@@ -118,9 +122,15 @@ pub(crate) unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
     v
 }
 
-/// A call that counts as a call site: not an intrinsic, not inline assembly.
+/// A call or invoke (C++: a call that may throw into a landing pad) — a call instruction.
+pub(crate) unsafe fn is_call(i: LLVMValueRef) -> bool {
+    !LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null()
+}
+
+/// A call that counts as a call site: not an intrinsic, not inline assembly. An `invoke` is
+/// one too; it ends its block, and the call returns into its normal destination.
 pub(crate) unsafe fn call_site(i: LLVMValueRef) -> Option<LLVMValueRef> {
-    if LLVMIsACallInst(i).is_null() {
+    if !is_call(i) {
         return None;
     }
     let callee = LLVMGetCalledValue(i);
@@ -235,9 +245,10 @@ impl Ctx {
         LLVMPositionBuilderBefore(self.builder, i);
     }
 
-    /// First instruction that is not a PHI.
+    /// First instruction that is not a PHI or a landingpad (instrumentation of an unwind
+    /// edge goes after the pad's landingpad).
     unsafe fn first_insertion(&self, bb: LLVMBasicBlockRef) -> LLVMValueRef {
-        first_non_phi(bb)
+        csi_first_insertion_pt(bb)
     }
 
     unsafe fn basic_type(&self, name: &str, bits: u64, enc: u32) -> LLVMMetadataRef {
@@ -360,7 +371,45 @@ enum Place {
 }
 
 /// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
+///
+/// A function csi-cc cannot instrument (an internal limit, or instrumented IR that does not
+/// verify) is compiled without instrumentation instead: the module is read again and
+/// instrumented with that function left as it is, its CFG record saying why
+/// (`pt_skipped`, no coverage), until every function is done.
 pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Report, String> {
+    let mut skip: BTreeMap<String, String> = BTreeMap::new();
+    loop {
+        match instrument_attempt(bc_in, bc_out, opts, &skip)? {
+            Ok(mut report) => {
+                report.uninstrumented = skip.into_iter().collect();
+                return Ok(report);
+            }
+            Err((f, why)) => {
+                if skip.insert(f.clone(), why).is_some() {
+                    return Err(format!("`{f}` cannot be compiled even uninstrumented"));
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The function being instrumented, for a panic's fallback (see `instrument_attempt`).
+    static CURRENT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    static PANIC_MESSAGE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// A function that could not be instrumented, and why.
+type Unsupported = (String, String);
+
+/// One pass over the module with the functions of `skip` left uninstrumented. The outer
+/// `Err` is a failure of the file; the inner one names a function to leave alone.
+fn instrument_attempt(
+    bc_in: &str,
+    bc_out: &str,
+    opts: &Options,
+    skip: &BTreeMap<String, String>,
+) -> Result<Result<Report, Unsupported>, String> {
     unsafe {
         let ctx = LLVMContextCreate();
         let mut buf = ptr::null_mut();
@@ -385,7 +434,32 @@ pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Repo
             i8t: LLVMInt8TypeInContext(ctx),
             i64t: LLVMInt64TypeInContext(ctx),
         };
-        let report = instrument_module(&c, opts);
+        // An invariant broken by input csi-cc does not know (a bug, not the user's) costs that
+        // function its instrumentation, not the build: the panic is caught, its message kept.
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|info| {
+            PANIC_MESSAGE.with(|m| *m.borrow_mut() = info.to_string());
+        }));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            instrument_module(&c, opts, skip)
+        }));
+        std::panic::set_hook(hook);
+        let outcome = outcome.unwrap_or_else(|_| {
+            Err((
+                CURRENT.with(|f| f.borrow().clone()),
+                PANIC_MESSAGE.with(|m| m.borrow().clone()),
+            ))
+        });
+        let report = match outcome {
+            Ok(r) => r,
+            Err(unsupported) => {
+                LLVMDisposeDIBuilder(c.dib);
+                LLVMDisposeBuilder(c.builder);
+                LLVMDisposeModule(module);
+                LLVMContextDispose(ctx);
+                return Ok(Err(unsupported));
+            }
+        };
         LLVMDIBuilderFinalize(c.dib);
         if report.shadows {
             promote_shadows(module)?;
@@ -411,13 +485,18 @@ pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Repo
         }
         LLVMDisposeModule(module);
         LLVMContextDispose(ctx);
-        Ok(report)
+        Ok(Ok(report))
     }
 }
 
-unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
+unsafe fn instrument_module(
+    c: &Ctx,
+    opts: &Options,
+    skip: &BTreeMap<String, String>,
+) -> Result<Report, Unsupported> {
     let mut report = Report {
         pt_skipped: Vec::new(),
+        uninstrumented: Vec::new(),
         shadows: false,
     };
     let mut funcs = Vec::new();
@@ -438,7 +517,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let mut taken = false;
         while !u.is_null() {
             let user = LLVMGetUser(u);
-            let is_callee = !LLVMIsACallInst(user).is_null() && LLVMGetCalledValue(user) == g;
+            let is_callee = is_call(user) && LLVMGetCalledValue(user) == g;
             if !is_callee {
                 taken = true;
                 break;
@@ -496,11 +575,21 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         if name.starts_with("__csi") {
             continue;
         }
-        let mech = opts
-            .per_function
-            .get(&name)
-            .copied()
-            .unwrap_or(opts.default);
+        CURRENT.with(|c| *c.borrow_mut() = name.clone());
+        let unsupported = |why: &str| Err((name.clone(), why.to_string()));
+        let skipped = skip.get(&name);
+        let mech = if skipped.is_some() {
+            Mechanisms::default()
+        } else {
+            opts.per_function
+                .get(&name)
+                .copied()
+                .unwrap_or(opts.default)
+        };
+        // Every unwind edge gets a landing pad of its own, where its instrumentation goes.
+        if mech != Mechanisms::default() && csi_dedicate_landing_pads(f) == 0 {
+            return unsupported("funclet-based exception handling (catchswitch/cleanuppad)");
+        }
         let sp = LLVMGetSubprogram(f);
         let fn_file = if sp.is_null() {
             String::new()
@@ -534,7 +623,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                 LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
             ),
             path_traced: false,
-            pt_skipped: None,
+            pt_skipped: skipped.map(|why| format!("not instrumented: {why}")),
             params: None,
             escaped: None,
             cc: None,
@@ -783,7 +872,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                             last: format!("CC{}", slot[b].expect("probed")),
                         })
                     }
-                    (None, None) => unreachable!("a call site is probed or implied"),
+                    (None, None) => return unsupported("a call site neither probed nor implied"),
                 }
             }
         }
@@ -967,7 +1056,10 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         }
         if let Some(nb) = &numbering {
             let shadowed = opts.optimized && !has_returns_twice_call(&bbs);
-            report.shadows |= instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed);
+            match instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed) {
+                Ok(shadows) => report.shadows |= shadows,
+                Err(why) => return unsupported(why),
+            }
         }
         // Zero the local coverage arrays: `__BBC_arr` at entry (after the allocas, before
         // anything else), `__CC_arr` where `zeroing` says (after path tracing, which may
@@ -980,10 +1072,22 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         .flatten()
         {
             let len = LLVMGetArrayLength2(lty);
-            for at in zeroing_points(c, &bbs, &facts, at) {
+            let points = match zeroing_points(c, &bbs, &facts, at) {
+                Ok(p) => p,
+                Err(why) => return unsupported(why),
+            };
+            for at in points {
                 c.position_before(at);
                 c.vmemset0(a, len);
             }
+        }
+        if mech != Mechanisms::default()
+            && llvm_sys::analysis::LLVMVerifyFunction(
+                f,
+                llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
+            ) != 0
+        {
+            return unsupported("the instrumented function does not verify");
         }
         cfg_text.push_str(&cfg.to_line());
     }
@@ -1019,7 +1123,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
     if !asm.is_empty() {
         LLVMAppendModuleInlineAsm(c.module, asm.as_ptr() as _, asm.len());
     }
-    report
+    Ok(report)
 }
 
 /// Coverage probe placement for the call sites of one function, given each site's basic
@@ -1427,10 +1531,10 @@ unsafe fn zeroing_points(
     bbs: &[LLVMBasicBlockRef],
     facts: &BlockFacts,
     zeroing: Zeroing,
-) -> Vec<LLVMValueRef> {
+) -> Result<Vec<LLVMValueRef>, &'static str> {
     let h = match zeroing {
-        Zeroing::AtStart(0) => return vec![after_allocas(bbs[0])],
-        Zeroing::AtStart(b) => return vec![c.first_insertion(bbs[b])],
+        Zeroing::AtStart(0) => return Ok(vec![after_allocas(bbs[0])]),
+        Zeroing::AtStart(b) => return Ok(vec![c.first_insertion(bbs[b])]),
         Zeroing::OnEntryEdges(h) => h,
     };
     let known: BTreeSet<LLVMBasicBlockRef> = bbs.iter().copied().collect();
@@ -1445,7 +1549,9 @@ unsafe fn zeroing_points(
         let n = LLVMGetNumSuccessors(term);
         if let Some(k) = (0..n).find(|&k| succ(k) == bbs[h]) {
             let nbb = csi_split_critical_edge(term, k);
-            assert!(!nbb.is_null(), "critical edge could not be split");
+            if nbb.is_null() {
+                return Err("a loop entry edge could not be split");
+            }
             out.push(LLVMGetBasicBlockTerminator(nbb));
         } else {
             // Path tracing split this edge already: the new block's only successor is `h`.
@@ -1457,11 +1563,11 @@ unsafe fn zeroing_points(
                         && LLVMGetNumSuccessors(t) == 1
                         && LLVMGetSuccessor(t, 0) == bbs[h]
                 })
-                .expect("the entering edge exists or was split");
+                .ok_or("a loop entry edge is missing")?;
             out.push(LLVMGetBasicBlockTerminator(split));
         }
     }
-    out
+    Ok(out)
 }
 
 /// First instruction of `bb` that is not a PHI.
@@ -1545,7 +1651,7 @@ unsafe fn instrument_paths(
     nb: &Numbering,
     n: u32,
     shadowed: bool,
-) -> bool {
+) -> Result<bool, &'static str> {
     let n = n.max(1) as u64;
     let arr_ty = LLVMArrayType2(c.i64t, n);
     let i64d = c.basic_type("long", 64, 0x05);
@@ -1741,11 +1847,9 @@ unsafe fn instrument_paths(
             } else {
                 acts.push((u, h, Act::Store(store)));
             }
+        } else if indirect(u) {
+            return Err("an indirect branch's target does not restart the path");
         } else {
-            assert!(
-                !indirect(u),
-                "an indirect branch's target restarts the path"
-            );
             acts.push((u, h, Act::Back(store, reinit)));
         }
     }
@@ -1767,9 +1871,11 @@ unsafe fn instrument_paths(
                 let term = LLVMGetBasicBlockTerminator(bbs[a as usize]);
                 let k = (0..LLVMGetNumSuccessors(term))
                     .find(|&k| LLVMGetSuccessor(term, k) == bbs[b as usize])
-                    .expect("edge exists");
+                    .ok_or("a path-tracing edge is missing")?;
                 let nbb = csi_split_critical_edge(term, k);
-                assert!(!nbb.is_null(), "critical edge could not be split");
+                if nbb.is_null() {
+                    return Err("a critical edge could not be split");
+                }
                 c.position_before(LLVMGetBasicBlockTerminator(nbb));
             }
         }
@@ -1782,7 +1888,7 @@ unsafe fn instrument_paths(
             Act::Store(store_inc) => store_path(store_inc),
         }
     }
-    ring.is_some_and(|(_, idx)| idx.shadow.is_some())
+    Ok(ring.is_some_and(|(_, idx)| idx.shadow.is_some()))
 }
 
 #[cfg(test)]

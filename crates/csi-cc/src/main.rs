@@ -312,6 +312,17 @@ fn main() {
         };
         match instrument::instrument_file(&bc, &ibc, &opts) {
             Ok(r) => {
+                if !r.uninstrumented.is_empty() {
+                    let list: Vec<String> = r
+                        .uninstrumented
+                        .iter()
+                        .map(|(f, why)| format!("`{f}` ({why})"))
+                        .collect();
+                    eprintln!(
+                        "csi-cc: warning: {src}: compiled without instrumentation: {}",
+                        list.join(", ")
+                    );
+                }
                 for (f, why) in r.pt_skipped {
                     if verbose {
                         eprintln!("csi-cc: {src}: `{f}` not path-traced: {why}");
