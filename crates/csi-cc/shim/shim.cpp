@@ -1,6 +1,6 @@
 // What the LLVM C API lacks for csi-cc: splitting a critical CFG edge (with PHI
 // updates), giving landing pads one predecessor each, the first insertion point of a block, and
-// registering a new global variable's debug info with its compile unit.
+// registering a new global variable's debug info with its compile unit, a function's COMDAT.
 #include <llvm-c/Core.h>
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/DebugInfoMetadata.h>
@@ -69,4 +69,13 @@ extern "C" LLVMValueRef csi_first_insertion_pt(LLVMBasicBlockRef b) {
   auto it = bb->getFirstInsertionPt();
   if (it == bb->end()) return nullptr;
   return wrap(&*it);
+}
+
+// The name of `f`'s COMDAT group (not NUL-terminated), or null when it has none.
+extern "C" const char *csi_comdat_name(LLVMValueRef f, size_t *len) {
+  auto *go = dyn_cast<GlobalObject>(unwrap<Value>(f));
+  const Comdat *c = go ? go->getComdat() : nullptr;
+  if (!c) return nullptr;
+  *len = c->getName().size();
+  return c->getName().data();
 }

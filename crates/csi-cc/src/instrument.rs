@@ -25,6 +25,7 @@ extern "C" {
     fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
     fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
     fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
+    fn csi_comdat_name(f: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -322,17 +323,23 @@ impl Ctx {
         a
     }
 
-    /// A zero-initialised internal global `[n x i8]` with DWARF info.
+    /// A zero-initialised internal global `[n x i8]` with DWARF info, for function `f`: in
+    /// `f`'s COMDAT group if it has one, so that the linker keeps the copy the kept code uses.
     unsafe fn global(
         &self,
         name: &str,
         n: u64,
         sp: LLVMMetadataRef,
+        f: LLVMValueRef,
     ) -> (LLVMValueRef, LLVMTypeRef) {
         let ty = LLVMArrayType2(self.i8t, n);
         let g = LLVMAddGlobal(self.module, ty, cstr(name).as_ptr());
         LLVMSetInitializer(g, LLVMConstNull(ty));
         LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+        let comdat = llvm_sys::comdat::LLVMGetComdat(f);
+        if !comdat.is_null() {
+            llvm_sys::comdat::LLVMSetComdat(g, comdat);
+        }
         LLVMSetAlignment(g, 1);
         if !sp.is_null() {
             let file = LLVMDIScopeGetFile(sp);
@@ -562,23 +569,25 @@ unsafe fn instrument_module(
         }
     }
     let fmash = mash(&opts.source);
-    let (mut pt_text, mut cc_text, mut bbc_text, mut fc_text, mut cfg_text) = (
-        String::new(),
-        String::new(),
-        String::new(),
-        String::new(),
-        String::new(),
-    );
+    // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
+    // the functions whose records it holds (see `comdat_of`).
+    let mut groups: BTreeMap<Option<String>, [String; 5]> = BTreeMap::new();
     let mut pt_base: u32 = 0;
     for f in funcs {
         let name = value_name(f);
         if name.starts_with("__csi") {
             continue;
         }
+        let comdat = comdat_of(f);
+        let (mut pt_text, mut cc_text, mut bbc_text, mut fc_text) =
+            (String::new(), String::new(), String::new(), String::new());
         CURRENT.with(|c| *c.borrow_mut() = name.clone());
         let unsupported = |why: &str| Err((name.clone(), why.to_string()));
         let skipped = skip.get(&name);
-        let mech = if skipped.is_some() {
+        let sp = LLVMGetSubprogram(f);
+        // Functions without debug info are the compiler's own (`__clang_call_terminate`): no
+        // source line to report, and no DWARF for a debugger to read their coverage with.
+        let mech = if skipped.is_some() || sp.is_null() {
             Mechanisms::default()
         } else {
             opts.per_function
@@ -590,7 +599,6 @@ unsafe fn instrument_module(
         if mech != Mechanisms::default() && csi_dedicate_landing_pads(f) == 0 {
             return unsupported("funclet-based exception handling (catchswitch/cleanuppad)");
         }
-        let sp = LLVMGetSubprogram(f);
         let fn_file = if sp.is_null() {
             String::new()
         } else {
@@ -945,7 +953,7 @@ unsafe fn instrument_module(
         let mut cc_vars = None;
         if cc_on {
             let gname = format!("__CC_arr_{fmash}_{name}");
-            let (g, gty) = c.global(&gname, n_probes, sp);
+            let (g, gty) = c.global(&gname, n_probes, sp, f);
             // The local array holds the slots below `n_local`; none at all when every
             // probe is in the entry block (no zeroing then).
             let local = (n_local > 0).then(|| {
@@ -987,7 +995,7 @@ unsafe fn instrument_module(
         if mech.bbc {
             let n = bbs.len() as u64;
             let gname = format!("__BBC_arr_{fmash}_{name}");
-            let (g, gty) = c.global(&gname, n, sp);
+            let (g, gty) = c.global(&gname, n, sp, f);
             let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);
             let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
@@ -1011,7 +1019,7 @@ unsafe fn instrument_module(
         let mut fc_var = None;
         if mech.fc {
             let gname = format!("__FC_arr_{fmash}_{name}");
-            fc_var = Some(c.global(&gname, 1, sp));
+            fc_var = Some(c.global(&gname, 1, sp, f));
             cfg.fc = Some(gname.clone());
             FcFunction {
                 name: name.clone(),
@@ -1089,23 +1097,60 @@ unsafe fn instrument_module(
         {
             return unsupported("the instrumented function does not verify");
         }
-        cfg_text.push_str(&cfg.to_line());
+        let texts = groups.entry(comdat).or_default();
+        for (k, t) in [pt_text, cc_text, bbc_text, fc_text, cfg.to_line()]
+            .into_iter()
+            .enumerate()
+        {
+            texts[k].push_str(&t);
+        }
     }
-    if !cfg_text.is_empty() {
-        cfg_text.push_str(&module_record.to_line());
+    if !groups.is_empty() {
+        groups.entry(None).or_default()[4].push_str(&module_record.to_line());
     }
     let mut asm = String::new();
-    for (sec, text) in [
-        (".debug_PT", &pt_text),
-        (".debug_CC", &cc_text),
-        (".debug_BBC", &bbc_text),
-        (".debug_FC", &fc_text),
-        (".debug_CSI_CFG", &cfg_text),
-    ] {
+    for (group, texts) in &groups {
+        write_sections(&mut asm, group.as_deref(), texts);
+    }
+    if !asm.is_empty() {
+        LLVMAppendModuleInlineAsm(c.module, asm.as_ptr() as _, asm.len());
+    }
+    Ok(report)
+}
+
+/// The COMDAT group of a function the linker may keep from any of several objects (C++
+/// templates and inline functions: `linkonce_odr`), if it has one.
+unsafe fn comdat_of(f: LLVMValueRef) -> Option<String> {
+    let mut len = 0usize;
+    let p = csi_comdat_name(f, &mut len);
+    (!p.is_null()).then(|| {
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    })
+}
+
+/// Appends the metadata sections (`.debug_PT`, `.debug_CC`, `.debug_BBC`, `.debug_FC`,
+/// `.debug_CSI_CFG`) as assembly. Records of a COMDAT function go into sections of its group,
+/// so that the linker keeps exactly the records of the copy whose code it keeps (as it does
+/// for the copy's coverage globals, see `Ctx::global`): every object's other sections are
+/// concatenated, and with them a record for each copy.
+fn write_sections(asm: &mut String, group: Option<&str>, texts: &[String; 5]) {
+    let names = [
+        ".debug_PT",
+        ".debug_CC",
+        ".debug_BBC",
+        ".debug_FC",
+        ".debug_CSI_CFG",
+    ];
+    for (sec, text) in names.iter().zip(texts) {
         if text.is_empty() {
             continue;
         }
-        asm.push_str(&format!(".pushsection {sec},\"\",@progbits\n"));
+        match group {
+            None => asm.push_str(&format!(".pushsection {sec},\"\",@progbits\n")),
+            Some(g) => asm.push_str(&format!(
+                ".pushsection {sec},\"G\",@progbits,\"{g}\",comdat\n"
+            )),
+        }
         for chunk in text.as_bytes().chunks(200) {
             asm.push_str("\t.ascii \"");
             for &b in chunk {
@@ -1120,10 +1165,6 @@ unsafe fn instrument_module(
         }
         asm.push_str(".popsection\n");
     }
-    if !asm.is_empty() {
-        LLVMAppendModuleInlineAsm(c.module, asm.as_ptr() as _, asm.len());
-    }
-    Ok(report)
 }
 
 /// Coverage probe placement for the call sites of one function, given each site's basic
