@@ -666,22 +666,31 @@ unsafe fn instrument_module(
             let mut lines = Vec::new();
             let mut node = CfgNode::new(NodeKind::Expression);
             node.block = Some(bi as u32);
-            let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
+            // Source positions of the node's instructions, with their files.
+            let mut pending: Vec<(u32, u32, String)> = Vec::new();
             block_first_node.push(cfg.nodes.len() as u32);
             let insts = instructions(bb);
+            // A landing pad's bookkeeping (the landingpad, saving the exception and selector)
+            // carries the position where the scope ends (its `}`), which no statement of the
+            // pad executes: not a position of the pad's node.
+            let pad_loc = {
+                let first = first_non_phi(bb);
+                if !first.is_null() && LLVMGetInstructionOpcode(first) == LLVMOpcode::LLVMLandingPad
+                {
+                    LLVMInstructionGetDebugLoc(first)
+                } else {
+                    ptr::null_mut()
+                }
+            };
             for (k, &i) in insts.iter().enumerate() {
                 let op = LLVMGetInstructionOpcode(i);
                 let uncond = op == LLVMOpcode::LLVMBr && LLVMIsConditional(i) == 0;
-                if let Some((l, col, file)) = loc(i) {
+                let bookkeeping = !pad_loc.is_null() && LLVMInstructionGetDebugLoc(i) == pad_loc;
+                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping) {
                     if !uncond {
                         lines.push(l);
                     }
-                    if seen.insert([l, col]) {
-                        node.positions.push([l, col]);
-                    }
-                    if node.file.is_none() && !file.is_empty() && file != fn_file {
-                        node.file = Some(file);
-                    }
+                    pending.push((l, col, file));
                 }
                 // def/use sets are filled by `defuse::fill` once the nodes exist
                 node_insts.push(i);
@@ -713,6 +722,8 @@ unsafe fn instrument_module(
                     };
                     node.call = Some(call);
                     node.kind = NodeKind::CallSite;
+                    let anchor = loc(i).map(|x| x.2);
+                    settle_positions(&mut node, &mut pending, anchor, &fn_file);
                     calls.push((i, line, String::new(), direct));
                     let idx = cfg.nodes.len() as u32;
                     for j in node_insts.drain(..) {
@@ -723,13 +734,19 @@ unsafe fn instrument_module(
                         CfgNode::new(NodeKind::Expression),
                     ));
                     node.block = Some(bi as u32);
-                    seen.clear();
+
                     if k + 1 < insts.len() {
                         cfg.edges.push([idx, idx + 1]);
+                    }
+                    // An exception the callee throws and this function does not catch leaves
+                    // it from the call: an exit (an invoke's landing pad is a block edge).
+                    if LLVMIsAInvokeInst(i).is_null() && may_unwind(i) {
+                        cfg.edges.push([idx, 1]);
                     }
                     continue;
                 }
             }
+            settle_positions(&mut node, &mut pending, None, &fn_file);
             if node.positions.is_empty()
                 && node.call.is_none()
                 && cfg.nodes.len() as u32 > block_first_node[bi]
@@ -743,7 +760,9 @@ unsafe fn instrument_module(
                 node_of.insert(j, last);
             }
             block_last_node.push(cfg.nodes.len() as u32 - 1);
-            if succs.is_empty() && is_ret {
+            let is_resume =
+                !term.is_null() && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMResume;
+            if succs.is_empty() && (is_ret || is_resume) {
                 cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
             }
             info.push(BlockInfo { succs, lines });
@@ -1167,6 +1186,39 @@ fn write_sections(asm: &mut String, group: Option<&str>, texts: &[String; 5]) {
     }
 }
 
+/// Sets a node's file and positions from its instructions' positions: the file of its call
+/// (where a frame stops in it) or else of its first positioned instruction, and the positions
+/// in that file. Positions carry no file, so those of code inlined from another file (C++
+/// headers: std::string's members in every function) would read as lines of this one, and
+/// the node would not be found at its call's position.
+fn settle_positions(
+    node: &mut CfgNode,
+    pending: &mut Vec<(u32, u32, String)>,
+    anchor: Option<String>,
+    fn_file: &str,
+) {
+    let norm = |f: &str| {
+        if f.is_empty() {
+            fn_file.to_string()
+        } else {
+            f.to_string()
+        }
+    };
+    let file = anchor
+        .map(|f| norm(&f))
+        .or_else(|| pending.first().map(|p| norm(&p.2)))
+        .unwrap_or_else(|| fn_file.to_string());
+    let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
+    node.positions = pending
+        .iter()
+        .filter(|p| norm(&p.2) == file)
+        .map(|p| [p.0, p.1])
+        .filter(|p| seen.insert(*p))
+        .collect();
+    node.file = (file != fn_file).then_some(file);
+    pending.clear();
+}
+
 /// Coverage probe placement for the call sites of one function, given each site's basic
 /// block (sites in instruction order). `None`: the site is probed; `Some((a, b))`: it is not,
 /// and its coverage is implied by the probed sites `a` (before it) and `b` (after it) of the
@@ -1487,6 +1539,20 @@ fn immediate_dominators(succs: &[Vec<u32>]) -> Vec<Option<usize>> {
         }
     }
     idom
+}
+
+/// A call that may throw an exception (C++): neither the call nor its callee is `nounwind`.
+/// clang marks every C function `nounwind`, and C++ declarations that cannot throw.
+unsafe fn may_unwind(call: LLVMValueRef) -> bool {
+    let name = c"nounwind";
+    let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.to_bytes().len());
+    let fn_index = llvm_sys::LLVMAttributeFunctionIndex;
+    if !LLVMGetCallSiteEnumAttribute(call, fn_index, kind).is_null() {
+        return false;
+    }
+    let callee = LLVMGetCalledValue(call);
+    LLVMIsAFunction(callee).is_null()
+        || LLVMGetEnumAttributeAtIndex(callee, fn_index, kind).is_null()
 }
 
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).

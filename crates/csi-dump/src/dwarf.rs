@@ -183,6 +183,13 @@ impl DebugInfo {
                 if let Some(n) = info.die_name(unit, &e) {
                     inlined.insert(n);
                 }
+                // C++ functions are known by their linkage names (see `Function::name`).
+                if let Some(n) = info
+                    .follow_attr(unit, &e, gimli::DW_AT_linkage_name)
+                    .and_then(|a| info.string(unit, a))
+                {
+                    inlined.insert(n);
+                }
             }
         }
         info.inlined = inlined;
