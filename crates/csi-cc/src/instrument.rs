@@ -587,13 +587,21 @@ unsafe fn instrument_module(
         let sp = LLVMGetSubprogram(f);
         // Functions without debug info are the compiler's own (`__clang_call_terminate`): no
         // source line to report, and no DWARF for a debugger to read their coverage with.
-        let mech = if skipped.is_some() || sp.is_null() {
+        let wanted = opts
+            .per_function
+            .get(&name)
+            .copied()
+            .unwrap_or(opts.default);
+        let skipped = skipped
+            .map(|why| format!("not instrumented: {why}"))
+            .or_else(|| {
+                (sp.is_null() && wanted != Mechanisms::default())
+                    .then(|| "not instrumented: compiler-generated (no debug information)".into())
+            });
+        let mech = if skipped.is_some() {
             Mechanisms::default()
         } else {
-            opts.per_function
-                .get(&name)
-                .copied()
-                .unwrap_or(opts.default)
+            wanted
         };
         // Every unwind edge gets a landing pad of its own, where its instrumentation goes.
         if mech != Mechanisms::default() && csi_dedicate_landing_pads(f) == 0 {
@@ -631,7 +639,7 @@ unsafe fn instrument_module(
                 LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
             ),
             path_traced: false,
-            pt_skipped: skipped.map(|why| format!("not instrumented: {why}")),
+            pt_skipped: skipped,
             params: None,
             escaped: None,
             cc: None,
