@@ -2008,7 +2008,52 @@ unsafe fn instrument_paths(
 
 #[cfg(test)]
 mod tests {
-    use super::{cc_probe_placement, immediate_dominators};
+    use super::{cc_probe_placement, immediate_dominators, instrument_file, Mechanisms, Options};
+
+    /// A function csi-cc cannot instrument (funclet-based EH, as clang emits for MSVC targets;
+    /// the instrumentation is IR-level, so the target does not matter here) is left as it
+    /// is, with the reason; the others are instrumented, and the module verifies.
+    #[test]
+    fn an_uninstrumentable_function_is_left_uninstrumented_with_the_reason() {
+        let d = std::env::temp_dir().join(format!("csi-cc-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let src = d.join("w.cpp");
+        std::fs::write(
+            &src,
+            "struct G { ~G(); };\nvoid may(int);\n\
+             int f(int x) { try { G g; may(x); } catch (...) { return 1; } return 0; }\n\
+             int h(int x) { may(x); return x > 2 ? x : -x; }\n",
+        )
+        .unwrap();
+        let bc = d.join("w.bc");
+        let status = std::process::Command::new("clang++-19")
+            .args([
+                "--target=x86_64-pc-windows-msvc",
+                "-g",
+                "-c",
+                "-emit-llvm",
+                "-o",
+            ])
+            .arg(&bc)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let opts = Options {
+            default: Mechanisms::from_scheme("all").unwrap(),
+            per_function: Default::default(),
+            pt_size: 10,
+            cc_all_probes: false,
+            source: "w.cpp".into(),
+            optimized: false,
+        };
+        let out = d.join("w.csi.bc");
+        let r = instrument_file(bc.to_str().unwrap(), out.to_str().unwrap(), &opts).unwrap();
+        let names: Vec<&str> = r.uninstrumented.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["?f@@YAHH@Z"], "{:?}", r.uninstrumented);
+        assert!(r.uninstrumented[0].1.contains("funclet"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn immediate_dominators_of_a_diamond_a_loop_and_an_unreachable_block() {
