@@ -151,8 +151,8 @@ fn loops_switch_goto_recursion_behave_the_same() {
 
 #[test]
 fn cxx_exceptions_behave_the_same_in_every_scheme() {
+    // The built-in inputs throw both handled exception types through two frames.
     same_behaviour_with(("clang++-19", &csi_cxx()), &["eh.cpp"], &[]);
-    same_behaviour_with(("clang++-19", &csi_cxx()), &["eh.cpp"], &["x9"]);
 }
 
 /// Runs csi-cc (or `driver`) in `dir` with `args`; returns the output.
