@@ -653,6 +653,8 @@ unsafe fn instrument_module(
             pt: None,
         };
         let mut block_first_node = Vec::with_capacity(bbs.len());
+        // An exception can leave this function (C functions are all `nounwind`).
+        let unwinds = !is_nounwind(f);
         let mut block_last_node = Vec::with_capacity(bbs.len());
         // Which node holds each instruction (for the def/use sets).
         let mut node_of: HashMap<LLVMValueRef, u32> = HashMap::new();
@@ -748,7 +750,7 @@ unsafe fn instrument_module(
                     }
                     // An exception the callee throws and this function does not catch leaves
                     // it from the call: an exit (an invoke's landing pad is a block edge).
-                    if LLVMIsAInvokeInst(i).is_null() && may_unwind(i) {
+                    if LLVMIsAInvokeInst(i).is_null() && unwinds && may_unwind(i) {
                         cfg.edges.push([idx, 1]);
                     }
                     continue;
@@ -1550,17 +1552,25 @@ fn immediate_dominators(succs: &[Vec<u32>]) -> Vec<Option<usize>> {
 }
 
 /// A call that may throw an exception (C++): neither the call nor its callee is `nounwind`.
-/// clang marks every C function `nounwind`, and C++ declarations that cannot throw.
 unsafe fn may_unwind(call: LLVMValueRef) -> bool {
-    let name = c"nounwind";
-    let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.to_bytes().len());
     let fn_index = llvm_sys::LLVMAttributeFunctionIndex;
-    if !LLVMGetCallSiteEnumAttribute(call, fn_index, kind).is_null() {
+    if !LLVMGetCallSiteEnumAttribute(call, fn_index, nounwind_kind()).is_null() {
         return false;
     }
     let callee = LLVMGetCalledValue(call);
-    LLVMIsAFunction(callee).is_null()
-        || LLVMGetEnumAttributeAtIndex(callee, fn_index, kind).is_null()
+    LLVMIsAFunction(callee).is_null() || !is_nounwind(callee)
+}
+
+/// The function is `nounwind`: no exception leaves it (clang marks every C function so, and
+/// C++ functions that cannot throw).
+unsafe fn is_nounwind(f: LLVMValueRef) -> bool {
+    let fn_index = llvm_sys::LLVMAttributeFunctionIndex;
+    !LLVMGetEnumAttributeAtIndex(f, fn_index, nounwind_kind()).is_null()
+}
+
+unsafe fn nounwind_kind() -> u32 {
+    let name = c"nounwind";
+    LLVMGetEnumAttributeKindForName(name.as_ptr(), name.to_bytes().len())
 }
 
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
