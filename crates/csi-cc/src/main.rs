@@ -1,6 +1,7 @@
 //! `csi-cc [--csi-* options] [clang args...]`: a drop-in C compiler that instruments every
-//! source file it compiles (DESIGN §4). Per source file: clang → bitcode → instrument → object;
-//! linking and everything else is clang's. Exit codes and diagnostics are clang's own.
+//! source file it compiles (DESIGN §4); `csi-c++` (the same program under a name with `++`) is
+//! the C++ one. Per source file: clang → bitcode → instrument → object; linking and everything
+//! else is clang's. Exit codes and diagnostics are clang's own.
 
 mod defuse;
 mod instrument;
@@ -612,8 +613,13 @@ fn main() {
     if single_out {
         return;
     }
-    // Link: the original command line with each source replaced by its instrumented object
-    // (and no `-x`, which would apply to the objects); other inputs keep their language.
+    let link_args = link_line(&args, &line, &objects);
+    tmp.exit(run(Command::new(driver.compiler()).args(&link_args)));
+}
+
+/// The link step: the original command line with each source replaced by its instrumented
+/// object (and no `-x`, which would apply to the objects); other inputs keep their language.
+fn link_line(args: &[String], line: &Line, objects: &HashMap<usize, String>) -> Vec<String> {
     let mut link_args: Vec<String> = Vec::new();
     let mut k = 0;
     while k < args.len() {
@@ -649,5 +655,5 @@ fn main() {
         }
         k += 1;
     }
-    tmp.exit(run(Command::new(driver.compiler()).args(&link_args)));
+    link_args
 }
