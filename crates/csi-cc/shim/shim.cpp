@@ -1,10 +1,13 @@
-// The two things the LLVM C API lacks for csi-cc: splitting a critical CFG edge (with PHI
-// updates) and registering a new global variable's debug info with its compile unit.
+// What the LLVM C API lacks for csi-cc: splitting a critical CFG edge (with PHI
+// updates), giving landing pads one predecessor each, the first insertion point of a block, and
+// registering a new global variable's debug info with its compile unit, a function's COMDAT.
 #include <llvm-c/Core.h>
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
+#include <llvm/ADT/SetVector.h>
+#include <llvm/IR/CFG.h>
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
 
 using namespace llvm;
@@ -28,4 +31,51 @@ extern "C" int csi_add_global_to_cu(LLVMModuleRef m, LLVMMetadataRef gve) {
   all.push_back(unwrap<DIGlobalVariableExpression>(gve));
   cu->replaceGlobalVariables(MDTuple::get(mod->getContext(), all));
   return 1;
+}
+
+// Gives every predecessor of a landing pad a landing pad block of its own (LLVM's
+// SplitLandingPadPredecessors: the landingpad is cloned into one new block per predecessor,
+// the clones merged by a PHI in the old block), so that every unwind edge can carry its own
+// instrumentation after its pad's landingpad. Returns 0 when the function uses funclet-based
+// EH (catchswitch / cleanuppad), whose pads cannot be split this way.
+extern "C" int csi_dedicate_landing_pads(LLVMValueRef fn) {
+  Function *f = unwrap<Function>(fn);
+  SmallVector<BasicBlock *, 8> pads;
+  for (BasicBlock &bb : *f) {
+    Instruction *first = bb.getFirstNonPHI();
+    if (!first) return 0;
+    if (isa<CatchSwitchInst>(first) || isa<CatchPadInst>(first) || isa<CleanupPadInst>(first))
+      return 0;
+    if (bb.isLandingPad()) pads.push_back(&bb);
+  }
+  for (BasicBlock *pad : pads) {
+    SmallSetVector<BasicBlock *, 8> preds(pred_begin(pad), pred_end(pad));
+    BasicBlock *rest = pad;
+    for (size_t k = 0; k + 1 < preds.size(); ++k) {
+      SmallVector<BasicBlock *, 2> made;
+      BasicBlock *one[] = {preds[k]};
+      SplitLandingPadPredecessors(rest, one, ".csi", ".csi.rest", made);
+      if (made.size() != 2) return 0;
+      rest = made[1];
+    }
+  }
+  return 1;
+}
+
+// The first place an instruction may be inserted in `bb` (after PHIs and a landingpad), or
+// null when there is none (a catchswitch block).
+extern "C" LLVMValueRef csi_first_insertion_pt(LLVMBasicBlockRef b) {
+  BasicBlock *bb = unwrap(b);
+  auto it = bb->getFirstInsertionPt();
+  if (it == bb->end()) return nullptr;
+  return wrap(&*it);
+}
+
+// The name of `f`'s COMDAT group (not NUL-terminated), or null when it has none.
+extern "C" const char *csi_comdat_name(LLVMValueRef f, size_t *len) {
+  auto *go = dyn_cast<GlobalObject>(unwrap<Value>(f));
+  const Comdat *c = go ? go->getComdat() : nullptr;
+  if (!c) return nullptr;
+  *len = c->getName().size();
+  return c->getName().data();
 }

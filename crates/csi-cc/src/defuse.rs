@@ -306,7 +306,7 @@ pub(crate) unsafe fn fill(
             // SSA inputs from other statement groups (the address operands of loads and stores
             // too: a pointer computed elsewhere is a dependence on that computation).
             let ops = LLVMGetNumOperands(i).max(0) as u32;
-            let is_call = !LLVMIsACallInst(i).is_null();
+            let is_call = crate::instrument::is_call(i);
             for k in 0..ops {
                 let o = LLVMGetOperand(i, k);
                 if o.is_null() {

@@ -23,6 +23,9 @@ use std::ptr;
 extern "C" {
     fn csi_split_critical_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
     fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
+    fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
+    fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
+    fn csi_comdat_name(f: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -81,6 +84,8 @@ pub struct Options {
 /// Outcome of instrumenting one module.
 pub struct Report {
     pub pt_skipped: Vec<(String, String)>,
+    /// Functions compiled without instrumentation, and why (see `instrument_file`).
+    pub uninstrumented: Vec<(String, String)>,
     /// Some function got a shadow alloca for `mem2reg` (see `RingIndex`).
     pub shadows: bool,
 }
@@ -118,9 +123,15 @@ pub(crate) unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
     v
 }
 
-/// A call that counts as a call site: not an intrinsic, not inline assembly.
+/// A call or invoke (C++: a call that may throw into a landing pad) — a call instruction.
+pub(crate) unsafe fn is_call(i: LLVMValueRef) -> bool {
+    !LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null()
+}
+
+/// A call that counts as a call site: not an intrinsic, not inline assembly. An `invoke` is
+/// one too; it ends its block, and the call returns into its normal destination.
 pub(crate) unsafe fn call_site(i: LLVMValueRef) -> Option<LLVMValueRef> {
-    if LLVMIsACallInst(i).is_null() {
+    if !is_call(i) {
         return None;
     }
     let callee = LLVMGetCalledValue(i);
@@ -235,9 +246,10 @@ impl Ctx {
         LLVMPositionBuilderBefore(self.builder, i);
     }
 
-    /// First instruction that is not a PHI.
+    /// First instruction that is not a PHI or a landingpad (instrumentation of an unwind
+    /// edge goes after the pad's landingpad).
     unsafe fn first_insertion(&self, bb: LLVMBasicBlockRef) -> LLVMValueRef {
-        first_non_phi(bb)
+        csi_first_insertion_pt(bb)
     }
 
     unsafe fn basic_type(&self, name: &str, bits: u64, enc: u32) -> LLVMMetadataRef {
@@ -311,17 +323,23 @@ impl Ctx {
         a
     }
 
-    /// A zero-initialised internal global `[n x i8]` with DWARF info.
+    /// A zero-initialised internal global `[n x i8]` with DWARF info, for function `f`: in
+    /// `f`'s COMDAT group if it has one, so that the linker keeps the copy the kept code uses.
     unsafe fn global(
         &self,
         name: &str,
         n: u64,
         sp: LLVMMetadataRef,
+        f: LLVMValueRef,
     ) -> (LLVMValueRef, LLVMTypeRef) {
         let ty = LLVMArrayType2(self.i8t, n);
         let g = LLVMAddGlobal(self.module, ty, cstr(name).as_ptr());
         LLVMSetInitializer(g, LLVMConstNull(ty));
         LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+        let comdat = llvm_sys::comdat::LLVMGetComdat(f);
+        if !comdat.is_null() {
+            llvm_sys::comdat::LLVMSetComdat(g, comdat);
+        }
         LLVMSetAlignment(g, 1);
         if !sp.is_null() {
             let file = LLVMDIScopeGetFile(sp);
@@ -360,7 +378,45 @@ enum Place {
 }
 
 /// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
+///
+/// A function csi-cc cannot instrument (an internal limit, or instrumented IR that does not
+/// verify) is compiled without instrumentation instead: the module is read again and
+/// instrumented with that function left as it is, its CFG record saying why
+/// (`pt_skipped`, no coverage), until every function is done.
 pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Report, String> {
+    let mut skip: BTreeMap<String, String> = BTreeMap::new();
+    loop {
+        match instrument_attempt(bc_in, bc_out, opts, &skip)? {
+            Ok(mut report) => {
+                report.uninstrumented = skip.into_iter().collect();
+                return Ok(report);
+            }
+            Err((f, why)) => {
+                if skip.insert(f.clone(), why).is_some() {
+                    return Err(format!("`{f}` cannot be compiled even uninstrumented"));
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The function being instrumented, for a panic's fallback (see `instrument_attempt`).
+    static CURRENT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    static PANIC_MESSAGE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// A function that could not be instrumented, and why.
+type Unsupported = (String, String);
+
+/// One pass over the module with the functions of `skip` left uninstrumented. The outer
+/// `Err` is a failure of the file; the inner one names a function to leave alone.
+fn instrument_attempt(
+    bc_in: &str,
+    bc_out: &str,
+    opts: &Options,
+    skip: &BTreeMap<String, String>,
+) -> Result<Result<Report, Unsupported>, String> {
     unsafe {
         let ctx = LLVMContextCreate();
         let mut buf = ptr::null_mut();
@@ -385,7 +441,32 @@ pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Repo
             i8t: LLVMInt8TypeInContext(ctx),
             i64t: LLVMInt64TypeInContext(ctx),
         };
-        let report = instrument_module(&c, opts);
+        // An invariant broken by input csi-cc does not know (a bug, not the user's) costs that
+        // function its instrumentation, not the build: the panic is caught, its message kept.
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|info| {
+            PANIC_MESSAGE.with(|m| *m.borrow_mut() = info.to_string());
+        }));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            instrument_module(&c, opts, skip)
+        }));
+        std::panic::set_hook(hook);
+        let outcome = outcome.unwrap_or_else(|_| {
+            Err((
+                CURRENT.with(|f| f.borrow().clone()),
+                PANIC_MESSAGE.with(|m| m.borrow().clone()),
+            ))
+        });
+        let report = match outcome {
+            Ok(r) => r,
+            Err(unsupported) => {
+                LLVMDisposeDIBuilder(c.dib);
+                LLVMDisposeBuilder(c.builder);
+                LLVMDisposeModule(module);
+                LLVMContextDispose(ctx);
+                return Ok(Err(unsupported));
+            }
+        };
         LLVMDIBuilderFinalize(c.dib);
         if report.shadows {
             promote_shadows(module)?;
@@ -411,13 +492,18 @@ pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Repo
         }
         LLVMDisposeModule(module);
         LLVMContextDispose(ctx);
-        Ok(report)
+        Ok(Ok(report))
     }
 }
 
-unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
+unsafe fn instrument_module(
+    c: &Ctx,
+    opts: &Options,
+    skip: &BTreeMap<String, String>,
+) -> Result<Report, Unsupported> {
     let mut report = Report {
         pt_skipped: Vec::new(),
+        uninstrumented: Vec::new(),
         shadows: false,
     };
     let mut funcs = Vec::new();
@@ -438,7 +524,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let mut taken = false;
         while !u.is_null() {
             let user = LLVMGetUser(u);
-            let is_callee = !LLVMIsACallInst(user).is_null() && LLVMGetCalledValue(user) == g;
+            let is_callee = is_call(user) && LLVMGetCalledValue(user) == g;
             if !is_callee {
                 taken = true;
                 break;
@@ -483,25 +569,44 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         }
     }
     let fmash = mash(&opts.source);
-    let (mut pt_text, mut cc_text, mut bbc_text, mut fc_text, mut cfg_text) = (
-        String::new(),
-        String::new(),
-        String::new(),
-        String::new(),
-        String::new(),
-    );
+    // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
+    // the functions whose records it holds (see `comdat_of`).
+    let mut groups: BTreeMap<Option<String>, [String; 5]> = BTreeMap::new();
     let mut pt_base: u32 = 0;
     for f in funcs {
         let name = value_name(f);
         if name.starts_with("__csi") {
             continue;
         }
-        let mech = opts
+        let comdat = comdat_of(f);
+        let (mut pt_text, mut cc_text, mut bbc_text, mut fc_text) =
+            (String::new(), String::new(), String::new(), String::new());
+        CURRENT.with(|c| *c.borrow_mut() = name.clone());
+        let unsupported = |why: &str| Err((name.clone(), why.to_string()));
+        let skipped = skip.get(&name);
+        let sp = LLVMGetSubprogram(f);
+        // Functions without debug info are the compiler's own (`__clang_call_terminate`): no
+        // source line to report, and no DWARF for a debugger to read their coverage with.
+        let wanted = opts
             .per_function
             .get(&name)
             .copied()
             .unwrap_or(opts.default);
-        let sp = LLVMGetSubprogram(f);
+        let skipped = skipped
+            .map(|why| format!("not instrumented: {why}"))
+            .or_else(|| {
+                (sp.is_null() && wanted != Mechanisms::default())
+                    .then(|| "not instrumented: compiler-generated (no debug information)".into())
+            });
+        let mech = if skipped.is_some() {
+            Mechanisms::default()
+        } else {
+            wanted
+        };
+        // Every unwind edge gets a landing pad of its own, where its instrumentation goes.
+        if mech != Mechanisms::default() && csi_dedicate_landing_pads(f) == 0 {
+            return unsupported("funclet-based exception handling (catchswitch/cleanuppad)");
+        }
         let fn_file = if sp.is_null() {
             String::new()
         } else {
@@ -534,7 +639,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                 LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
             ),
             path_traced: false,
-            pt_skipped: None,
+            pt_skipped: skipped,
             params: None,
             escaped: None,
             cc: None,
@@ -548,6 +653,8 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             pt: None,
         };
         let mut block_first_node = Vec::with_capacity(bbs.len());
+        // An exception can leave this function (C functions are all `nounwind`).
+        let unwinds = !is_nounwind(f);
         let mut block_last_node = Vec::with_capacity(bbs.len());
         // Which node holds each instruction (for the def/use sets).
         let mut node_of: HashMap<LLVMValueRef, u32> = HashMap::new();
@@ -569,22 +676,31 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
             let mut lines = Vec::new();
             let mut node = CfgNode::new(NodeKind::Expression);
             node.block = Some(bi as u32);
-            let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
+            // Source positions of the node's instructions, with their files.
+            let mut pending: Vec<(u32, u32, String)> = Vec::new();
             block_first_node.push(cfg.nodes.len() as u32);
             let insts = instructions(bb);
+            // A landing pad's bookkeeping (the landingpad, saving the exception and selector)
+            // carries the position where the scope ends (its `}`), which no statement of the
+            // pad executes: not a position of the pad's node.
+            let pad_loc = {
+                let first = first_non_phi(bb);
+                if !first.is_null() && LLVMGetInstructionOpcode(first) == LLVMOpcode::LLVMLandingPad
+                {
+                    LLVMInstructionGetDebugLoc(first)
+                } else {
+                    ptr::null_mut()
+                }
+            };
             for (k, &i) in insts.iter().enumerate() {
                 let op = LLVMGetInstructionOpcode(i);
                 let uncond = op == LLVMOpcode::LLVMBr && LLVMIsConditional(i) == 0;
-                if let Some((l, col, file)) = loc(i) {
+                let bookkeeping = !pad_loc.is_null() && LLVMInstructionGetDebugLoc(i) == pad_loc;
+                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping) {
                     if !uncond {
                         lines.push(l);
                     }
-                    if seen.insert([l, col]) {
-                        node.positions.push([l, col]);
-                    }
-                    if node.file.is_none() && !file.is_empty() && file != fn_file {
-                        node.file = Some(file);
-                    }
+                    pending.push((l, col, file));
                 }
                 // def/use sets are filled by `defuse::fill` once the nodes exist
                 node_insts.push(i);
@@ -616,6 +732,8 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                     };
                     node.call = Some(call);
                     node.kind = NodeKind::CallSite;
+                    let anchor = loc(i).map(|x| x.2);
+                    settle_positions(&mut node, &mut pending, anchor, &fn_file);
                     calls.push((i, line, String::new(), direct));
                     let idx = cfg.nodes.len() as u32;
                     for j in node_insts.drain(..) {
@@ -626,13 +744,19 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                         CfgNode::new(NodeKind::Expression),
                     ));
                     node.block = Some(bi as u32);
-                    seen.clear();
+
                     if k + 1 < insts.len() {
                         cfg.edges.push([idx, idx + 1]);
+                    }
+                    // An exception the callee throws and this function does not catch leaves
+                    // it from the call: an exit (an invoke's landing pad is a block edge).
+                    if LLVMIsAInvokeInst(i).is_null() && unwinds && may_unwind(i) {
+                        cfg.edges.push([idx, 1]);
                     }
                     continue;
                 }
             }
+            settle_positions(&mut node, &mut pending, None, &fn_file);
             if node.positions.is_empty()
                 && node.call.is_none()
                 && cfg.nodes.len() as u32 > block_first_node[bi]
@@ -646,7 +770,9 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                 node_of.insert(j, last);
             }
             block_last_node.push(cfg.nodes.len() as u32 - 1);
-            if succs.is_empty() && is_ret {
+            let is_resume =
+                !term.is_null() && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMResume;
+            if succs.is_empty() && (is_ret || is_resume) {
                 cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
             }
             info.push(BlockInfo { succs, lines });
@@ -783,7 +909,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
                             last: format!("CC{}", slot[b].expect("probed")),
                         })
                     }
-                    (None, None) => unreachable!("a call site is probed or implied"),
+                    (None, None) => return unsupported("a call site neither probed nor implied"),
                 }
             }
         }
@@ -856,7 +982,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let mut cc_vars = None;
         if cc_on {
             let gname = format!("__CC_arr_{fmash}_{name}");
-            let (g, gty) = c.global(&gname, n_probes, sp);
+            let (g, gty) = c.global(&gname, n_probes, sp, f);
             // The local array holds the slots below `n_local`; none at all when every
             // probe is in the entry block (no zeroing then).
             let local = (n_local > 0).then(|| {
@@ -898,7 +1024,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         if mech.bbc {
             let n = bbs.len() as u64;
             let gname = format!("__BBC_arr_{fmash}_{name}");
-            let (g, gty) = c.global(&gname, n, sp);
+            let (g, gty) = c.global(&gname, n, sp, f);
             let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);
             let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
@@ -922,7 +1048,7 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         let mut fc_var = None;
         if mech.fc {
             let gname = format!("__FC_arr_{fmash}_{name}");
-            fc_var = Some(c.global(&gname, 1, sp));
+            fc_var = Some(c.global(&gname, 1, sp, f));
             cfg.fc = Some(gname.clone());
             FcFunction {
                 name: name.clone(),
@@ -967,7 +1093,10 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         }
         if let Some(nb) = &numbering {
             let shadowed = opts.optimized && !has_returns_twice_call(&bbs);
-            report.shadows |= instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed);
+            match instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed) {
+                Ok(shadows) => report.shadows |= shadows,
+                Err(why) => return unsupported(why),
+            }
         }
         // Zero the local coverage arrays: `__BBC_arr` at entry (after the allocas, before
         // anything else), `__CC_arr` where `zeroing` says (after path tracing, which may
@@ -980,28 +1109,77 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         .flatten()
         {
             let len = LLVMGetArrayLength2(lty);
-            for at in zeroing_points(c, &bbs, &facts, at) {
+            let points = match zeroing_points(c, &bbs, &facts, at) {
+                Ok(p) => p,
+                Err(why) => return unsupported(why),
+            };
+            for at in points {
                 c.position_before(at);
                 c.vmemset0(a, len);
             }
         }
-        cfg_text.push_str(&cfg.to_line());
+        if mech != Mechanisms::default()
+            && llvm_sys::analysis::LLVMVerifyFunction(
+                f,
+                llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
+            ) != 0
+        {
+            return unsupported("the instrumented function does not verify");
+        }
+        let texts = groups.entry(comdat).or_default();
+        for (k, t) in [pt_text, cc_text, bbc_text, fc_text, cfg.to_line()]
+            .into_iter()
+            .enumerate()
+        {
+            texts[k].push_str(&t);
+        }
     }
-    if !cfg_text.is_empty() {
-        cfg_text.push_str(&module_record.to_line());
+    if !groups.is_empty() {
+        groups.entry(None).or_default()[4].push_str(&module_record.to_line());
     }
     let mut asm = String::new();
-    for (sec, text) in [
-        (".debug_PT", &pt_text),
-        (".debug_CC", &cc_text),
-        (".debug_BBC", &bbc_text),
-        (".debug_FC", &fc_text),
-        (".debug_CSI_CFG", &cfg_text),
-    ] {
+    for (group, texts) in &groups {
+        write_sections(&mut asm, group.as_deref(), texts);
+    }
+    if !asm.is_empty() {
+        LLVMAppendModuleInlineAsm(c.module, asm.as_ptr() as _, asm.len());
+    }
+    Ok(report)
+}
+
+/// The COMDAT group of a function the linker may keep from any of several objects (C++
+/// templates and inline functions: `linkonce_odr`), if it has one.
+unsafe fn comdat_of(f: LLVMValueRef) -> Option<String> {
+    let mut len = 0usize;
+    let p = csi_comdat_name(f, &mut len);
+    (!p.is_null()).then(|| {
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    })
+}
+
+/// Appends the metadata sections (`.debug_PT`, `.debug_CC`, `.debug_BBC`, `.debug_FC`,
+/// `.debug_CSI_CFG`) as assembly. Records of a COMDAT function go into sections of its group,
+/// so that the linker keeps exactly the records of the copy whose code it keeps (as it does
+/// for the copy's coverage globals, see `Ctx::global`): every object's other sections are
+/// concatenated, and with them a record for each copy.
+fn write_sections(asm: &mut String, group: Option<&str>, texts: &[String; 5]) {
+    let names = [
+        ".debug_PT",
+        ".debug_CC",
+        ".debug_BBC",
+        ".debug_FC",
+        ".debug_CSI_CFG",
+    ];
+    for (sec, text) in names.iter().zip(texts) {
         if text.is_empty() {
             continue;
         }
-        asm.push_str(&format!(".pushsection {sec},\"\",@progbits\n"));
+        match group {
+            None => asm.push_str(&format!(".pushsection {sec},\"\",@progbits\n")),
+            Some(g) => asm.push_str(&format!(
+                ".pushsection {sec},\"G\",@progbits,\"{g}\",comdat\n"
+            )),
+        }
         for chunk in text.as_bytes().chunks(200) {
             asm.push_str("\t.ascii \"");
             for &b in chunk {
@@ -1016,10 +1194,39 @@ unsafe fn instrument_module(c: &Ctx, opts: &Options) -> Report {
         }
         asm.push_str(".popsection\n");
     }
-    if !asm.is_empty() {
-        LLVMAppendModuleInlineAsm(c.module, asm.as_ptr() as _, asm.len());
-    }
-    report
+}
+
+/// Sets a node's file and positions from its instructions' positions: the file of its call
+/// (where a frame stops in it) or else of its first positioned instruction, and the positions
+/// in that file. Positions carry no file, so those of code inlined from another file (C++
+/// headers: std::string's members in every function) would read as lines of this one, and
+/// the node would not be found at its call's position.
+fn settle_positions(
+    node: &mut CfgNode,
+    pending: &mut Vec<(u32, u32, String)>,
+    anchor: Option<String>,
+    fn_file: &str,
+) {
+    let norm = |f: &str| {
+        if f.is_empty() {
+            fn_file.to_string()
+        } else {
+            f.to_string()
+        }
+    };
+    let file = anchor
+        .map(|f| norm(&f))
+        .or_else(|| pending.first().map(|p| norm(&p.2)))
+        .unwrap_or_else(|| fn_file.to_string());
+    let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
+    node.positions = pending
+        .iter()
+        .filter(|p| norm(&p.2) == file)
+        .map(|p| [p.0, p.1])
+        .filter(|p| seen.insert(*p))
+        .collect();
+    node.file = (file != fn_file).then_some(file);
+    pending.clear();
 }
 
 /// Coverage probe placement for the call sites of one function, given each site's basic
@@ -1344,6 +1551,28 @@ fn immediate_dominators(succs: &[Vec<u32>]) -> Vec<Option<usize>> {
     idom
 }
 
+/// A call that may throw an exception (C++): neither the call nor its callee is `nounwind`.
+unsafe fn may_unwind(call: LLVMValueRef) -> bool {
+    let fn_index = llvm_sys::LLVMAttributeFunctionIndex;
+    if !LLVMGetCallSiteEnumAttribute(call, fn_index, nounwind_kind()).is_null() {
+        return false;
+    }
+    let callee = LLVMGetCalledValue(call);
+    LLVMIsAFunction(callee).is_null() || !is_nounwind(callee)
+}
+
+/// The function is `nounwind`: no exception leaves it (clang marks every C function so, and
+/// C++ functions that cannot throw).
+unsafe fn is_nounwind(f: LLVMValueRef) -> bool {
+    let fn_index = llvm_sys::LLVMAttributeFunctionIndex;
+    !LLVMGetEnumAttributeAtIndex(f, fn_index, nounwind_kind()).is_null()
+}
+
+unsafe fn nounwind_kind() -> u32 {
+    let name = c"nounwind";
+    LLVMGetEnumAttributeKindForName(name.as_ptr(), name.to_bytes().len())
+}
+
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
 unsafe fn has_returns_twice_call(bbs: &[LLVMBasicBlockRef]) -> bool {
     let name = c"returns_twice";
@@ -1427,10 +1656,10 @@ unsafe fn zeroing_points(
     bbs: &[LLVMBasicBlockRef],
     facts: &BlockFacts,
     zeroing: Zeroing,
-) -> Vec<LLVMValueRef> {
+) -> Result<Vec<LLVMValueRef>, &'static str> {
     let h = match zeroing {
-        Zeroing::AtStart(0) => return vec![after_allocas(bbs[0])],
-        Zeroing::AtStart(b) => return vec![c.first_insertion(bbs[b])],
+        Zeroing::AtStart(0) => return Ok(vec![after_allocas(bbs[0])]),
+        Zeroing::AtStart(b) => return Ok(vec![c.first_insertion(bbs[b])]),
         Zeroing::OnEntryEdges(h) => h,
     };
     let known: BTreeSet<LLVMBasicBlockRef> = bbs.iter().copied().collect();
@@ -1445,7 +1674,9 @@ unsafe fn zeroing_points(
         let n = LLVMGetNumSuccessors(term);
         if let Some(k) = (0..n).find(|&k| succ(k) == bbs[h]) {
             let nbb = csi_split_critical_edge(term, k);
-            assert!(!nbb.is_null(), "critical edge could not be split");
+            if nbb.is_null() {
+                return Err("a loop entry edge could not be split");
+            }
             out.push(LLVMGetBasicBlockTerminator(nbb));
         } else {
             // Path tracing split this edge already: the new block's only successor is `h`.
@@ -1457,11 +1688,11 @@ unsafe fn zeroing_points(
                         && LLVMGetNumSuccessors(t) == 1
                         && LLVMGetSuccessor(t, 0) == bbs[h]
                 })
-                .expect("the entering edge exists or was split");
+                .ok_or("a loop entry edge is missing")?;
             out.push(LLVMGetBasicBlockTerminator(split));
         }
     }
-    out
+    Ok(out)
 }
 
 /// First instruction of `bb` that is not a PHI.
@@ -1545,7 +1776,7 @@ unsafe fn instrument_paths(
     nb: &Numbering,
     n: u32,
     shadowed: bool,
-) -> bool {
+) -> Result<bool, &'static str> {
     let n = n.max(1) as u64;
     let arr_ty = LLVMArrayType2(c.i64t, n);
     let i64d = c.basic_type("long", 64, 0x05);
@@ -1741,11 +1972,9 @@ unsafe fn instrument_paths(
             } else {
                 acts.push((u, h, Act::Store(store)));
             }
+        } else if indirect(u) {
+            return Err("an indirect branch's target does not restart the path");
         } else {
-            assert!(
-                !indirect(u),
-                "an indirect branch's target restarts the path"
-            );
             acts.push((u, h, Act::Back(store, reinit)));
         }
     }
@@ -1767,9 +1996,11 @@ unsafe fn instrument_paths(
                 let term = LLVMGetBasicBlockTerminator(bbs[a as usize]);
                 let k = (0..LLVMGetNumSuccessors(term))
                     .find(|&k| LLVMGetSuccessor(term, k) == bbs[b as usize])
-                    .expect("edge exists");
+                    .ok_or("a path-tracing edge is missing")?;
                 let nbb = csi_split_critical_edge(term, k);
-                assert!(!nbb.is_null(), "critical edge could not be split");
+                if nbb.is_null() {
+                    return Err("a critical edge could not be split");
+                }
                 c.position_before(LLVMGetBasicBlockTerminator(nbb));
             }
         }
@@ -1782,12 +2013,57 @@ unsafe fn instrument_paths(
             Act::Store(store_inc) => store_path(store_inc),
         }
     }
-    ring.is_some_and(|(_, idx)| idx.shadow.is_some())
+    Ok(ring.is_some_and(|(_, idx)| idx.shadow.is_some()))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{cc_probe_placement, immediate_dominators};
+    use super::{cc_probe_placement, immediate_dominators, instrument_file, Mechanisms, Options};
+
+    /// A function csi-cc cannot instrument (funclet-based EH, as clang emits for MSVC targets;
+    /// the instrumentation is IR-level, so the target does not matter here) is left as it
+    /// is, with the reason; the others are instrumented, and the module verifies.
+    #[test]
+    fn an_uninstrumentable_function_is_left_uninstrumented_with_the_reason() {
+        let d = std::env::temp_dir().join(format!("csi-cc-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let src = d.join("w.cpp");
+        std::fs::write(
+            &src,
+            "struct G { ~G(); };\nvoid may(int);\n\
+             int f(int x) { try { G g; may(x); } catch (...) { return 1; } return 0; }\n\
+             int h(int x) { may(x); return x > 2 ? x : -x; }\n",
+        )
+        .unwrap();
+        let bc = d.join("w.bc");
+        let status = std::process::Command::new("clang++-19")
+            .args([
+                "--target=x86_64-pc-windows-msvc",
+                "-g",
+                "-c",
+                "-emit-llvm",
+                "-o",
+            ])
+            .arg(&bc)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let opts = Options {
+            default: Mechanisms::from_scheme("all").unwrap(),
+            per_function: Default::default(),
+            pt_size: 10,
+            cc_all_probes: false,
+            source: "w.cpp".into(),
+            optimized: false,
+        };
+        let out = d.join("w.csi.bc");
+        let r = instrument_file(bc.to_str().unwrap(), out.to_str().unwrap(), &opts).unwrap();
+        let names: Vec<&str> = r.uninstrumented.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["?f@@YAHH@Z"], "{:?}", r.uninstrumented);
+        assert!(r.uninstrumented[0].1.contains("funclet"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn immediate_dominators_of_a_diamond_a_loop_and_an_unreachable_block() {

@@ -1,6 +1,7 @@
 //! `csi-cc [--csi-* options] [clang args...]`: a drop-in C compiler that instruments every
-//! source file it compiles (DESIGN §4). Per source file: clang → bitcode → instrument → object;
-//! linking and everything else is clang's. Exit codes and diagnostics are clang's own.
+//! source file it compiles (DESIGN §4); `csi-c++` (the same program under a name with `++`) is
+//! the C++ one. Per source file: clang → bitcode → instrument → object; linking and everything
+//! else is clang's. Exit codes and diagnostics are clang's own.
 
 mod defuse;
 mod instrument;
@@ -13,6 +14,19 @@ use std::process::{exit, Command};
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none] \
 [--csi-schema=FILE] [--csi-pt-size=N] [--csi-cc-probes=all|placed] [--csi-verbose] \
 [clang arguments...]";
+
+const CSI_OPTIONS: &str =
+    "CSI options (csi-cc compiles C, csi-c++ C++; everything else is clang's):
+  --csi-scheme=S        realistic (default: path tracing + call-site coverage), pt, cc, bb, fc,
+                        all, none
+  --csi-schema=FILE     per-function schemes, lines `function;{CC,PT}`
+  --csi-pt-size=N       ring buffer of completed paths per frame (default 10)
+  --csi-cc-probes=P     `placed` (default) or `all` call-site probes
+  --csi-verbose         say which functions are not path-traced and why
+  --csi-help            this list only
+Environment: CSI_CLANG (C compiler, default clang-19), CSI_CLANGXX (C++, default clang++-19),
+CSI_KEEP_TEMPS (keep the per-file bitcode).
+";
 
 /// Options of clang that take the next argument as their value.
 const TAKES_ARG: &[&str] = &[
@@ -52,16 +66,117 @@ const TAKES_ARG: &[&str] = &[
     "-F",
 ];
 
-fn clang() -> String {
-    std::env::var("CSI_CLANG").unwrap_or_else(|_| "clang-19".into())
+/// Options that only the link step reads (with their value, if they take one): given to a
+/// compile step, clang warns that they are unused, which breaks `-Werror` builds and configure
+/// tests that look at the compiler's output.
+fn link_only(a: &str) -> bool {
+    matches!(
+        a,
+        "-shared"
+            | "-static"
+            | "-static-pie"
+            | "-pie"
+            | "-no-pie"
+            | "-rdynamic"
+            | "-nostdlib"
+            | "-nostdlib++"
+            | "-nodefaultlibs"
+            | "-nostartfiles"
+            | "-nolibc"
+            | "-static-libgcc"
+            | "-static-libstdc++"
+            | "-shared-libgcc"
+            | "-s"
+            | "-r"
+            | "-Xlinker"
+            | "-T"
+            | "-u"
+            | "-z"
+            | "-e"
+    ) || [
+        "-L",
+        "-l",
+        "-Wl,",
+        "-fuse-ld=",
+        "--ld-path=",
+        "-rtlib=",
+        "--rtlib=",
+        "--unwindlib=",
+    ]
+    .iter()
+    .any(|p| a.starts_with(p))
 }
 
-fn is_source(a: &str) -> bool {
-    let ext = Path::new(a)
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("");
-    matches!(ext, "c" | "i" | "cc" | "cpp" | "cxx" | "c++" | "C" | "ii")
+/// Dependency-file options (`-MD -MF x.d -MT x.o`, ...): the front end's only.
+fn dependency_option(a: &str) -> bool {
+    a.starts_with("-M") && !matches!(a, "-M" | "-MM")
+}
+
+/// The compiler csi-cc drives: C, or C++ for `csi-c++` (`++` in the program's name, as clang
+/// does it) and `--driver-mode=g++`.
+struct Driver {
+    cxx: bool,
+}
+
+impl Driver {
+    fn compiler(&self) -> String {
+        if self.cxx {
+            std::env::var("CSI_CLANGXX").unwrap_or_else(|_| "clang++-19".into())
+        } else {
+            std::env::var("CSI_CLANG").unwrap_or_else(|_| "clang-19".into())
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        if self.cxx {
+            "csi-c++"
+        } else {
+            "csi-cc"
+        }
+    }
+}
+
+/// Expands `@file` arguments (response files, GNU quoting: whitespace separates, quotes group,
+/// backslash escapes), recursively; an unreadable file stays a literal argument, as in clang.
+fn expand_response_files(args: Vec<String>, depth: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in args {
+        let Some(path) = a.strip_prefix('@').filter(|_| depth < 16) else {
+            out.push(a);
+            continue;
+        };
+        match std::fs::read_to_string(path) {
+            Ok(text) => out.extend(expand_response_files(split_response(&text), depth + 1)),
+            Err(_) => out.push(a),
+        }
+    }
+    out
+}
+
+fn split_response(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars();
+    while let Some(ch) = chars.next() {
+        match (quote, ch) {
+            (_, '\\') if quote != Some('\'') => {
+                if let Some(n) = chars.next() {
+                    cur.get_or_insert_with(String::new).push(n);
+                }
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.get_or_insert_with(String::new).push(c),
+            (None, '"' | '\'') => {
+                quote = Some(ch);
+                cur.get_or_insert_with(String::new);
+            }
+            (None, c) if c.is_whitespace() => out.extend(cur.take()),
+            (None, c) => cur.get_or_insert_with(String::new).push(c),
+        }
+    }
+    out.extend(cur);
+    out
 }
 
 fn fail(msg: &str) -> ! {
@@ -125,8 +240,171 @@ impl Drop for TempDir {
     }
 }
 
+/// The language of an input: `-x c` / `-x c++` in effect, else its extension. `None`: not
+/// C or C++ (objects, archives, assembly, ...).
+fn source_language(a: &str, x: Option<&str>) -> Option<&'static str> {
+    match x {
+        Some("c" | "cpp-output") => return Some("c"),
+        Some("c++" | "c++-cpp-output") => return Some("c++"),
+        Some(_) => return None,
+        None => {}
+    }
+    let ext = Path::new(a)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
+    match ext {
+        "c" | "i" => Some("c"),
+        "cc" | "cp" | "cpp" | "cxx" | "c++" | "CPP" | "C" | "ii" => Some("c++"),
+        _ => None,
+    }
+}
+
+/// An input clang compiles itself that is not C or C++ (assembly, Objective-C, `-x` other
+/// languages): it stays on clang's command line as it was.
+fn compiled_elsewhere(a: &str, x: Option<&str>) -> bool {
+    x.is_some_and(|x| x != "none")
+        || matches!(
+            Path::new(a).extension().and_then(|e| e.to_str()),
+            Some("s" | "S" | "sx" | "asm" | "m" | "mm" | "M" | "cu" | "h" | "hh" | "hpp")
+        )
+}
+
+/// One input file of the command line.
+struct Input {
+    /// Its position in the arguments.
+    at: usize,
+    /// `-x` in effect for it.
+    x: Option<String>,
+    /// "c" / "c++" for the sources csi-cc instruments.
+    lang: Option<&'static str>,
+}
+
+/// The command line, classified.
+#[derive(Default)]
+struct Line {
+    inputs: Vec<Input>,
+    output: Option<String>,
+    compile_only: bool,
+    asm_only: bool,
+    /// Nothing to instrument: clang runs the line as it is.
+    passthrough: bool,
+    help: bool,
+    version: bool,
+    has_dep: bool,
+    has_mt: bool,
+    has_mf: bool,
+    /// For the per-file compile steps: everything but inputs, `-o`, `-c`, `-S`, `-x`,
+    /// link-only options.
+    compile_flags: Vec<String>,
+}
+
+impl Line {
+    fn new(args: &[String]) -> Line {
+        let mut l = Line::default();
+        let mut x: Option<String> = None;
+        let mut i = 0;
+        while i < args.len() {
+            let a = args[i].as_str();
+            let value = args.get(i + 1).cloned();
+            if TAKES_ARG.contains(&a) {
+                match a {
+                    "-o" => l.output = value.clone(),
+                    "-x" => x = value.clone().filter(|v| v != "none"),
+                    "-MT" | "-MQ" => l.has_mt = true,
+                    "-MF" => l.has_mf = true,
+                    _ => {}
+                }
+                if !matches!(a, "-o" | "-x") && !link_only(a) {
+                    l.compile_flags.push(a.to_string());
+                    l.compile_flags.extend(value);
+                }
+                i += 2;
+                continue;
+            }
+            match a {
+                "-c" => l.compile_only = true,
+                "-S" => l.asm_only = true,
+                "--help" | "-help" => l.help = true,
+                "--version" => l.version = true,
+                "-E" | "-M" | "-MM" | "-fsyntax-only" | "-emit-llvm" | "-###" | "-dumpversion"
+                | "-dumpmachine" | "-" | "-print-search-dirs" => l.passthrough = true,
+                "-MD" | "-MMD" => {
+                    l.has_dep = true;
+                    l.compile_flags.push(a.to_string());
+                }
+                _ if a.starts_with("-print-") || a.starts_with("--print-") => l.passthrough = true,
+                _ if a.starts_with('-') => {
+                    if let Some(o) = a.strip_prefix("-o").filter(|_| !a.starts_with("-obj")) {
+                        l.output = Some(o.to_string());
+                    } else if let Some(v) = a.strip_prefix("-x") {
+                        x = Some(v.to_string()).filter(|v| v != "none");
+                    } else {
+                        l.has_mt |= a.starts_with("-MT") || a.starts_with("-MQ");
+                        l.has_mf |= a.starts_with("-MF");
+                        if !link_only(a) {
+                            l.compile_flags.push(a.to_string());
+                        }
+                    }
+                }
+                _ => l.inputs.push(Input {
+                    at: i,
+                    lang: source_language(a, x.as_deref()),
+                    x: x.clone(),
+                }),
+            }
+            i += 1;
+        }
+        l
+    }
+
+    fn sources(&self) -> impl Iterator<Item = &Input> {
+        self.inputs.iter().filter(|s| s.lang.is_some())
+    }
+
+    /// The flags of the back end (instrumented bitcode to object): no dependency output.
+    fn backend_flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut f = self.compile_flags.iter();
+        while let Some(a) = f.next() {
+            if matches!(a.as_str(), "-MF" | "-MT" | "-MQ") {
+                f.next();
+            } else if !dependency_option(a) {
+                out.push(a.clone());
+            }
+        }
+        out
+    }
+
+    /// Where clang writes a source's dependency file for `-MD` without `-MF`, and the target
+    /// it names without `-MT` (clang's `getDependencyFileName`).
+    fn dependency_defaults(&self, src: &str, object: &str) -> (String, String) {
+        let stem = Path::new(src)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("out");
+        let file = match &self.output {
+            Some(o) => match o.rfind('.') {
+                Some(k) if !o[k..].contains('/') => format!("{}.d", &o[..k]),
+                _ => format!("{o}.d"),
+            },
+            None => format!("{stem}.d"),
+        };
+        (
+            file,
+            self.output.clone().unwrap_or_else(|| object.to_string()),
+        )
+    }
+}
+
 fn main() {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let argv0 = std::env::args().next().unwrap_or_default();
+    let mut driver = Driver {
+        cxx: Path::new(&argv0)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("++")),
+    };
+    let argv = expand_response_files(std::env::args().skip(1).collect(), 0);
     let mut scheme = "realistic".to_string();
     let mut schema = None;
     let mut pt_size: u32 = 10;
@@ -156,11 +434,14 @@ fn main() {
         } else if a == "--csi-verbose" {
             verbose = true;
         } else if a == "--csi-help" {
-            println!("{USAGE}");
+            println!("{USAGE}\n\n{CSI_OPTIONS}");
             return;
         } else if a.starts_with("--csi-") {
             fail(&format!("unknown option `{a}`\n{USAGE}"));
         } else {
+            if let Some(mode) = a.strip_prefix("--driver-mode=") {
+                driver.cxx = mode == "g++";
+            }
             args.push(a);
         }
     }
@@ -170,101 +451,76 @@ fn main() {
         ))
     };
     let per_function = schema.as_deref().map(read_schema).unwrap_or_default();
-
-    // Classify the arguments.
-    let mut sources: Vec<usize> = Vec::new();
-    let mut output: Option<String> = None;
-    let (mut compile_only, mut asm_only, mut passthrough) = (false, false, false);
-    let mut has_dep = false;
-    let mut has_mt = false;
-    let mut has_mf = false;
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if TAKES_ARG.contains(&a) {
-            match a {
-                "-o" => output = args.get(i + 1).cloned(),
-                "-x" => passthrough = true,
-                "-MT" | "-MQ" => has_mt = true,
-                "-MF" => has_mf = true,
-                _ => {}
-            }
-            i += 2;
-            continue;
-        }
-        match a {
-            "-c" => compile_only = true,
-            "-S" => asm_only = true,
-            "-E" | "-M" | "-MM" | "-fsyntax-only" | "-emit-llvm" | "-###" | "--version" | "-v"
-            | "-dumpversion" | "-dumpmachine" | "-print-search-dirs" => passthrough = true,
-            "-MD" | "-MMD" => has_dep = true,
-            "-" => passthrough = true,
-            _ => {
-                if let Some(o) = a.strip_prefix("-o") {
-                    if !o.is_empty() && !a.starts_with("-objc") {
-                        output = Some(o.to_string());
-                    }
-                } else if a.starts_with("-print-") || a.starts_with("-x") {
-                    passthrough = true;
-                }
-                if a.starts_with("-MT") || a.starts_with("-MQ") {
-                    has_mt = true;
-                }
-                if a.starts_with("-MF") {
-                    has_mf = true;
-                }
-                if !a.starts_with('-') && is_source(a) {
-                    sources.push(i);
-                }
-            }
-        }
-        i += 1;
+    let line = Line::new(&args);
+    if line.help {
+        println!("{USAGE}\n\n{CSI_OPTIONS}\nclang's options follow.\n");
+        exit(run(Command::new(driver.compiler()).args(&args)));
     }
-    let single_out = compile_only || asm_only;
-    if passthrough || sources.is_empty() || (single_out && output.is_some() && sources.len() > 1) {
+    if line.version {
+        println!(
+            "{} {} (CSI instrumenting compiler over {})",
+            driver.name(),
+            env!("CARGO_PKG_VERSION"),
+            driver.compiler()
+        );
+        exit(run(Command::new(driver.compiler()).args(&args)));
+    }
+    let single_out = line.compile_only || line.asm_only;
+    let n_sources = line.sources().count();
+    if line.passthrough
+        || n_sources == 0
+        || (single_out
+            && line.output.is_some()
+            && line
+                .inputs
+                .iter()
+                .filter(|i| i.lang.is_some() || compiled_elsewhere(&args[i.at], i.x.as_deref()))
+                .count()
+                > 1)
+    {
         // Nothing to instrument (or clang will reject the combination itself).
-        exit(run(Command::new(clang()).args(&args)));
+        exit(run(Command::new(driver.compiler()).args(&args)));
     }
-
-    // Flags for compiling one source: everything except inputs, -o, -c, -S.
-    let mut flags: Vec<String> = Vec::new();
-    let mut j = 0;
-    while j < args.len() {
-        let a = &args[j];
-        if a == "-o" {
-            j += 2;
-            continue;
-        }
-        if TAKES_ARG.contains(&a.as_str()) {
-            flags.push(a.clone());
-            if let Some(v) = args.get(j + 1) {
-                flags.push(v.clone());
-            }
-            j += 2;
-            continue;
-        }
-        let is_input = !a.starts_with('-');
-        if !(is_input || a == "-c" || a == "-S" || (a.starts_with("-o") && a.len() > 2)) {
-            flags.push(a.clone());
-        }
-        j += 1;
-    }
+    let flags = &line.compile_flags;
+    let backend_flags = line.backend_flags();
 
     let tmp = TempDir(std::env::temp_dir().join(format!("csi-cc-{}", std::process::id())));
     if let Err(e) = std::fs::create_dir_all(&tmp.0) {
         fail(&format!("cannot create {}: {e}", tmp.0.display()));
     }
     let mut objects: HashMap<usize, String> = HashMap::new();
-    for (k, &si) in sources.iter().enumerate() {
-        let src = &args[si];
+    for (k, input) in line.inputs.iter().enumerate() {
+        let src = &args[input.at];
         let stem = Path::new(src)
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or("out");
-        let out = if single_out {
-            output
+        let single_name = || {
+            line.output
                 .clone()
-                .unwrap_or_else(|| format!("{stem}.{}", if asm_only { "s" } else { "o" }))
+                .unwrap_or_else(|| format!("{stem}.{}", if line.asm_only { "s" } else { "o" }))
+        };
+        let Some(lang) = input.lang else {
+            if single_out && compiled_elsewhere(src, input.x.as_deref()) {
+                // Assembly and the like next to C sources under -c: clang's, uninstrumented.
+                let mut cmd = Command::new(driver.compiler());
+                cmd.args(flags);
+                if let Some(x) = &input.x {
+                    cmd.arg("-x").arg(x);
+                }
+                cmd.arg(src)
+                    .arg(if line.asm_only { "-S" } else { "-c" })
+                    .arg("-o")
+                    .arg(single_name());
+                let code = run(&mut cmd);
+                if code != 0 {
+                    tmp.exit(code);
+                }
+            }
+            continue;
+        };
+        let out = if single_out {
+            single_name()
         } else {
             tmp.0
                 .join(format!("{k}-{stem}.o"))
@@ -281,17 +537,21 @@ fn main() {
             .join(format!("{k}-{stem}.csi.bc"))
             .to_string_lossy()
             .into_owned();
-        let mut front = Command::new(clang());
-        front.args(&flags);
-        if has_dep && !has_mt {
-            front.arg("-MT").arg(&out);
-        }
-        if has_dep && !has_mf {
-            front.arg("-MF").arg(Path::new(&out).with_extension("d"));
+        let mut front = Command::new(driver.compiler());
+        front.args(flags);
+        if line.has_dep {
+            let (file, target) = line.dependency_defaults(src, &single_name());
+            if !line.has_mt {
+                front.arg("-MT").arg(target);
+            }
+            if !line.has_mf {
+                front.arg("-MF").arg(file);
+            }
         }
         front
             .args(["-g", "-fno-discard-value-names", "-c", "-emit-llvm", "-o"])
             .arg(&bc)
+            .args(["-x", lang])
             .arg(src);
         let code = run(&mut front);
         if code != 0 {
@@ -312,23 +572,35 @@ fn main() {
         };
         match instrument::instrument_file(&bc, &ibc, &opts) {
             Ok(r) => {
+                if !r.uninstrumented.is_empty() {
+                    let list: Vec<String> = r
+                        .uninstrumented
+                        .iter()
+                        .map(|(f, why)| format!("`{f}` ({why})"))
+                        .collect();
+                    eprintln!(
+                        "{}: warning: {src}: compiled without instrumentation: {}",
+                        driver.name(),
+                        list.join(", ")
+                    );
+                }
                 for (f, why) in r.pt_skipped {
                     if verbose {
-                        eprintln!("csi-cc: {src}: `{f}` not path-traced: {why}");
+                        eprintln!("{}: {src}: `{f}` not path-traced: {why}", driver.name());
                     }
                 }
             }
             Err(e) => tmp.fail(&format!("{src}: {e}")),
         }
-        let mut back = Command::new(clang());
-        back.args(flags.iter().filter(|f| !f.starts_with("-M")))
+        let mut back = Command::new(driver.compiler());
+        back.args(&backend_flags)
             .args([
                 "-g",
                 "-Wno-unused-command-line-argument",
                 "-Xclang",
                 "-disable-llvm-passes",
             ])
-            .arg(if asm_only { "-S" } else { "-c" })
+            .arg(if line.asm_only { "-S" } else { "-c" })
             .arg("-o")
             .arg(&out)
             .arg(&ibc);
@@ -336,16 +608,52 @@ fn main() {
         if code != 0 {
             tmp.exit(code);
         }
-        objects.insert(si, out);
+        objects.insert(input.at, out);
     }
     if single_out {
         return;
     }
-    // Link: the original command line with each source replaced by its instrumented object.
-    let link_args: Vec<String> = args
-        .iter()
-        .enumerate()
-        .map(|(k, a)| objects.get(&k).cloned().unwrap_or_else(|| a.clone()))
-        .collect();
-    tmp.exit(run(Command::new(clang()).args(&link_args)));
+    let link_args = link_line(&args, &line, &objects);
+    tmp.exit(run(Command::new(driver.compiler()).args(&link_args)));
+}
+
+/// The link step: the original command line with each source replaced by its instrumented
+/// object (and no `-x`, which would apply to the objects); other inputs keep their language.
+fn link_line(args: &[String], line: &Line, objects: &HashMap<usize, String>) -> Vec<String> {
+    let mut link_args: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < args.len() {
+        let a = &args[k];
+        if a == "-x" {
+            k += 2;
+            continue;
+        }
+        if a.starts_with("-x") {
+            k += 1;
+            continue;
+        }
+        if let Some(obj) = objects.get(&k) {
+            link_args.push(obj.clone());
+        } else if let Some(input) = line.inputs.iter().find(|i| i.at == k) {
+            if let Some(x) = &input.x {
+                link_args.extend([
+                    "-x".into(),
+                    x.clone(),
+                    a.clone(),
+                    "-x".into(),
+                    "none".into(),
+                ]);
+            } else {
+                link_args.push(a.clone());
+            }
+        } else {
+            link_args.push(a.clone());
+            if TAKES_ARG.contains(&a.as_str()) {
+                link_args.extend(args.get(k + 1).cloned());
+                k += 1;
+            }
+        }
+        k += 1;
+    }
+    link_args
 }

@@ -62,15 +62,26 @@ fn section(exe: &Path, name: &str) -> Vec<u8> {
     std::fs::read(dump).unwrap_or_default()
 }
 
+/// `csi-c++`, made next to csi-cc by its build script.
+fn csi_cxx() -> PathBuf {
+    Path::new(CSI_CC).with_file_name("csi-c++")
+}
+
 /// Builds `sources` plainly and with csi-cc in every scheme at -O0 and -O2; the programs must
 /// print the same and exit the same; the metadata must parse.
 fn same_behaviour(sources: &[&str], args: &[&str]) {
+    same_behaviour_with(("clang-19", Path::new(CSI_CC)), sources, args)
+}
+
+/// [`same_behaviour`] with a (plain compiler, csi driver) pair; every function instrumented
+/// (no fallback warning).
+fn same_behaviour_with((plain_cc, csi): (&str, &Path), sources: &[&str], args: &[&str]) {
     let d = scratch();
     let srcs: Vec<String> = sources.iter().map(|s| fixture(s)).collect();
     for opt in ["-O0", "-O2"] {
         let plain = d.join(format!("plain{opt}"));
         ok(
-            &run(Command::new("clang-19")
+            &run(Command::new(plain_cc)
                 .arg(opt)
                 .args(&srcs)
                 .arg("-o")
@@ -80,14 +91,17 @@ fn same_behaviour(sources: &[&str], args: &[&str]) {
         let want = run(Command::new(&plain).args(args));
         for scheme in SCHEMES {
             let exe = d.join(format!("csi-{scheme}{opt}"));
-            ok(
-                &run(Command::new(CSI_CC)
-                    .arg(format!("--csi-scheme={scheme}"))
-                    .arg(opt)
-                    .args(&srcs)
-                    .arg("-o")
-                    .arg(&exe)),
-                &format!("csi-cc {scheme} {opt}"),
+            let built = run(Command::new(csi)
+                .arg(format!("--csi-scheme={scheme}"))
+                .arg(opt)
+                .args(&srcs)
+                .arg("-o")
+                .arg(&exe));
+            ok(&built, &format!("{} {scheme} {opt}", csi.display()));
+            assert!(
+                built.stderr.is_empty(),
+                "{sources:?} {scheme} {opt}: {}",
+                String::from_utf8_lossy(&built.stderr)
             );
             let got = run(Command::new(&exe).args(args));
             assert_eq!(
@@ -133,6 +147,139 @@ fn same_behaviour(sources: &[&str], args: &[&str]) {
 #[test]
 fn loops_switch_goto_recursion_behave_the_same() {
     same_behaviour(&["loops.c"], &["27"]);
+}
+
+#[test]
+fn cxx_exceptions_behave_the_same_in_every_scheme() {
+    // The built-in inputs throw both handled exception types through two frames.
+    same_behaviour_with(("clang++-19", &csi_cxx()), &["eh.cpp"], &[]);
+}
+
+/// Runs csi-cc (or `driver`) in `dir` with `args`; returns the output.
+fn drive(driver: &Path, dir: &Path, args: &[&str]) -> Output {
+    run(Command::new(driver).current_dir(dir).args(args))
+}
+
+#[test]
+fn build_system_command_lines() {
+    let d = scratch();
+    std::fs::copy(fixture("eh.cpp"), d.join("a.cpp")).unwrap();
+    std::fs::write(
+        d.join("a.c"),
+        "int g(void) { return 1; }\nint f(void) { return g() + 1; }\n",
+    )
+    .unwrap();
+    // CMake's dependency flags.
+    let out = drive(
+        &csi_cxx(),
+        &d,
+        &[
+            "-MD", "-MT", "obj.o", "-MF", "obj.o.d", "-c", "a.cpp", "-o", "obj.o",
+        ],
+    );
+    ok(&out, "csi-c++ -MD -MT -MF");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(d.join("obj.o").exists());
+    let deps = std::fs::read_to_string(d.join("obj.o.d")).unwrap();
+    assert!(deps.starts_with("obj.o: a.cpp"), "{deps}");
+    // automake's (gcc3 depmode): -MF without -MT, the target is the object.
+    std::fs::create_dir_all(d.join(".deps")).unwrap();
+    let out = drive(
+        Path::new(CSI_CC),
+        &d,
+        &["-MD", "-MP", "-MF", ".deps/x.Tpo", "-c", "-o", "x.o", "a.c"],
+    );
+    ok(&out, "csi-cc -MD -MP -MF");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deps = std::fs::read_to_string(d.join(".deps/x.Tpo")).unwrap();
+    assert!(deps.starts_with("x.o: a.c"), "{deps}");
+    assert!(d.join("x.o").exists());
+    // A link line: link-only flags never reach a compile step (no "unused" warning).
+    let out = drive(
+        Path::new(CSI_CC),
+        &d,
+        &[
+            "-shared",
+            "-fPIC",
+            "-L.",
+            "-Wl,-z,defs",
+            "a.c",
+            "-o",
+            "liba.so",
+        ],
+    );
+    ok(&out, "csi-cc -shared");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!section(&d.join("liba.so"), ".debug_CSI_CFG").is_empty());
+    // A response file, quoting included.
+    std::fs::write(d.join("rsp"), "-O2 '-DNAME=\"a b\"' -c a.c -o rsp.o\n").unwrap();
+    let out = drive(Path::new(CSI_CC), &d, &["@rsp"]);
+    ok(&out, "csi-cc @rsp");
+    assert!(d.join("rsp.o").exists());
+    // -x c++ on a .c file: compiled (and instrumented) as C++.
+    let out = drive(
+        Path::new(CSI_CC),
+        &d,
+        &["-x", "c++", "-c", "a.c", "-o", "ax.o"],
+    );
+    ok(&out, "csi-cc -x c++");
+    let syms = run(Command::new("nm").arg(d.join("ax.o")));
+    let syms = String::from_utf8_lossy(&syms.stdout);
+    assert!(
+        syms.contains("_Z1fv") && syms.contains("__CC_arr_"),
+        "{syms}"
+    );
+    // -E: clang's preprocessor output.
+    let out = drive(Path::new(CSI_CC), &d, &["-E", "a.c"]);
+    ok(&out, "csi-cc -E");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("int f(void)"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn version_and_help() {
+    let d = scratch();
+    for (driver, name, compiler) in [
+        (PathBuf::from(CSI_CC), "csi-cc", "clang-19"),
+        (csi_cxx(), "csi-c++", "clang++-19"),
+    ] {
+        let out = drive(&driver, &d, &["--version"]);
+        ok(&out, "--version");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or("");
+        assert!(
+            first.starts_with(&format!("{name} ")) && first.contains(compiler),
+            "{text}"
+        );
+        assert!(
+            lines.next().is_some_and(|l| l.contains("clang version")),
+            "{text}"
+        );
+        let out = drive(&driver, &d, &["--help"]);
+        ok(&out, "--help");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("--csi-scheme") && text.contains("OPTIONS:"),
+            "{text}"
+        );
+    }
+    // --driver-mode=g++ makes csi-cc the C++ driver.
+    let out = drive(Path::new(CSI_CC), &d, &["--driver-mode=g++", "--version"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("csi-c++ "));
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]

@@ -183,6 +183,13 @@ impl DebugInfo {
                 if let Some(n) = info.die_name(unit, &e) {
                     inlined.insert(n);
                 }
+                // C++ functions are known by their linkage names (see `Function::name`).
+                if let Some(n) = info
+                    .follow_attr(unit, &e, gimli::DW_AT_linkage_name)
+                    .and_then(|a| info.string(unit, a))
+                {
+                    inlined.insert(n);
+                }
             }
         }
         info.inlined = inlined;
@@ -206,12 +213,21 @@ impl DebugInfo {
         let Ok(mut frames) = self.ctx.find_frames(svma).skip_all_loads() else {
             return out;
         };
+        // The DIEs of the inlined calls are in the unit of the out-of-line function: named
+        // from there, by DW_AT_name as that function is (addr2line's name is the linkage
+        // name, mangled in C++).
+        let unit = self.subprogram(svma).map(|s| &self.units[s.unit]);
         while let Ok(Some(f)) = frames.next() {
+            let own_name = unit.zip(f.dw_die_offset).and_then(|(u, o)| {
+                let e = u.entry(o).ok()?;
+                self.die_name(u, &e)
+            });
             out.push(InlineFrame {
-                function: f
-                    .function
-                    .as_ref()
-                    .and_then(|n| n.raw_name().ok().map(|s| s.into_owned())),
+                function: own_name.or_else(|| {
+                    f.function
+                        .as_ref()
+                        .and_then(|n| n.raw_name().ok().map(|s| s.into_owned()))
+                }),
                 location: f.location.and_then(|l| {
                     Some(SourceLoc {
                         file: l.file?.to_string(),

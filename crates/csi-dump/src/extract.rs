@@ -246,7 +246,10 @@ fn load_parts(
     let mut graph = graph;
     if let Some(d) = &debug {
         for f in &mut graph.functions {
-            f.inlined_elsewhere = d.inlined.contains(&f.name);
+            f.inlined_elsewhere = d.inlined.contains(&f.name)
+                || f.linkage_name
+                    .as_ref()
+                    .is_some_and(|l| d.inlined.contains(l));
         }
     }
 

@@ -23,6 +23,10 @@ fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, V
         .args([
             "-ex",
             "set print elements unlimited",
+            // C++ arguments (std::string) go through libstdc++'s pretty printers, whose
+            // errors break a frame line in two.
+            "-ex",
+            "set print frame-arguments none",
             "-ex",
             "thread apply all bt full",
         ])
@@ -50,7 +54,8 @@ fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, V
                 Some((addr, r)) if addr.starts_with("0x") => r,
                 _ => rest,
             };
-            let function = rest.split([' ', '(']).next().unwrap_or("").to_string();
+            // gdb qualifies C++ names (`Stack<int>::sum`); frames carry DWARF's own name.
+            let function = unqualified(rest.split(" (").next().unwrap_or("")).to_string();
             let (file, line_no) = match rest.rsplit_once(" at ") {
                 Some((_, loc)) => match loc.rsplit_once(':') {
                     Some((f, l)) => (f.to_string(), l.trim().parse().unwrap_or(0)),
@@ -91,6 +96,21 @@ fn gdb_print(exe: &std::path::Path, core: &std::path::Path, names: &[String]) ->
         .filter(|l| l.starts_with('{') || l.parse::<i64>().is_ok())
         .map(str::to_string)
         .collect()
+}
+
+/// A C++ name without its scopes (`Stack<int>::sum` → `sum`); a C name as it is.
+fn unqualified(name: &str) -> &str {
+    let (mut depth, mut start) = (0i32, 0);
+    let b = name.as_bytes();
+    for (k, &c) in b.iter().enumerate() {
+        match c {
+            b'<' | b'(' => depth += 1,
+            b'>' | b')' => depth -= 1,
+            b':' if depth == 0 && b.get(k + 1) == Some(&b':') => start = k + 2,
+            _ => {}
+        }
+    }
+    name.get(start..).unwrap_or(name)
 }
 
 #[test]
@@ -164,7 +184,7 @@ fn frames_and_trace_variables_match_gdb() {
             }
             let program: Vec<&GdbFrame> = program
                 .into_iter()
-                .filter(|f| graph_fn(&f.function))
+                .filter(|f| !f.file.is_empty() || graph_fn(&f.function))
                 .collect();
             // The trace variables, frame by frame.
             // Our physical frames against gdb's frames of the same functions, in order.
