@@ -8,7 +8,8 @@
 //! line entirely (folded into an inlined copy) while an unexecuted copy kept it. So a line
 //! with a node of an optimized function is **must** only if all its nodes surely ran, and
 //! **never** only if all its nodes are in functions that never started and were not inlined
-//! anywhere; everything else there is **may**.
+//! anywhere, and no copy of the subprogram each position's code comes from (csi-cc records
+//! inlined scopes) is in a function that may have started; everything else there is **may**.
 
 use std::collections::BTreeMap;
 
@@ -72,6 +73,29 @@ fn lines_up_to(g: &ProgramGraph, node: NodeId, pos: SourcePos) -> Vec<u32> {
         .collect()
 }
 
+/// Subprogram names (and linkage names) some copy of which may have run: functions that
+/// may have started (or have inlined copies DWARF knows of), and every subprogram inlined into
+/// one of them. At -O1 and up the executed copy of a line can keep no instruction (folded
+/// into its caller, merged with a neighbour) while a copy that never ran kept it: lines of
+/// these subprograms are never "never" in optimized code.
+fn subprograms_that_may_have_run<'g>(
+    g: &'g ProgramGraph,
+    entry_no: &[bool],
+) -> std::collections::HashSet<&'g str> {
+    let mut out = std::collections::HashSet::new();
+    for (i, f) in g.functions.iter().enumerate() {
+        if entry_no[i] && !f.inlined_elsewhere {
+            continue;
+        }
+        out.insert(f.name.as_str());
+        if let Some(l) = &f.linkage_name {
+            out.insert(l.as_str());
+        }
+        out.extend(f.inlined.iter().map(String::as_str));
+    }
+    out
+}
+
 /// [`project_lines`] where some Yes nodes ran only partly (`cuts`: node and the position it
 /// stopped at). Their later lines count as Maybe unless known otherwise.
 pub fn project_lines_cut(
@@ -89,6 +113,7 @@ pub fn project_lines_cut(
             entry_no[f as usize] = true;
         }
     }
+    let may_have_run = subprograms_that_may_have_run(g, &entry_no);
     for (node, c) in answers {
         let Some(file) = g.file_of(node) else {
             continue;
@@ -104,7 +129,10 @@ pub fn project_lines_cut(
                 (!cut.is_empty()).then_some(cut)
             })
             .flatten();
-        for line in g.node(node).lines() {
+        let n = g.node(node);
+        let func = g.function(n.function);
+        for (k, p) in n.positions.iter().enumerate().filter(|(_, p)| p.line > 0) {
+            let line = p.line;
             let s = lines.entry(line).or_default();
             let c = match &ran_to {
                 Some(ok) if !ok.contains(&line) => Coverage::Maybe,
@@ -115,10 +143,27 @@ pub fn project_lines_cut(
                 Coverage::No => s.no = true,
                 Coverage::Maybe => s.maybe = true,
             }
-            let func = g.function(g.node(node).function);
             if func.optimized {
                 s.optimized = true;
-                if !entry_no[g.node(node).function as usize] || func.inlined_elsewhere {
+                // The subprogram this position's code comes from: any copy of it that may
+                // have run may have run this line with no instruction of its own there.
+                let sub = match n.scopes.get(k) {
+                    Some(&i) if i > 0 => func.inlined.get(i as usize - 1).map(String::as_str),
+                    _ => None,
+                };
+                let alive = match sub {
+                    Some(sub) => may_have_run.contains(sub),
+                    None => {
+                        !entry_no[n.function as usize]
+                            || func.inlined_elsewhere
+                            || may_have_run.contains(func.name.as_str())
+                            || func
+                                .linkage_name
+                                .as_deref()
+                                .is_some_and(|l| may_have_run.contains(l))
+                    }
+                };
+                if alive {
                     s.optimized_unsure_never = true;
                 }
             }

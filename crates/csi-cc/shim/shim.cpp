@@ -79,3 +79,19 @@ extern "C" const char *csi_comdat_name(LLVMValueRef f, size_t *len) {
   *len = c->getName().size();
   return c->getName().data();
 }
+
+// The name of the subprogram an instruction's debug location belongs to (the innermost
+// scope's subprogram: an inlined function's, not the caller's), its linkage name when it has
+// one; null without a location. Lets csi-cc say which lines of a function are inlined code.
+extern "C" const char *csi_loc_subprogram(LLVMValueRef inst, size_t *len) {
+  auto *i = dyn_cast<Instruction>(unwrap<Value>(inst));
+  if (!i) return nullptr;
+  const DILocation *loc = i->getDebugLoc().get();
+  if (!loc) return nullptr;
+  DISubprogram *sp = loc->getScope() ? loc->getScope()->getSubprogram() : nullptr;
+  if (!sp) return nullptr;
+  StringRef name = sp->getLinkageName();
+  if (name.empty()) name = sp->getName();
+  *len = name.size();
+  return name.data();
+}

@@ -26,6 +26,42 @@ extern "C" {
     fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
     fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
     fn csi_comdat_name(f: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
+    fn csi_loc_subprogram(i: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
+}
+
+/// The subprogram (linkage name, else name) an instruction's debug location belongs to: an
+/// inlined function's for inlined code.
+unsafe fn loc_subprogram(i: LLVMValueRef) -> Option<String> {
+    let mut len = 0usize;
+    let p = csi_loc_subprogram(i, &mut len);
+    (!p.is_null()).then(|| {
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    })
+}
+
+/// Subprograms inlined into one function, numbered from 1 in order of appearance (0 is the
+/// function's own code): `CfgFunction::inlined` and each node's `scopes`.
+#[derive(Default)]
+struct InlinedScopes {
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl InlinedScopes {
+    unsafe fn of(&mut self, i: LLVMValueRef, own: &str) -> u32 {
+        match loc_subprogram(i) {
+            Some(sub) if sub != own => {
+                if let Some(&k) = self.index.get(&sub) {
+                    return k;
+                }
+                self.names.push(sub.clone());
+                let k = self.names.len() as u32;
+                self.index.insert(sub, k);
+                k
+            }
+            _ => 0,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -627,6 +663,7 @@ unsafe fn instrument_module(
             csi_cfg: CFG_FORMAT_VERSION,
             address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
             optimized: opts.optimized,
+            inlined: Vec::new(),
             name: name.clone(),
             linkage_name: Some(name.clone()),
             file: if fn_file.is_empty() {
@@ -659,6 +696,7 @@ unsafe fn instrument_module(
         // Which node holds each instruction (for the def/use sets).
         let mut node_of: HashMap<LLVMValueRef, u32> = HashMap::new();
         let mut node_insts: Vec<LLVMValueRef> = Vec::new();
+        let mut scopes = InlinedScopes::default();
         for (bi, &bb) in bbs.iter().enumerate() {
             let term = LLVMGetBasicBlockTerminator(bb);
             let mut succs = Vec::new();
@@ -676,8 +714,8 @@ unsafe fn instrument_module(
             let mut lines = Vec::new();
             let mut node = CfgNode::new(NodeKind::Expression);
             node.block = Some(bi as u32);
-            // Source positions of the node's instructions, with their files.
-            let mut pending: Vec<(u32, u32, String)> = Vec::new();
+            // Source positions of the node's instructions, with their files and scopes.
+            let mut pending: Vec<(u32, u32, String, u32)> = Vec::new();
             block_first_node.push(cfg.nodes.len() as u32);
             let insts = instructions(bb);
             // A landing pad's bookkeeping (the landingpad, saving the exception and selector)
@@ -696,11 +734,13 @@ unsafe fn instrument_module(
                 let op = LLVMGetInstructionOpcode(i);
                 let uncond = op == LLVMOpcode::LLVMBr && LLVMIsConditional(i) == 0;
                 let bookkeeping = !pad_loc.is_null() && LLVMInstructionGetDebugLoc(i) == pad_loc;
+                // Every instruction's scope counts for `inlined`, kept position or not.
+                let scope = scopes.of(i, &name);
                 if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping) {
                     if !uncond {
                         lines.push(l);
                     }
-                    pending.push((l, col, file));
+                    pending.push((l, col, file, scope));
                 }
                 // def/use sets are filled by `defuse::fill` once the nodes exist
                 node_insts.push(i);
@@ -777,6 +817,7 @@ unsafe fn instrument_module(
             }
             info.push(BlockInfo { succs, lines });
         }
+        cfg.inlined = std::mem::take(&mut scopes.names);
         // A node added for a block that ended with a call may have a pending edge to a node
         // that was never created; drop such edges.
         let total = cfg.nodes.len() as u32;
@@ -1203,7 +1244,7 @@ fn write_sections(asm: &mut String, group: Option<&str>, texts: &[String; 5]) {
 /// the node would not be found at its call's position.
 fn settle_positions(
     node: &mut CfgNode,
-    pending: &mut Vec<(u32, u32, String)>,
+    pending: &mut Vec<(u32, u32, String, u32)>,
     anchor: Option<String>,
     fn_file: &str,
 ) {
@@ -1219,12 +1260,18 @@ fn settle_positions(
         .or_else(|| pending.first().map(|p| norm(&p.2)))
         .unwrap_or_else(|| fn_file.to_string());
     let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
-    node.positions = pending
+    let kept: Vec<([u32; 2], u32)> = pending
         .iter()
         .filter(|p| norm(&p.2) == file)
-        .map(|p| [p.0, p.1])
-        .filter(|p| seen.insert(*p))
+        .map(|p| ([p.0, p.1], p.3))
+        .filter(|p| seen.insert(p.0))
         .collect();
+    node.positions = kept.iter().map(|p| p.0).collect();
+    node.scopes = if kept.iter().any(|p| p.1 != 0) {
+        kept.iter().map(|p| p.1).collect()
+    } else {
+        Vec::new()
+    };
     node.file = (file != fn_file).then_some(file);
     pending.clear();
 }

@@ -58,6 +58,9 @@ pub struct Node {
     pub positions: Vec<SourcePos>,
     /// Overrides the function's file (inlined code from headers).
     pub file: Option<FileId>,
+    /// Per position: 0 for the function's own code, `k` for code inlined from the
+    /// subprogram `Function::inlined[k - 1]`. Empty when unknown or all 0.
+    pub scopes: Vec<u32>,
     /// LLVM basic block (name or path-tracing block id) the node belongs to.
     pub block: Option<String>,
     pub call: Option<Call>,
@@ -89,6 +92,7 @@ impl Node {
             kind,
             positions: Vec::new(),
             file: None,
+            scopes: Vec::new(),
             block: None,
             call: None,
             labels: Vec::new(),
@@ -122,6 +126,9 @@ pub struct Function {
     pub optimized: bool,
     /// Copies of this function were inlined into others (their code is accounted there).
     pub inlined_elsewhere: bool,
+    /// Subprograms (linkage names) with code inlined into this function (csi-cc CFG
+    /// records that say so; empty otherwise).
+    pub inlined: Vec<String>,
     /// The def/use sets follow CFG format 3's naming (`@global`, `%ssa`, `$ret`, `*`) and
     /// calls carry `args`; otherwise every name may be any memory and calls are opaque.
     pub precise_def_use: bool,
@@ -267,6 +274,7 @@ impl ProgramGraphBuilder {
             coverage_instrumented: false,
             optimized: false,
             inlined_elsewhere: false,
+            inlined: Vec::new(),
             precise_def_use: false,
             params: 0,
             escaped: Vec::new(),

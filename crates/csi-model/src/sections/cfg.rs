@@ -83,6 +83,10 @@ pub struct CfgNode {
     /// Source file when it differs from the function's (inlined code).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// Per position: 0 when it is the function's own code, `k` when it is code of the
+    /// subprogram `inlined[k - 1]` of the function (inlined). Empty when all are 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<CfgCall>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -124,6 +128,7 @@ impl CfgNode {
             pt_block: None,
             positions: Vec::new(),
             file: None,
+            scopes: Vec::new(),
             call: None,
             labels: Vec::new(),
             implied: None,
@@ -180,6 +185,12 @@ pub struct CfgFunction {
     /// Compiled with optimization: code may have moved between source lines.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optimized: bool,
+    /// Subprograms (linkage names) with code inlined into this function, from every
+    /// instruction's debug scope — also those whose positions no node kept. A line of an
+    /// optimized subprogram can run in any of its inlined copies with no instruction of its
+    /// own there, so "never" needs every copy's function to have never started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<String>,
     /// Number of parameters (`%arg0`…), version 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<u32>,
@@ -351,6 +362,7 @@ pub fn cfg_program_graph(
             func.path_traced = f.path_traced;
             func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
             func.optimized = f.optimized;
+            func.inlined = f.inlined.clone();
             if f.csi_cfg >= 3 {
                 func.precise_def_use = true;
                 func.params = f.params.unwrap_or(0);
@@ -372,6 +384,11 @@ pub fn cfg_program_graph(
                 .map(|&[line, column]| SourcePos { line, column })
                 .collect();
             node.file = n.file.as_deref().map(|p| b.intern_file(p));
+            if n.scopes.len() == n.positions.len()
+                && n.scopes.iter().all(|&k| k as usize <= f.inlined.len())
+            {
+                node.scopes = n.scopes.clone();
+            }
             node.block = n
                 .pt_block
                 .map(|x| x.to_string())
