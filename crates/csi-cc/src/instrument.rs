@@ -664,6 +664,7 @@ unsafe fn instrument_module(
             address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
             optimized: opts.optimized,
             inlined: Vec::new(),
+            unit: Some(opts.source.clone()),
             name: name.clone(),
             linkage_name: Some(name.clone()),
             file: if fn_file.is_empty() {

@@ -177,6 +177,10 @@ pub struct CfgFunction {
     /// Internal linkage (C `static`).
     #[serde(default, rename = "static")]
     pub is_static: bool,
+    /// The translation unit (main source file) the record was compiled from: tells apart
+    /// the copies of a `static` function defined in a header that several units include.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
     pub path_traced: bool,
     /// The function's address is used other than as a direct callee (so indirect calls and
     /// library code may call it). `None` in version-1 records: unknown.
@@ -348,9 +352,15 @@ pub fn cfg_program_graph(
         f.address_taken != Some(false) || taken_elsewhere.contains(f.name.as_str())
     };
     let mut count: HashMap<&str, usize> = HashMap::new();
+    let mut count_in_file: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     for f in funcs {
         *count.entry(f.name.as_str()).or_default() += 1;
+        *count_in_file
+            .entry((f.name.as_str(), f.file.as_deref()))
+            .or_default() += 1;
     }
+    // Copies of one header's `static` function get their unit (or an ordinal) in the id.
+    let mut copies_seen: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     let mut by_name: HashMap<&str, Vec<(usize, u32)>> = HashMap::new(); // name -> (func idx, FuncId)
     let mut first: Vec<u32> = Vec::new();
     for (i, f) in funcs.iter().enumerate() {
@@ -370,7 +380,15 @@ pub fn cfg_program_graph(
             }
         }
         by_name.entry(f.name.as_str()).or_default().push((i, fid));
-        let prefix = if count[f.name.as_str()] > 1 {
+        let key = (f.name.as_str(), f.file.as_deref());
+        let prefix = if count_in_file[&key] > 1 {
+            let k = copies_seen.entry(key).or_default();
+            *k += 1;
+            match &f.unit {
+                Some(u) => format!("{}@{}@{u}", f.name, f.file.as_deref().unwrap_or("?")),
+                None => format!("{}@{}@{k}", f.name, f.file.as_deref().unwrap_or("?")),
+            }
+        } else if count[f.name.as_str()] > 1 {
             format!("{}@{}", f.name, f.file.as_deref().unwrap_or("?"))
         } else {
             f.name.clone()
@@ -463,11 +481,18 @@ pub fn cfg_program_graph(
                 let Some(defs) = by_name.get(name) else {
                     continue;
                 };
-                // Prefer a definition in the caller's file (static functions), else a
+                // Prefer a static definition of the caller's unit (a header's static
+                // function has one copy per unit), else of the caller's file, else a
                 // non-static one.
                 let pick = defs
                     .iter()
-                    .find(|&&(fi, _)| funcs[fi].is_static && funcs[fi].file == f.file)
+                    .find(|&&(fi, _)| {
+                        funcs[fi].is_static && f.unit.is_some() && funcs[fi].unit == f.unit
+                    })
+                    .or_else(|| {
+                        defs.iter()
+                            .find(|&&(fi, _)| funcs[fi].is_static && funcs[fi].file == f.file)
+                    })
                     .or_else(|| defs.iter().find(|&&(fi, _)| !funcs[fi].is_static))
                     .or_else(|| defs.first());
                 if let Some(&(fi, _)) = pick {
