@@ -113,6 +113,26 @@ fn map_file(path: &Path) -> Result<Mmap, DumpError> {
     unsafe { Mmap::map(&f) }.map_err(|e| DumpError::io(path, e))
 }
 
+/// A library the core names, from its recorded path, else from the executable's directory
+/// (a crash copied elsewhere together with its libraries, as `rpath $ORIGIN` finds them). The
+/// build-id check against the core's copy catches a wrong file either way.
+fn map_library(path: &str, exe: &Path) -> Result<(PathBuf, Mmap), DumpError> {
+    let recorded = PathBuf::from(path);
+    let err = match map_file(&recorded) {
+        Ok(m) => return Ok((recorded, m)),
+        Err(e) => e,
+    };
+    let beside = exe
+        .parent()
+        .zip(recorded.file_name())
+        .map(|(dir, name)| dir.join(name))
+        .filter(|p| p.is_file());
+    match beside {
+        Some(p) => map_file(&p).map(|m| (p, m)),
+        None => Err(err),
+    }
+}
+
 /// Build id from an ELF image's notes.
 fn file_build_id(bytes: &[u8]) -> Option<Vec<u8>> {
     let elf = ElfFile64::<LE>::parse(bytes).ok()?;
@@ -241,8 +261,8 @@ impl Process {
             let (file, bytes, problem) = if is_exe {
                 (Some(exe.to_path_buf()), None, None)
             } else {
-                match map_file(Path::new(&path)) {
-                    Ok(m) => (Some(PathBuf::from(&path)), Some(ImageBytes::File(m)), None),
+                match map_library(&path, exe) {
+                    Ok((f, m)) => (Some(f), Some(ImageBytes::File(m)), None),
                     Err(e) => (None, None, Some(format!("cannot read {path}: {e}"))),
                 }
             };
@@ -391,6 +411,11 @@ impl Process {
 
     pub fn module_at(&self, addr: u64) -> Option<&Module> {
         self.modules.iter().find(|m| m.contains(addr))
+    }
+
+    /// Index in `modules` of the module holding `addr`.
+    pub fn module_index_at(&self, addr: u64) -> Option<usize> {
+        self.modules.iter().position(|m| m.contains(addr))
     }
 
     /// Reads `buf.len()` bytes at `addr`: from the core where dumped, else from the file the

@@ -129,6 +129,9 @@ pub struct Function {
     pub params: u32,
     /// Locals whose address escapes (readable and writable through `*`).
     pub escaped: Vec<String>,
+    /// The shared object the function was loaded from (as the process named it); `None` for
+    /// the executable.
+    pub object: Option<String>,
 }
 
 /// The immutable program graph. Build it with [`ProgramGraphBuilder`].
@@ -270,6 +273,7 @@ impl ProgramGraphBuilder {
             precise_def_use: false,
             params: 0,
             escaped: Vec::new(),
+            object: None,
         });
         self.entries.push(Vec::new());
         self.exits.push(Vec::new());

@@ -326,6 +326,27 @@ pub fn cfg_program_graph(
     modules: &[CfgModule],
     file: &str,
 ) -> Result<ProgramGraph, InputError> {
+    cfg_linked_program_graph(funcs, &vec![None; funcs.len()], modules, file)
+}
+
+/// [`cfg_program_graph`] over the records of several loaded objects: `objects[i]` names the
+/// shared object `funcs[i]` came from (`None`: the executable). A direct call resolves within
+/// the caller's object first, then to a non-static function of any object (the executable's
+/// first: it is first in the dynamic linker's search order) — a call through the PLT into
+/// another instrumented library is a call edge. Node ids of a shared object's functions are
+/// prefixed with its file name and `!` (`libwalk.so!walk_sum#3`); the executable's keep
+/// [`cfg_to_program_graph`]'s form.
+pub fn cfg_linked_program_graph(
+    funcs: &[CfgFunction],
+    objects: &[Option<String>],
+    modules: &[CfgModule],
+    file: &str,
+) -> Result<ProgramGraph, InputError> {
+    assert_eq!(funcs.len(), objects.len(), "one object per function record");
+    let object_tag = |i: usize| -> Option<&str> {
+        let o = objects[i].as_deref()?;
+        Some(o.rsplit('/').next().unwrap_or(o))
+    };
     let mut b = ProgramGraphBuilder::new();
     // A function's address may be taken in another unit, which sees only a declaration and
     // lists it among its module record's `address_taken_externals`.
@@ -351,6 +372,7 @@ pub fn cfg_program_graph(
             func.path_traced = f.path_traced;
             func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
             func.optimized = f.optimized;
+            func.object = objects[i].clone();
             if f.csi_cfg >= 3 {
                 func.precise_def_use = true;
                 func.params = f.params.unwrap_or(0);
@@ -358,11 +380,14 @@ pub fn cfg_program_graph(
             }
         }
         by_name.entry(f.name.as_str()).or_default().push((i, fid));
-        let prefix = if count[f.name.as_str()] > 1 {
+        let mut prefix = if count[f.name.as_str()] > 1 {
             format!("{}@{}", f.name, f.file.as_deref().unwrap_or("?"))
         } else {
             f.name.clone()
         };
+        if let Some(tag) = object_tag(i) {
+            prefix = format!("{tag}!{prefix}");
+        }
         let mut base = None;
         for (k, n) in f.nodes.iter().enumerate() {
             let mut node = Node::new(format!("{prefix}#{k}"), fid, n.kind);
@@ -447,12 +472,24 @@ pub fn cfg_program_graph(
                     continue;
                 };
                 // Prefer a definition in the caller's file (static functions), else a
-                // non-static one.
+                // non-static one of the caller's object, else of any object (static functions
+                // of another object are not reachable by name).
+                let same_object = |fi: usize| objects[fi] == objects[i];
                 let pick = defs
                     .iter()
-                    .find(|&&(fi, _)| funcs[fi].is_static && funcs[fi].file == f.file)
-                    .or_else(|| defs.iter().find(|&&(fi, _)| !funcs[fi].is_static))
-                    .or_else(|| defs.first());
+                    .find(|&&(fi, _)| {
+                        funcs[fi].is_static && funcs[fi].file == f.file && same_object(fi)
+                    })
+                    .or_else(|| {
+                        defs.iter()
+                            .find(|&&(fi, _)| !funcs[fi].is_static && same_object(fi))
+                    })
+                    .or_else(|| {
+                        let mut public = defs.iter().filter(|&&(fi, _)| !funcs[fi].is_static);
+                        let first = public.clone().next();
+                        public.find(|&&(fi, _)| objects[fi].is_none()).or(first)
+                    })
+                    .or_else(|| defs.iter().find(|&&(fi, _)| same_object(fi)));
                 if let Some(&(fi, _)) = pick {
                     if let Some(e) = entry_of(fi) {
                         b.add_call_edge(site, e);
