@@ -519,7 +519,10 @@ pub fn cfg_linked_program_graph(
     let mut roots: Vec<u32> = Vec::new();
     for (i, f) in funcs.iter().enumerate() {
         let init = modules.iter().any(|m| m.init_fini.contains(&f.name));
-        if init || (unknown_library_call && address_taken(f)) {
+        // Any object may call a shared library's exported functions, and a program that
+        // dlopens it calls them through `dlsym`'s pointers, which no record names.
+        let exported = objects[i].is_some() && !f.is_static;
+        if init || exported || (unknown_library_call && address_taken(f)) {
             roots.push(i as u32);
         }
     }
