@@ -419,7 +419,7 @@ pub fn line_states(
 }
 
 fn frame_json(f: &FrameView, uris: &std::collections::HashMap<&str, Option<String>>) -> Value {
-    json!({
+    let mut v = json!({
         "index": f.index,
         "function": f.function,
         "file": f.file,
@@ -430,7 +430,12 @@ fn frame_json(f: &FrameView, uris: &std::collections::HashMap<&str, Option<Strin
         "pc": format!("{:#x}", f.pc),
         "analysed": f.analysis.is_some(),
         "pathSteps": f.path.len(),
-    })
+    });
+    // `function` is demangled; the linkage name only where there is one (C++).
+    if let Some(l) = &f.linkage_name {
+        v["linkageName"] = json!(l);
+    }
+    v
 }
 
 /// `csi/stack`: threads → frames.

@@ -39,7 +39,7 @@ fn frame_title(f: &CrashFrame) -> String {
         .filter(|v| v.kind == csi_dump::dwarf::VarKind::Parameter && v.inlined_in.is_none())
         .map(|v| format!("{}={}", v.name, short(&v.value)))
         .collect();
-    let name = f.function.as_deref().unwrap_or("??");
+    let name = f.display_name();
     match &f.location {
         Some(l) => format!(
             "{name} ({}) at {}:{}:{}",
@@ -110,7 +110,9 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
                 let _ = writeln!(
                     out,
                     "        inlined {}{at}",
-                    inl.function.as_deref().unwrap_or("??")
+                    inl.function
+                        .as_deref()
+                        .map_or("??".into(), |n| csi_model::names::display_name(n, None))
                 );
             }
             if locals {
@@ -165,7 +167,20 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
                 "\n{} — this frame: must {} · may {} · never {}",
                 paint.code(
                     "1",
-                    &format!("== Thread {} #{k} {}() in {file}", t.tid, gf.name)
+                    &format!(
+                        "== Thread {} #{k} {}{} in {file}",
+                        t.tid,
+                        gf.display_name(),
+                        if gf
+                            .linkage_name
+                            .as_deref()
+                            .is_some_and(|l| l.starts_with("_Z"))
+                        {
+                            ""
+                        } else {
+                            "()"
+                        }
+                    )
                 ),
                 count(LineStatus::Must),
                 count(LineStatus::May),

@@ -47,7 +47,10 @@ pub struct CrashFrame {
     pub pc: u64,
     /// File name of the module the pc is in (`[vdso]`, `/lib/.../libc.so.6`, the executable).
     pub module: String,
+    /// The function's name (DWARF `DW_AT_name`, else the symbol's name).
     pub function: Option<String>,
+    /// Its linkage (mangled) name, when DWARF or the symbol table gives one.
+    pub linkage_name: Option<String>,
     pub location: Option<SourceLoc>,
     /// Position in the frame's own function: `location` unless code inlined into it is running,
     /// then the position of the outermost inlined call.
@@ -64,6 +67,16 @@ pub struct CrashFrame {
     /// Why the path trace is missing or partial.
     pub path_note: Option<String>,
     pub unwind: UnwindMethod,
+}
+
+impl CrashFrame {
+    /// The function's name as the views show it (demangled; `??` when unknown).
+    pub fn display_name(&self) -> String {
+        match &self.function {
+            Some(n) => csi_model::names::display_name(n, self.linkage_name.as_deref()).into_owned(),
+            None => "??".into(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -657,6 +670,7 @@ impl<'a> Extract<'a> {
             pc: pf.pc,
             module: module.map(|m| m.name.clone()).unwrap_or_else(|| "?".into()),
             function: None,
+            linkage_name: None,
             location: None,
             call_location: None,
             inlined: Vec::new(),
@@ -679,6 +693,7 @@ impl<'a> Extract<'a> {
         let object = (mi != p.exe).then_some(m.name.as_str());
         let Some(debug) = self.debug[mi].as_ref() else {
             cf.function = m.symbolize(lookup_pc).map(|(n, _)| n);
+            cf.linkage_name = cf.function.clone().filter(|n| n.starts_with("_Z"));
             return (cf, None);
         };
         let mut inl = debug.inline_frames(svma);
@@ -688,6 +703,7 @@ impl<'a> Extract<'a> {
             .or_else(|| debug.location(svma));
         let sp = debug.subprogram(svma);
         let (name, linkage, cu) = sp.map(|s| debug.subprogram_names(s)).unwrap_or_default();
+        cf.linkage_name = linkage.clone();
         cf.function = name
             .clone()
             .or_else(|| m.symbolize(lookup_pc).map(|(n, _)| n));

@@ -134,6 +134,13 @@ pub struct Function {
     pub object: Option<String>,
 }
 
+impl Function {
+    /// The name the views show ([`crate::names::display_name`]: demangled C++ names).
+    pub fn display_name(&self) -> std::borrow::Cow<'_, str> {
+        crate::names::display_name(&self.name, self.linkage_name.as_deref())
+    }
+}
+
 /// The immutable program graph. Build it with [`ProgramGraphBuilder`].
 #[derive(Clone, Debug, Default)]
 pub struct ProgramGraph {
