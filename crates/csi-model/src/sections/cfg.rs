@@ -490,8 +490,18 @@ pub fn cfg_linked_program_graph(
                         public.find(|&&(fi, _)| objects[fi].is_none()).or(first)
                     })
                     .or_else(|| defs.iter().find(|&&(fi, _)| same_object(fi)));
-                if let Some(&(fi, _)) = pick {
-                    if let Some(e) = entry_of(fi) {
+                let Some(&(fi, _)) = pick else { continue };
+                // Symbol interposition: the dynamic linker may bind a call to an exported
+                // function to another object's definition of that name (the executable's
+                // first), so every exported definition is a possible callee.
+                let interposed = defs.iter().map(|&(g, _)| g).filter(|&g| {
+                    g != fi
+                        && !funcs[fi].is_static
+                        && !funcs[g].is_static
+                        && objects[g] != objects[fi]
+                });
+                for callee in std::iter::once(fi).chain(interposed) {
+                    if let Some(e) = entry_of(callee) {
                         b.add_call_edge(site, e);
                     }
                 }
@@ -529,4 +539,82 @@ pub fn cfg_linked_program_graph(
     b.set_async_roots(roots);
     b.build()
         .map_err(|e| InputError::new(file, "program graph", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of `name` in `file` whose one call site calls `callee` (if any).
+    fn record(name: &str, file: &str, is_static: bool, callee: Option<&str>) -> CfgFunction {
+        let call = callee.map(|c| format!(r#","call":{{"callee":"{c}"}}"#));
+        let line = format!(
+            r#"{{"csi_cfg":4,"name":"{name}","file":"{file}","static":{is_static},"path_traced":false,"address_taken":false,
+               "nodes":[{{"kind":"entry"}},{{"kind":"exit"}},{{"kind":"expression","positions":[[3,1]]{}}}],
+               "edges":[[0,2],[2,1]]}}"#,
+            call.unwrap_or_default()
+        );
+        parse_cfg(line.replace('\n', " ").as_bytes(), "t")
+            .unwrap()
+            .remove(0)
+    }
+
+    fn callee_names(g: &ProgramGraph, caller: &str, object: Option<&str>) -> Vec<String> {
+        let f = (0..g.functions.len() as u32)
+            .find(|&f| g.function(f).name == caller && g.function(f).object.as_deref() == object)
+            .unwrap();
+        let site = g.function(f).nodes[2];
+        let mut v: Vec<String> = g
+            .callees(site)
+            .iter()
+            .map(|&c| {
+                let c = g.function(c);
+                format!("{}@{}", c.name, c.object.as_deref().unwrap_or("exe"))
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn calls_resolve_across_objects() {
+        let funcs = vec![
+            record("main", "main.c", false, Some("walk")),
+            record("helper", "main.c", true, None),
+            record("walk", "walk.c", false, Some("helper")),
+            record("helper", "walk.c", true, None),
+            record("log", "walk.c", false, None),
+            record("emit", "walk.c", false, Some("log")),
+            record("log", "main.c", false, None),
+        ];
+        let lib = Some("/x/libwalk.so".to_string());
+        let objects = vec![
+            None,
+            None,
+            lib.clone(),
+            lib.clone(),
+            lib.clone(),
+            lib.clone(),
+            None,
+        ];
+        let g = cfg_linked_program_graph(&funcs, &objects, &[], "t").unwrap();
+        // Through the PLT into the library.
+        assert_eq!(callee_names(&g, "main", None), ["walk@/x/libwalk.so"]);
+        // A static function is called in its own object only.
+        assert_eq!(
+            callee_names(&g, "walk", lib.as_deref()),
+            ["helper@/x/libwalk.so"]
+        );
+        // An exported name defined in two objects: either may be bound.
+        assert_eq!(
+            callee_names(&g, "emit", lib.as_deref()),
+            ["log@/x/libwalk.so", "log@exe"]
+        );
+        // Node ids stay unique; the library's carry its file name.
+        let id = |f: usize| g.node(g.functions[f].entry).ext_id.clone();
+        assert_eq!(id(0), "main#0");
+        assert_eq!(id(3), "libwalk.so!helper@walk.c#0");
+        // Exported library functions may be entered by any object (dlsym).
+        assert!(g.async_roots.contains(&2) && !g.async_roots.contains(&3));
+    }
 }
