@@ -114,22 +114,29 @@ fn map_file(path: &Path) -> Result<Mmap, DumpError> {
 }
 
 /// A library the core names, from its recorded path, else from the executable's directory
-/// (a crash copied elsewhere together with its libraries, as `rpath $ORIGIN` finds them). The
-/// build-id check against the core's copy catches a wrong file either way.
-fn map_library(path: &str, exe: &Path) -> Result<(PathBuf, Mmap), DumpError> {
+/// (a crash copied elsewhere together with its libraries, as `rpath $ORIGIN` finds them). When
+/// the recorded file's build id is not `want` (the core's copy), a file beside the executable
+/// that has it wins; otherwise the build-id check reports the difference.
+fn map_library(path: &str, exe: &Path, want: Option<&[u8]>) -> Result<(PathBuf, Mmap), DumpError> {
     let recorded = PathBuf::from(path);
-    let err = match map_file(&recorded) {
-        Ok(m) => return Ok((recorded, m)),
-        Err(e) => e,
-    };
+    let matches = |m: &Mmap| want.is_none_or(|w| file_build_id(m).as_deref() == Some(w));
+    let first = map_file(&recorded);
+    if let Ok(m) = &first {
+        if matches(m) {
+            return first.map(|m| (recorded, m));
+        }
+    }
     let beside = exe
         .parent()
         .zip(recorded.file_name())
         .map(|(dir, name)| dir.join(name))
-        .filter(|p| p.is_file());
-    match beside {
-        Some(p) => map_file(&p).map(|m| (p, m)),
-        None => Err(err),
+        .filter(|p| p.is_file() && *p != recorded)
+        .and_then(|p| map_file(&p).ok().map(|m| (p, m)));
+    match (first, beside) {
+        (_, Some((p, m))) if matches(&m) => Ok((p, m)),
+        (Ok(m), _) => Ok((recorded, m)),
+        (Err(_), Some(found)) => Ok(found),
+        (Err(e), None) => Err(e),
     }
 }
 
@@ -298,15 +305,15 @@ impl Process {
                 .min()
                 .unwrap_or(start);
             let is_exe = Some(&path) == exe_path_in_core.as_ref();
+            let core_build_id = memory_build_id(&core, base);
             let (file, bytes, problem) = if is_exe {
                 (Some(exe.to_path_buf()), None, None)
             } else {
-                match map_library(&path, exe) {
+                match map_library(&path, exe, core_build_id.as_deref()) {
                     Ok((f, m)) => (Some(f), Some(ImageBytes::File(m)), None),
                     Err(e) => (None, None, Some(format!("cannot read {path}: {e}"))),
                 }
             };
-            let core_build_id = memory_build_id(&core, base);
             let mut m = Module {
                 // The executable as the user named it (the core may name a build path).
                 name: if is_exe {
@@ -533,7 +540,10 @@ impl Process {
                 }
                 continue;
             }
-            let Ok((file, map)) = map_library(&entry.name, exe) else {
+            // A shared object's first PT_LOAD is at link-time address 0: its header is at
+            // the bias.
+            let want = memory_build_id(&self.core, entry.bias);
+            let Ok((file, map)) = map_library(&entry.name, exe, want.as_deref()) else {
                 self.modules.push(Module {
                     name: entry.name.clone(),
                     file: None,
