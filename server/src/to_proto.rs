@@ -114,7 +114,8 @@ pub fn inlay_hints(
                     format!("⚡ {} — frame #{k}{thread}", signal_text(s))
                 } else {
                     let callee = t.frames[k - 1].function.as_deref().unwrap_or("??");
-                    format!("⚡ {} in {callee}() — frame #{k}{thread}", signal_text(s))
+                    let callee = csi_model::names::call_form(callee);
+                    format!("⚡ {} in {callee} — frame #{k}{thread}", signal_text(s))
                 };
                 out.push(hint(eol(text, line), label, None));
                 continue;
@@ -125,7 +126,11 @@ pub fn inlay_hints(
                 .and_then(|x| x.function.as_deref())
                 .unwrap_or("??");
             calls
-                .entry((line, ti, format!("{callee}(){thread}")))
+                .entry((
+                    line,
+                    ti,
+                    format!("{}{thread}", csi_model::names::call_form(callee)),
+                ))
                 .or_default()
                 .push(k);
         }

@@ -48,6 +48,8 @@ fn frame_title(f: &CrashFrame) -> String {
             l.line,
             l.column
         ),
+        // A demangled C++ name already shows its parameter types.
+        None if name.ends_with(')') => format!("{name} from {}", f.module),
         None => format!("{name} () from {}", f.module),
     }
 }
@@ -168,18 +170,9 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
                 paint.code(
                     "1",
                     &format!(
-                        "== Thread {} #{k} {}{} in {file}",
+                        "== Thread {} #{k} {} in {file}",
                         t.tid,
-                        gf.display_name(),
-                        if gf
-                            .linkage_name
-                            .as_deref()
-                            .is_some_and(|l| l.starts_with("_Z"))
-                        {
-                            ""
-                        } else {
-                            "()"
-                        }
+                        csi_model::names::call_form(&gf.display_name()),
                     )
                 ),
                 count(LineStatus::Must),
@@ -283,4 +276,46 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, locals: bool, color: bool) -> 
         cov.count(Coverage::No)
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, linkage: Option<&str>) -> CrashFrame {
+        CrashFrame {
+            pc: 0x1000,
+            module: "/x/libxml.so".into(),
+            function: Some(function.into()),
+            linkage_name: linkage.map(str::to_string),
+            location: None,
+            call_location: None,
+            inlined: Vec::new(),
+            variables: Vec::new(),
+            graph_function: None,
+            report_frame: None,
+            path: Vec::new(),
+            path_note: None,
+            unwind: csi_dump::unwind::UnwindMethod::Cfi,
+        }
+    }
+
+    #[test]
+    fn frame_titles_are_demangled() {
+        let f = frame("LoadFile", Some("_ZN3xml8Document8LoadFileEP8_IO_FILE"));
+        assert_eq!(
+            frame_title(&f),
+            "xml::Document::LoadFile(_IO_FILE*) from /x/libxml.so"
+        );
+        // A symbol-table name without DWARF.
+        let f = frame("_ZN3xml8Document8LoadFileEP8_IO_FILE", None);
+        assert_eq!(
+            frame_title(&f),
+            "xml::Document::LoadFile(_IO_FILE*) from /x/libxml.so"
+        );
+        assert_eq!(
+            frame_title(&frame("walk", None)),
+            "walk () from /x/libxml.so"
+        );
+    }
 }

@@ -23,6 +23,16 @@ pub fn display_name<'a>(name: &'a str, linkage: Option<&str>) -> Cow<'a, str> {
     }
 }
 
+/// A shown name as a call, `walk()`: demangled C++ names already end in their parameter
+/// list.
+pub fn call_form(shown: &str) -> String {
+    if shown.ends_with(')') {
+        shown.to_string()
+    } else {
+        format!("{shown}()")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +56,10 @@ mod tests {
         assert_eq!(display_name("main", Some("main")), "main");
         assert_eq!(demangle("_Z"), None);
         assert_eq!(display_name("_Zfoo", None), "_Zfoo");
+        assert_eq!(call_form("walk"), "walk()");
+        assert_eq!(
+            call_form("xml::Document::LoadFile(_IO_FILE*)"),
+            "xml::Document::LoadFile(_IO_FILE*)"
+        );
     }
 }
