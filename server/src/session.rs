@@ -17,7 +17,10 @@ use crate::config::Config;
 pub struct FrameView {
     /// Position in its thread's stack (0 = innermost), library frames included.
     pub index: usize,
+    /// Demangled (see `csi_model::names`).
     pub function: Option<String>,
+    /// The linkage (mangled) name, when there is one.
+    pub linkage_name: Option<String>,
     /// Source file key (as written in DWARF / the graph), when the frame has a line.
     pub file: Option<String>,
     /// 1-based line and column.
@@ -114,7 +117,8 @@ impl Session {
                 .enumerate()
                 .map(|(k, f)| FrameView {
                     index: k,
-                    function: f.function.clone(),
+                    function: f.function.as_ref().map(|_| f.display_name()),
+                    linkage_name: f.linkage_name.clone(),
                     file: f.location.as_ref().map(|l| l.file.clone()),
                     line: f.location.as_ref().map(|l| l.line),
                     column: f.location.as_ref().map(|l| l.column),
@@ -195,7 +199,10 @@ impl Session {
                         .map(|x| g.file_name(x).to_string());
                     FrameView {
                         index: k,
-                        function: f.function.map(|x| g.function(x).name.clone()),
+                        function: f
+                            .function
+                            .map(|x| g.function(x).display_name().into_owned()),
+                        linkage_name: f.function.and_then(|x| g.function(x).linkage_name.clone()),
                         file,
                         line: point.and_then(|n| g.node(n).lines().next()),
                         column: None,
@@ -280,7 +287,7 @@ impl Session {
             let line = decl_line(&f.name).filter(|&d| d <= first).unwrap_or(first);
             functions.push(FunctionView {
                 id: i as FuncId,
-                name: f.name.clone(),
+                name: f.display_name().into_owned(),
                 file,
                 line,
                 first,

@@ -114,7 +114,8 @@ pub fn inlay_hints(
                     format!("⚡ {} — frame #{k}{thread}", signal_text(s))
                 } else {
                     let callee = t.frames[k - 1].function.as_deref().unwrap_or("??");
-                    format!("⚡ {} in {callee}() — frame #{k}{thread}", signal_text(s))
+                    let callee = csi_model::names::call_form(callee);
+                    format!("⚡ {} in {callee} — frame #{k}{thread}", signal_text(s))
                 };
                 out.push(hint(eol(text, line), label, None));
                 continue;
@@ -125,7 +126,11 @@ pub fn inlay_hints(
                 .and_then(|x| x.function.as_deref())
                 .unwrap_or("??");
             calls
-                .entry((line, ti, format!("{callee}(){thread}")))
+                .entry((
+                    line,
+                    ti,
+                    format!("{}{thread}", csi_model::names::call_form(callee)),
+                ))
                 .or_default()
                 .push(k);
         }
@@ -419,7 +424,7 @@ pub fn line_states(
 }
 
 fn frame_json(f: &FrameView, uris: &std::collections::HashMap<&str, Option<String>>) -> Value {
-    json!({
+    let mut v = json!({
         "index": f.index,
         "function": f.function,
         "file": f.file,
@@ -430,7 +435,12 @@ fn frame_json(f: &FrameView, uris: &std::collections::HashMap<&str, Option<Strin
         "pc": format!("{:#x}", f.pc),
         "analysed": f.analysis.is_some(),
         "pathSteps": f.path.len(),
-    })
+    });
+    // `function` is demangled; the linkage name only where there is one (C++).
+    if let Some(l) = &f.linkage_name {
+        v["linkageName"] = json!(l);
+    }
+    v
 }
 
 /// `csi/stack`: threads → frames.

@@ -710,3 +710,57 @@ async fn slice_from_the_crash_and_from_a_line() {
         .iter()
         .any(|x| x["label"] == "◆ slice"));
 }
+
+/// A crash inside an instrumented shared library: the library's frames are analysed (source,
+/// path steps, line states) like the executable's, and lenses appear in the library's source.
+#[tokio::test]
+async fn library_frames_are_analysed() {
+    let mut c = in_process(json!({})).await;
+    let r = c
+        .request(
+            "workspace/executeCommand",
+            open_args("shlib_crash/realistic-O0", "shlib_crash"),
+        )
+        .await;
+    let frames = r["result"]["threads"][0]["frames"].as_array().unwrap();
+    let analysed: Vec<(&str, bool, u64)> = frames
+        .iter()
+        .filter(|f| !f["file"].is_null())
+        .map(|f| {
+            (
+                f["function"].as_str().unwrap(),
+                f["analysed"].as_bool().unwrap(),
+                f["pathSteps"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        analysed.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+        [("visit", true), ("walk_sum", true), ("main", true)]
+    );
+    assert!(analysed.iter().all(|x| x.2 > 0), "{analysed:?}");
+    assert!(frames[0]["module"]
+        .as_str()
+        .unwrap()
+        .ends_with("libwalk.so"));
+    let rel = "fixtures/src/shlib/walk.c";
+    c.open_doc(rel).await;
+    let lenses = c
+        .request(
+            "textDocument/codeLens",
+            json!({"textDocument": {"uri": uri(rel)}}),
+        )
+        .await;
+    let titles: Vec<&str> = lenses["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["command"]["title"].as_str())
+        .collect();
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.contains("frame #0") && t.contains("never")),
+        "{titles:?}"
+    );
+}

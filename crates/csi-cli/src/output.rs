@@ -63,7 +63,11 @@ pub fn json(i: &Inputs) -> String {
             let mut v = partition(g, &answers);
             v["thread"] = json!(f.thread);
             v["frame"] = json!(f.frame);
-            v["function"] = json!(g.function(f.function).name);
+            let gf = g.function(f.function);
+            v["function"] = json!(gf.display_name());
+            if let Some(l) = &gf.linkage_name {
+                v["linkage_name"] = json!(l);
+            }
             v["point"] = json!(ids(g, fr.point.iter().copied()));
             v["path"] = json!(ids(g, fr.path.iter().copied()));
             if let Some((file, line)) = point_location(g, &fr.point) {
@@ -124,9 +128,9 @@ pub fn threads_json(c: &Crash) -> Value {
                 .frames
                 .iter()
                 .map(|f| {
-                    json!({
+                    let mut v = json!({
                         "pc": format!("{:#x}", f.pc),
-                        "function": f.function,
+                        "function": f.function.as_ref().map(|_| f.display_name()),
                         "module": f.module,
                         "file": f.location.as_ref().map(|l| &l.file),
                         "line": f.location.as_ref().map(|l| l.line),
@@ -137,7 +141,11 @@ pub fn threads_json(c: &Crash) -> Value {
                         "path_note": f.path_note,
                         "variables": f.variables,
                         "unwind": f.unwind,
-                    })
+                    });
+                    if let Some(l) = &f.linkage_name {
+                        v["linkage_name"] = json!(l);
+                    }
+                    v
                 })
                 .collect();
             json!({
@@ -311,7 +319,7 @@ pub fn text(i: &Inputs, color: bool) -> String {
                     ks.join(", ")
                 )
             };
-            let _ = writeln!(out, "-- {}(){header}", func.name);
+            let _ = writeln!(out, "-- {}(){header}", func.display_name());
             for line in lo..=hi {
                 let status = gl.status(line);
                 let has_code = lines.contains(&line);

@@ -39,7 +39,7 @@ fn frame_title(f: &CrashFrame) -> String {
         .filter(|v| v.kind == csi_dump::dwarf::VarKind::Parameter && v.inlined_in.is_none())
         .map(|v| format!("{}={}", v.name, short(&v.value)))
         .collect();
-    let name = f.function.as_deref().unwrap_or("??");
+    let name = f.display_name();
     match &f.location {
         Some(l) => format!(
             "{name} ({}) at {}:{}:{}",
@@ -48,6 +48,8 @@ fn frame_title(f: &CrashFrame) -> String {
             l.line,
             l.column
         ),
+        // A demangled C++ name already shows its parameter types.
+        None if name.ends_with(')') => format!("{name} from {}", f.module),
         None => format!("{name} () from {}", f.module),
     }
 }
@@ -158,7 +160,9 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
                 let _ = writeln!(
                     out,
                     "        inlined {}{at}",
-                    inl.function.as_deref().unwrap_or("??")
+                    inl.function
+                        .as_deref()
+                        .map_or("??".into(), |n| csi_model::names::display_name(n, None))
                 );
             }
             if locals {
@@ -213,7 +217,11 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
                 "\n{} — this frame: must {} · may {} · never {}",
                 paint.code(
                     "1",
-                    &format!("== Thread {} #{k} {}() in {file}", t.tid, gf.name)
+                    &format!(
+                        "== Thread {} #{k} {} in {file}",
+                        t.tid,
+                        csi_model::names::call_form(&gf.display_name()),
+                    )
                 ),
                 count(LineStatus::Must),
                 count(LineStatus::May),
@@ -381,5 +389,42 @@ mod tests {
         let keep = lines_that_matter(100, 200, Some(101), &[200], |_| false);
         assert_eq!(keep.first(), Some(&100));
         assert_eq!(keep.last(), Some(&200));
+    }
+
+    fn frame(function: &str, linkage: Option<&str>) -> CrashFrame {
+        CrashFrame {
+            pc: 0x1000,
+            module: "/x/libxml.so".into(),
+            function: Some(function.into()),
+            linkage_name: linkage.map(str::to_string),
+            location: None,
+            call_location: None,
+            inlined: Vec::new(),
+            variables: Vec::new(),
+            graph_function: None,
+            report_frame: None,
+            path: Vec::new(),
+            path_note: None,
+            unwind: csi_dump::unwind::UnwindMethod::Cfi,
+        }
+    }
+
+    #[test]
+    fn frame_titles_are_demangled() {
+        let f = frame("LoadFile", Some("_ZN3xml8Document8LoadFileEP8_IO_FILE"));
+        assert_eq!(
+            frame_title(&f),
+            "xml::Document::LoadFile(_IO_FILE*) from /x/libxml.so"
+        );
+        // A symbol-table name without DWARF.
+        let f = frame("_ZN3xml8Document8LoadFileEP8_IO_FILE", None);
+        assert_eq!(
+            frame_title(&f),
+            "xml::Document::LoadFile(_IO_FILE*) from /x/libxml.so"
+        );
+        assert_eq!(
+            frame_title(&frame("walk", None)),
+            "walk () from /x/libxml.so"
+        );
     }
 }

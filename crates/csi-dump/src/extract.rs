@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use csi_model::ballarus::{unrotate_ring, DecodedPath, PathGraph, PathStart};
-use csi_model::sections::cfg::{cfg_program_graph, parse_cfg_all, CfgFunction};
+use csi_model::sections::cfg::{cfg_linked_program_graph, parse_cfg_all, CfgFunction, CfgModule};
 use csi_model::{FailureReport, Frame, FuncId, NodeId, NodeKind, ProgramGraph, SignalInfo, Thread};
 use object::{Object, ObjectSection, ObjectSymbol};
 
@@ -47,7 +47,10 @@ pub struct CrashFrame {
     pub pc: u64,
     /// File name of the module the pc is in (`[vdso]`, `/lib/.../libc.so.6`, the executable).
     pub module: String,
+    /// The function's name (DWARF `DW_AT_name`, else the symbol's name).
     pub function: Option<String>,
+    /// Its linkage (mangled) name, when DWARF or the symbol table gives one.
+    pub linkage_name: Option<String>,
     pub location: Option<SourceLoc>,
     /// Position in the frame's own function: `location` unless code inlined into it is running,
     /// then the position of the outermost inlined call.
@@ -64,6 +67,16 @@ pub struct CrashFrame {
     /// Why the path trace is missing or partial.
     pub path_note: Option<String>,
     pub unwind: UnwindMethod,
+}
+
+impl CrashFrame {
+    /// The function's name as the views show it (demangled; `??` when unknown).
+    pub fn display_name(&self) -> String {
+        match &self.function {
+            Some(n) => csi_model::names::display_name(n, self.linkage_name.as_deref()).into_owned(),
+            None => "??".into(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -95,7 +108,8 @@ pub struct Crash {
     pub mapped_bytes: u64,
     /// The process image and debug info, for reading more on demand (hovers, globals).
     pub(crate) process: Process,
-    pub(crate) debug: Option<DebugInfo>,
+    /// Debug info of each module of `process.modules` (same index), where it has any.
+    pub(crate) debug: Vec<Option<DebugInfo>>,
 }
 
 impl Crash {
@@ -103,21 +117,35 @@ impl Crash {
     /// or unreadable).
     /// The line a function is declared on (its signature), when DWARF says so unambiguously.
     pub fn decl_line(&self, function: &str) -> Option<u32> {
-        match self.debug.as_ref()?.decl_lines.get(function)?.as_slice() {
-            [l] => Some(*l),
-            _ => None,
-        }
+        let mut lines = self
+            .debug
+            .iter()
+            .flatten()
+            .filter_map(|d| d.decl_lines.get(function))
+            .flatten();
+        let first = *lines.next()?;
+        lines.all(|&l| l == first).then_some(first)
     }
 
+    /// Globals are looked up in the executable first, then in the libraries in load order
+    /// (the dynamic linker's search order).
     pub fn global_values(&self, names: &[String]) -> Vec<Option<String>> {
         names
             .iter()
             .map(|n| {
-                self.debug
-                    .as_ref()?
-                    .global_value(n, self.process.exe().bias, &self.process)
+                self.modules_exe_first().find_map(|(m, d)| {
+                    d.global_value(n, self.process.modules[m].bias, &self.process)
+                })
             })
             .collect()
+    }
+
+    /// Modules with debug info, the executable first.
+    fn modules_exe_first(&self) -> impl Iterator<Item = (usize, &DebugInfo)> {
+        let exe = self.process.exe;
+        std::iter::once(exe)
+            .chain((0..self.debug.len()).filter(move |&m| m != exe))
+            .filter_map(|m| Some((m, self.debug[m].as_ref()?)))
     }
 }
 
@@ -184,7 +212,7 @@ fn load_parts(
     let elf = exe_mod.elf().ok_or_else(|| DumpError::NotElf {
         path: exe.to_path_buf(),
     })?;
-    let debug = if crate::dwarf::has_debug_info(&elf) {
+    let exe_debug = if crate::dwarf::has_debug_info(&elf) {
         match DebugInfo::load(&elf) {
             Ok(d) => Some(d),
             Err(e) => {
@@ -202,26 +230,46 @@ fn load_parts(
         ));
         None
     };
-    // The program graph.
+    // The program graph: the executable's records, then each instrumented library's.
     let section = |name: &str| {
         elf.section_by_name(name)
             .and_then(|s| s.uncompressed_data().ok())
     };
-    let mut cfg_funcs: Vec<CfgFunction> = Vec::new();
-    let (graph, metadata) = if let Some(bytes) = section(".debug_CSI_CFG") {
+    let mut linked = LinkedCfg::default();
+    let exe_cfg = section(".debug_CSI_CFG");
+    if let Some(bytes) = &exe_cfg {
         let label = format!("{} (.debug_CSI_CFG)", exe.display());
         let (funcs, modules) =
-            parse_cfg_all(&bytes, &label).map_err(|e| DumpError::BadMetadata {
+            parse_cfg_all(bytes, &label).map_err(|e| DumpError::BadMetadata {
                 path: exe.to_path_buf(),
                 what: e.to_string(),
             })?;
-        cfg_funcs = funcs;
-        let g = cfg_program_graph(&cfg_funcs, &modules, &label).map_err(|e| {
-            DumpError::BadMetadata {
+        linked.add(process.exe, None, funcs, modules);
+    }
+    drop(elf);
+    let mut debug: Vec<Option<DebugInfo>> = Vec::with_capacity(process.modules.len());
+    for (mi, m) in process.modules.iter().enumerate() {
+        if mi == process.exe {
+            debug.push(None);
+            continue;
+        }
+        let (d, cfg) = library_metadata(m, &mut notices);
+        if let Some((funcs, modules)) = cfg {
+            linked.add(mi, Some(m.name.clone()), funcs, modules);
+        }
+        debug.push(d);
+    }
+    debug[process.exe] = exe_debug;
+    let exe_label = format!("{} (.debug_CSI_CFG)", exe.display());
+    let (graph, metadata) = if exe_cfg.is_some()
+        || (!linked.funcs.is_empty() && opts.graphml.is_none())
+    {
+        let g =
+            cfg_linked_program_graph(&linked.funcs, &linked.objects, &linked.modules, &exe_label)
+                .map_err(|e| DumpError::BadMetadata {
                 path: exe.to_path_buf(),
                 what: e.to_string(),
-            }
-        })?;
+            })?;
         (g, Metadata::CsiCfg)
     } else if let Some(gml) = &opts.graphml {
         let g = csi_model::read_graphml(gml).map_err(|e| DumpError::BadMetadata {
@@ -233,6 +281,7 @@ fn load_parts(
              stack and coverage are used"
                 .into(),
         );
+        linked = LinkedCfg::default();
         (g, Metadata::GraphMl)
     } else {
         notices.push(format!(
@@ -242,10 +291,16 @@ fn load_parts(
         ));
         (ProgramGraph::default(), Metadata::None)
     };
-    drop(elf);
+    if exe_cfg.is_none() && metadata == Metadata::CsiCfg {
+        notices.push(format!(
+            "{} has no CSI metadata (not built with csi-cc): only the instrumented libraries' frames are analysed",
+            exe.display()
+        ));
+    }
     let mut graph = graph;
-    if let Some(d) = &debug {
-        for f in &mut graph.functions {
+    for (fi, f) in graph.functions.iter_mut().enumerate() {
+        let m = linked.module_of.get(fi).copied().unwrap_or(process.exe);
+        if let Some(d) = &debug[m] {
             f.inlined_elsewhere = d.inlined.contains(&f.name)
                 || f.linkage_name
                     .as_ref()
@@ -260,7 +315,7 @@ fn load_parts(
         fault_address: s.fault_address,
     });
 
-    let ctx = Extract::new(&process, debug.as_ref(), &graph, &cfg_funcs);
+    let ctx = Extract::new(&process, &debug, &graph, &linked);
     let mut threads = Vec::new();
     let mut report = FailureReport::default();
     let mut unwinder = Unwinder::new(&process);
@@ -334,6 +389,7 @@ fn load_parts(
             notices.push(format!("thread {}: {p}", t.tid));
         }
     }
+    notices.extend(modules_without_lines(&process, &debug, &threads));
     if metadata != Metadata::None {
         report.global_coverage = ctx.global_coverage(&mut notices);
         // Points of frames stopped mid-node (see above).
@@ -373,6 +429,128 @@ fn load_parts(
     })
 }
 
+/// The `.debug_CSI_CFG` records of every instrumented module, the executable's first.
+#[derive(Default)]
+struct LinkedCfg {
+    funcs: Vec<CfgFunction>,
+    /// Per function record: the shared object it came from (`None`: the executable).
+    objects: Vec<Option<String>>,
+    /// Per function record: its module's index in `Process::modules`.
+    module_of: Vec<usize>,
+    modules: Vec<CfgModule>,
+}
+
+impl LinkedCfg {
+    fn add(
+        &mut self,
+        module: usize,
+        object: Option<String>,
+        funcs: Vec<CfgFunction>,
+        modules: Vec<CfgModule>,
+    ) {
+        self.objects.extend(funcs.iter().map(|_| object.clone()));
+        self.module_of.extend(funcs.iter().map(|_| module));
+        self.funcs.extend(funcs);
+        self.modules.extend(modules);
+    }
+}
+
+/// One notice per library that has frames on some stack but no debug info to give them
+/// source lines. System libraries (whose debug info lives in separate packages) are left out:
+/// their frames showing symbols only is expected.
+fn modules_without_lines(
+    process: &Process,
+    debug: &[Option<DebugInfo>],
+    threads: &[CrashThread],
+) -> Vec<String> {
+    let system = |p: &str| {
+        ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+            .iter()
+            .any(|d| p.starts_with(d))
+    };
+    let mut with_frames: Vec<usize> = threads
+        .iter()
+        .flat_map(|t| &t.frames)
+        .filter_map(|f| process.module_index_at(f.pc))
+        .collect();
+    with_frames.sort_unstable();
+    with_frames.dedup();
+    with_frames
+        .into_iter()
+        .filter(|&mi| mi != process.exe && debug[mi].is_none())
+        .map(|mi| &process.modules[mi])
+        .filter(|m| !m.mismatched() && !system(&m.name) && m.name != "[vdso]")
+        // Unreadable debug info or metadata got their own notice.
+        .filter(|m| {
+            m.elf().is_some_and(|e| {
+                !crate::dwarf::has_debug_info(&e) && e.section_by_name(".debug_CSI_CFG").is_none()
+            })
+        })
+        .map(|m| {
+            format!(
+                "{} has no debug info (built without -g or stripped); its frames show symbols only",
+                m.name
+            )
+        })
+        .collect()
+}
+
+/// A shared library's debug info and CSI records, when it has them and they can be used; a
+/// notice says why not otherwise.
+#[allow(clippy::type_complexity)]
+fn library_metadata(
+    m: &crate::process::Module,
+    notices: &mut Vec<String>,
+) -> (
+    Option<DebugInfo>,
+    Option<(Vec<CfgFunction>, Vec<CfgModule>)>,
+) {
+    if m.mismatched() {
+        return (None, None); // the module's own notice says so
+    }
+    let Some(elf) = m.elf() else {
+        return (None, None);
+    };
+    let cfg_bytes = elf
+        .section_by_name(".debug_CSI_CFG")
+        .and_then(|s| s.uncompressed_data().ok());
+    let debug = if crate::dwarf::has_debug_info(&elf) {
+        match DebugInfo::load(&elf) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                notices.push(format!(
+                    "{}: unreadable debug info ({e}); its frames show symbols only",
+                    m.name
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let Some(bytes) = cfg_bytes else {
+        return (debug, None);
+    };
+    if debug.is_none() {
+        notices.push(format!(
+            "{} has CSI metadata but no usable debug info; its frames are not analysed",
+            m.name
+        ));
+        return (None, None);
+    }
+    let label = format!("{} (.debug_CSI_CFG)", m.name);
+    match parse_cfg_all(&bytes, &label) {
+        Ok(cfg) => (debug, Some(cfg)),
+        Err(e) => {
+            notices.push(format!(
+                "{}: unreadable CSI metadata ({e}); its frames are not analysed",
+                m.name
+            ));
+            (debug, None)
+        }
+    }
+}
+
 /// A frame's decoded path trace.
 struct FramePath {
     /// Nodes that ran in this activation before the point, oldest first.
@@ -387,12 +565,16 @@ struct FramePath {
 
 struct Extract<'a> {
     process: &'a Process,
-    debug: Option<&'a DebugInfo>,
+    /// Per module of the process.
+    debug: &'a [Option<DebugInfo>],
     graph: &'a ProgramGraph,
     cfg: &'a [CfgFunction],
+    /// Per graph function (with CSI records): its module's index in the process.
+    module_of: &'a [usize],
     /// Trace-point label → node, per function.
     labels: Vec<HashMap<&'a str, NodeId>>,
-    symbols: HashMap<String, u64>,
+    /// Coverage array symbols → runtime address, per module.
+    symbols: Vec<HashMap<String, u64>>,
     /// Each function's basic-block graph from its CFG record, built on first use (every
     /// frame of the function asks the same questions of it).
     record_blocks: Vec<std::cell::OnceCell<RecordBlocks>>,
@@ -401,10 +583,11 @@ struct Extract<'a> {
 impl<'a> Extract<'a> {
     fn new(
         process: &'a Process,
-        debug: Option<&'a DebugInfo>,
+        debug: &'a [Option<DebugInfo>],
         graph: &'a ProgramGraph,
-        cfg: &'a [CfgFunction],
+        linked: &'a LinkedCfg,
     ) -> Self {
+        let cfg = linked.funcs.as_slice();
         let labels = graph
             .functions
             .iter()
@@ -418,16 +601,20 @@ impl<'a> Extract<'a> {
                 m
             })
             .collect();
-        let mut symbols = HashMap::new();
-        let exe = process.exe();
-        if let Some(elf) = exe.elf() {
+        let mut symbols = vec![HashMap::new(); process.modules.len()];
+        let mut instrumented: Vec<usize> = linked.module_of.clone();
+        instrumented.sort_unstable();
+        instrumented.dedup();
+        for mi in instrumented {
+            let m = &process.modules[mi];
+            let Some(elf) = m.elf() else { continue };
             for s in elf.symbols() {
                 if let Ok(n) = s.name() {
                     if n.starts_with("__CC_arr_")
                         || n.starts_with("__BBC_arr_")
                         || n.starts_with("__FC_arr_")
                     {
-                        symbols.insert(n.to_string(), s.address().wrapping_add(exe.bias));
+                        symbols[mi].insert(n.to_string(), s.address().wrapping_add(m.bias));
                     }
                 }
             }
@@ -437,6 +624,7 @@ impl<'a> Extract<'a> {
             debug,
             graph,
             cfg,
+            module_of: &linked.module_of,
             labels,
             symbols,
             record_blocks: (0..cfg.len()).map(|_| std::cell::OnceCell::new()).collect(),
@@ -450,12 +638,15 @@ impl<'a> Extract<'a> {
         name: &str,
         linkage: Option<&str>,
         cu: Option<&str>,
+        object: Option<&str>,
     ) -> Option<FuncId> {
         let g = self.graph;
         let named: Vec<FuncId> = (0..g.functions.len() as FuncId)
             .filter(|&f| {
                 let gf = g.function(f);
-                gf.name == name || (linkage.is_some() && gf.linkage_name.as_deref() == linkage)
+                gf.object.as_deref() == object
+                    && (gf.name == name
+                        || (linkage.is_some() && gf.linkage_name.as_deref() == linkage))
             })
             .collect();
         if let (Some(cu), true) = (cu, named.len() > 1) {
@@ -482,6 +673,7 @@ impl<'a> Extract<'a> {
             pc: pf.pc,
             module: module.map(|m| m.name.clone()).unwrap_or_else(|| "?".into()),
             function: None,
+            linkage_name: None,
             location: None,
             call_location: None,
             inlined: Vec::new(),
@@ -492,7 +684,7 @@ impl<'a> Extract<'a> {
             path_note: None,
             unwind: pf.method,
         };
-        let Some(m) = module else {
+        let (Some(m), Some(mi)) = (module, p.module_index_at(pf.pc)) else {
             return (cf, None);
         };
         let lookup_pc = if pf.exact_pc {
@@ -501,10 +693,10 @@ impl<'a> Extract<'a> {
             pf.pc.wrapping_sub(1)
         };
         let svma = lookup_pc.wrapping_sub(m.bias);
-        let is_exe = std::ptr::eq(m, p.exe());
-        let debug = self.debug.filter(|_| is_exe);
-        let Some(debug) = debug else {
+        let object = (mi != p.exe).then_some(m.name.as_str());
+        let Some(debug) = self.debug[mi].as_ref() else {
             cf.function = m.symbolize(lookup_pc).map(|(n, _)| n);
+            cf.linkage_name = cf.function.clone().filter(|n| n.starts_with("_Z"));
             return (cf, None);
         };
         let mut inl = debug.inline_frames(svma);
@@ -514,6 +706,7 @@ impl<'a> Extract<'a> {
             .or_else(|| debug.location(svma));
         let sp = debug.subprogram(svma);
         let (name, linkage, cu) = sp.map(|s| debug.subprogram_names(s)).unwrap_or_default();
+        cf.linkage_name = linkage.clone();
         cf.function = name
             .clone()
             .or_else(|| m.symbolize(lookup_pc).map(|(n, _)| n));
@@ -536,7 +729,7 @@ impl<'a> Extract<'a> {
         let Some(name) = cf.function.clone() else {
             return (cf, None);
         };
-        let Some(f) = self.graph_function(&name, linkage.as_deref(), cu.as_deref()) else {
+        let Some(f) = self.graph_function(&name, linkage.as_deref(), cu.as_deref(), object) else {
             return (cf, None);
         };
         cf.graph_function = Some(f);
@@ -941,7 +1134,7 @@ impl<'a> Extract<'a> {
                 let n = (0..)
                     .take_while(|k| labels.contains_key(format!("{prefix}{k}").as_str()))
                     .count();
-                let Some(bytes) = self.global_bytes(name, n) else {
+                let Some(bytes) = self.global_bytes(fi, name, n) else {
                     missing += 1;
                     continue;
                 };
@@ -955,7 +1148,7 @@ impl<'a> Extract<'a> {
                 }
             }
             if let Some(name) = &rec.fc {
-                match self.global_bytes(name, 1) {
+                match self.global_bytes(fi, name, 1) {
                     Some(b) => {
                         out.insert(self.graph.functions[fi].entry, b[0] != 0);
                     }
@@ -1168,10 +1361,13 @@ impl<'a> Extract<'a> {
         }
     }
 
-    fn global_bytes(&self, name: &str, n: usize) -> Option<Vec<u8>> {
-        let addr = self.symbols.get(name).copied().or_else(|| {
-            self.debug
-                .and_then(|d| d.global_address(name, self.process.exe().bias, self.process))
+    /// The bytes of function `fi`'s coverage array `name`, in the function's own module.
+    fn global_bytes(&self, fi: usize, name: &str, n: usize) -> Option<Vec<u8>> {
+        let mi = self.module_of.get(fi).copied().unwrap_or(self.process.exe);
+        let addr = self.symbols[mi].get(name).copied().or_else(|| {
+            self.debug[mi]
+                .as_ref()
+                .and_then(|d| d.global_address(name, self.process.modules[mi].bias, self.process))
         })?;
         self.process.read_vec(addr, n)
     }

@@ -113,6 +113,73 @@ fn map_file(path: &Path) -> Result<Mmap, DumpError> {
     unsafe { Mmap::map(&f) }.map_err(|e| DumpError::io(path, e))
 }
 
+/// A library the core names, from its recorded path, else from the executable's directory
+/// (a crash copied elsewhere together with its libraries, as `rpath $ORIGIN` finds them). When
+/// the recorded file's build id is not `want` (the core's copy), a file beside the executable
+/// that has it wins; otherwise the build-id check reports the difference.
+fn map_library(path: &str, exe: &Path, want: Option<&[u8]>) -> Result<(PathBuf, Mmap), DumpError> {
+    let recorded = PathBuf::from(path);
+    let matches = |m: &Mmap| want.is_none_or(|w| file_build_id(m).as_deref() == Some(w));
+    let first = map_file(&recorded);
+    if let Ok(m) = &first {
+        if matches(m) {
+            return first.map(|m| (recorded, m));
+        }
+    }
+    let beside = exe
+        .parent()
+        .zip(recorded.file_name())
+        .map(|(dir, name)| dir.join(name))
+        .filter(|p| p.is_file() && *p != recorded)
+        .and_then(|p| map_file(&p).ok().map(|m| (p, m)));
+    match (first, beside) {
+        (_, Some((p, m))) if matches(&m) => Ok((p, m)),
+        (Ok(m), _) => Ok((recorded, m)),
+        (Err(_), Some(found)) => Ok(found),
+        (Err(e), None) => Err(e),
+    }
+}
+
+/// One object in the dynamic linker's list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkMapEntry {
+    /// Runtime address − link-time address (`l_addr`).
+    pub bias: u64,
+    /// Path the object was loaded from (empty for the executable).
+    pub name: String,
+    /// Runtime address of its dynamic section (`l_ld`).
+    pub dynamic: u64,
+}
+
+/// Link-time address of the image's `PT_DYNAMIC`.
+fn dynamic_vaddr(bytes: &[u8]) -> Option<u64> {
+    let h = object::elf::FileHeader64::<LE>::parse(bytes).ok()?;
+    h.program_headers(LE, bytes)
+        .ok()?
+        .iter()
+        .find(|p| p.p_type(LE) == object::elf::PT_DYNAMIC)
+        .map(|p| p.p_vaddr(LE))
+}
+
+/// The mappings `PT_LOAD` makes at `bias`: (start, end, file offset), page-aligned.
+fn load_segments(bytes: &[u8], bias: u64) -> Option<Vec<(u64, u64, u64)>> {
+    let h = object::elf::FileHeader64::<LE>::parse(bytes).ok()?;
+    let maps: Vec<(u64, u64, u64)> = h
+        .program_headers(LE, bytes)
+        .ok()?
+        .iter()
+        .filter(|p| p.p_type(LE) == object::elf::PT_LOAD)
+        .map(|p| {
+            let vaddr = p.p_vaddr(LE);
+            let skew = vaddr & 0xfff;
+            let start = bias.wrapping_add(vaddr - skew);
+            let end = bias.wrapping_add(vaddr + p.p_filesz(LE).max(p.p_memsz(LE)));
+            (start, end, p.p_offset(LE).wrapping_sub(skew))
+        })
+        .collect();
+    (!maps.is_empty()).then_some(maps)
+}
+
 /// Build id from an ELF image's notes.
 fn file_build_id(bytes: &[u8]) -> Option<Vec<u8>> {
     let elf = ElfFile64::<LE>::parse(bytes).ok()?;
@@ -238,15 +305,15 @@ impl Process {
                 .min()
                 .unwrap_or(start);
             let is_exe = Some(&path) == exe_path_in_core.as_ref();
+            let core_build_id = memory_build_id(&core, base);
             let (file, bytes, problem) = if is_exe {
                 (Some(exe.to_path_buf()), None, None)
             } else {
-                match map_file(Path::new(&path)) {
-                    Ok(m) => (Some(PathBuf::from(&path)), Some(ImageBytes::File(m)), None),
+                match map_library(&path, exe, core_build_id.as_deref()) {
+                    Ok((f, m)) => (Some(f), Some(ImageBytes::File(m)), None),
                     Err(e) => (None, None, Some(format!("cannot read {path}: {e}"))),
                 }
             };
-            let core_build_id = memory_build_id(&core, base);
             let mut m = Module {
                 // The executable as the user named it (the core may name a build path).
                 name: if is_exe {
@@ -378,11 +445,152 @@ impl Process {
                 });
             }
         }
-        Ok(Process {
+        let mut process = Process {
             core,
             modules,
             exe: exe_index,
-        })
+        };
+        process.add_link_map_modules(exe);
+        Ok(process)
+    }
+
+    /// The dynamic linker's list of loaded objects (`r_debug.r_map`, reached through the
+    /// executable's `DT_DEBUG`), in load order: libraries linked at start and those loaded
+    /// with `dlopen`, each with its load bias (`l_addr`). Empty for a static executable or
+    /// when that memory is not in the core.
+    pub fn link_map(&self) -> Vec<LinkMapEntry> {
+        const DT_DEBUG: u64 = 21;
+        let mut out = Vec::new();
+        let exe = self.exe();
+        let Some(dynamic) = exe.bytes.as_deref().and_then(dynamic_vaddr) else {
+            return out;
+        };
+        let mut r_debug = None;
+        for k in 0..4096u64 {
+            let at = dynamic.wrapping_add(exe.bias).wrapping_add(16 * k);
+            let (Some(tag), Some(val)) = (self.read_u64(at), self.read_u64(at + 8)) else {
+                break;
+            };
+            match tag {
+                0 => break, // DT_NULL
+                DT_DEBUG => r_debug = Some(val),
+                _ => {}
+            }
+        }
+        // struct r_debug { int r_version; struct link_map *r_map; ... }
+        let Some(mut lm) = r_debug
+            .filter(|&a| a != 0)
+            .and_then(|a| self.read_u64(a + 8))
+        else {
+            return out;
+        };
+        // struct link_map { l_addr; char *l_name; l_ld; l_next; l_prev; }
+        while lm != 0 && out.len() < 65536 {
+            let (Some(bias), Some(name_at), Some(dynamic), Some(next)) = (
+                self.read_u64(lm),
+                self.read_u64(lm + 8),
+                self.read_u64(lm + 16),
+                self.read_u64(lm + 24),
+            ) else {
+                break;
+            };
+            out.push(LinkMapEntry {
+                bias,
+                name: self.read_c_string(name_at, 4096).unwrap_or_default(),
+                dynamic,
+            });
+            lm = next;
+        }
+        out
+    }
+
+    /// A NUL-terminated string at `addr` (at most `max` bytes).
+    fn read_c_string(&self, addr: u64, max: usize) -> Option<String> {
+        let mut bytes = Vec::new();
+        let mut b = [0u8; 1];
+        while bytes.len() < max {
+            if !self.read(addr.wrapping_add(bytes.len() as u64), &mut b) {
+                return None;
+            }
+            if b[0] == 0 {
+                break;
+            }
+            bytes.push(b[0]);
+        }
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Libraries the dynamic linker lists but `NT_FILE` does not (a core writer without that
+    /// note, or one cut short), mapped from their files at the linker's load bias; and the
+    /// linker's bias for those it does, where the mappings suggested another.
+    fn add_link_map_modules(&mut self, exe: &Path) {
+        for entry in self.link_map() {
+            if entry.name.is_empty() {
+                continue; // the executable, or the vDSO
+            }
+            // The same object under another name (a symlink such as /lib → /usr/lib): its
+            // dynamic section lies in a module the mappings gave.
+            if let Some(m) = self
+                .modules
+                .iter_mut()
+                .find(|m| m.name == entry.name || m.contains(entry.dynamic))
+            {
+                if m.bytes.is_some() && !m.mismatched() && m.bias != entry.bias {
+                    m.bias = entry.bias;
+                }
+                continue;
+            }
+            // A shared object's first PT_LOAD is at link-time address 0: its header is at
+            // the bias.
+            let want = memory_build_id(&self.core, entry.bias);
+            let Ok((file, map)) = map_library(&entry.name, exe, want.as_deref()) else {
+                self.modules.push(Module {
+                    name: entry.name.clone(),
+                    file: None,
+                    bytes: None,
+                    start: 0,
+                    end: 0,
+                    bias: entry.bias,
+                    maps: Vec::new(),
+                    build_id: None,
+                    core_build_id: None,
+                    unwind: None,
+                    problem: Some(format!(
+                        "cannot read {} (loaded by the dynamic linker)",
+                        entry.name
+                    )),
+                });
+                continue;
+            };
+            let Some(maps) = load_segments(&map, entry.bias) else {
+                continue;
+            };
+            let start = maps.iter().map(|m| m.0).min().unwrap_or(0);
+            let end = maps.iter().map(|m| m.1).max().unwrap_or(0);
+            let mut m = Module {
+                name: entry.name.clone(),
+                file: Some(file),
+                start,
+                end,
+                bias: entry.bias,
+                maps,
+                build_id: file_build_id(&map),
+                core_build_id: memory_build_id(&self.core, start),
+                unwind: None,
+                bytes: None,
+                problem: None,
+            };
+            if m.mismatched() {
+                m.problem = Some(format!(
+                    "{} on this machine differs from the one the program ran with; frames inside it may be wrong",
+                    m.name
+                ));
+            } else {
+                m.unwind = unwind_sections(&map);
+            }
+            m.bytes = Some(ImageBytes::File(map));
+            self.modules.push(m);
+        }
     }
 
     pub fn exe(&self) -> &Module {
@@ -391,6 +599,11 @@ impl Process {
 
     pub fn module_at(&self, addr: u64) -> Option<&Module> {
         self.modules.iter().find(|m| m.contains(addr))
+    }
+
+    /// Index in `modules` of the module holding `addr`.
+    pub fn module_index_at(&self, addr: u64) -> Option<usize> {
+        self.modules.iter().position(|m| m.contains(addr))
     }
 
     /// Reads `buf.len()` bytes at `addr`: from the core where dumped, else from the file the
@@ -447,5 +660,79 @@ impl Process {
             .chain(elf.dynamic_symbols())
             .find(|s| s.name() == Ok(name))
             .map(|s| (s.address().wrapping_add(m.bias), s.size()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(program: &str) -> Process {
+        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/crashes")
+            .join(program)
+            .join("realistic-O0");
+        let exe = d.join(program);
+        let core = CoreFile::open(&d.join("core")).unwrap();
+        let bytes = ImageBytes::File(map_file(&exe).unwrap());
+        Process::open(&exe, core, bytes).unwrap()
+    }
+
+    /// A library `NT_FILE` does not name is mapped from the link map at the linker's bias,
+    /// where the kernel had it.
+    #[test]
+    fn a_library_missing_from_nt_file_comes_from_the_link_map() {
+        let mut p = open("plugin_crash");
+        let k = p
+            .modules
+            .iter()
+            .position(|m| m.name.ends_with("libplug.so"))
+            .unwrap();
+        let exe = p.exe().file.clone().unwrap();
+        let gone = p.modules.remove(k);
+        let before = p.modules.len() + 1;
+        p.exe = p
+            .modules
+            .iter()
+            .position(|m| m.file.as_ref() == Some(&exe))
+            .unwrap();
+        p.add_link_map_modules(&exe);
+        let back = p.modules.last().unwrap();
+        assert_eq!(back.name, gone.name);
+        // Nothing else was added (the vDSO and libc under another path are known objects).
+        assert_eq!(p.modules.len(), before);
+        assert_eq!((back.bias, back.start), (gone.bias, gone.start));
+        assert!(back.problem.is_none() && back.unwind.is_some());
+        // Its text reads the same through the file as through the kernel's mappings.
+        let mut a = [0u8; 32];
+        assert!(p.read(gone.start + 0x1000, &mut a));
+    }
+
+    /// The dynamic linker's list names the linked library and the dlopen'ed plugin, at the
+    /// bias the kernel's mappings give them.
+    #[test]
+    fn link_map_lists_linked_and_dlopened_libraries() {
+        for (program, lib) in [
+            ("shlib_crash", "libwalk.so"),
+            ("plugin_crash", "libplug.so"),
+        ] {
+            let p = open(program);
+            let entries = p.link_map();
+            let e = entries
+                .iter()
+                .find(|e| e.name.ends_with(lib))
+                .unwrap_or_else(|| panic!("{program}: {lib} not in {entries:?}"));
+            let m = p.modules.iter().find(|m| m.contains(e.dynamic)).unwrap();
+            assert!(m.name.ends_with(lib), "{program}: {}", m.name);
+            assert_eq!(m.bias, e.bias, "{program}");
+            assert!(entries.iter().any(|e| e.name.contains("libc.so")));
+            // Nothing is loaded twice (libc under /lib and /usr/lib is one object).
+            let named: Vec<&str> = p.modules.iter().map(|m| m.name.as_str()).collect();
+            assert_eq!(
+                named.iter().filter(|n| n.contains("libc.so")).count(),
+                1,
+                "{named:?}"
+            );
+        }
     }
 }

@@ -19,7 +19,9 @@ struct GdbFrame {
 
 fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, Vec<GdbFrame>> {
     let out = std::process::Command::new("gdb")
-        .args(["-batch", "-nx", "-ex", "set print repeats unlimited"])
+        .args(["-batch", "-nx"])
+        .args(beside(exe))
+        .args(["-ex", "set print repeats unlimited"])
         .args([
             "-ex",
             "set print elements unlimited",
@@ -83,7 +85,9 @@ fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, V
 
 fn gdb_print(exe: &std::path::Path, core: &std::path::Path, names: &[String]) -> Vec<String> {
     let mut cmd = std::process::Command::new("gdb");
-    cmd.args(["-batch", "-nx", "-ex", "set print repeats unlimited"]);
+    cmd.args(["-batch", "-nx"])
+        .args(beside(exe))
+        .args(["-ex", "set print repeats unlimited"]);
     for n in names {
         cmd.arg("-ex")
             .arg(format!("output {n}"))
@@ -244,18 +248,47 @@ fn frames_and_trace_variables_match_gdb() {
     eprintln!("{checked} values agree with gdb");
 }
 
-/// Names of the coverage globals in the executable's symbol table.
+/// gdb options that find the program's shared libraries beside it when the core's paths are
+/// gone (checked-in crashes), as csi-dump does.
+fn beside(exe: &std::path::Path) -> [String; 2] {
+    let dir = exe.parent().unwrap_or(std::path::Path::new("."));
+    [
+        "-iex".into(),
+        format!("set solib-search-path {}", dir.display()),
+    ]
+}
+
+/// The shared libraries (`*.so`) that lie beside a fixture program.
+fn libraries_beside(exe: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let dir = exe.parent().unwrap_or(std::path::Path::new("."));
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".so"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Names of the coverage globals in the symbol tables of the executable and its libraries.
 fn global_names(exe: &std::path::Path) -> Vec<String> {
     use object::{Object, ObjectSymbol};
-    let data = std::fs::read(exe).unwrap();
-    let file = object::File::parse(&*data).unwrap();
-    let mut v: Vec<String> = file
-        .symbols()
-        .filter_map(|s| s.name().ok().map(str::to_string))
-        .filter(|n| {
-            n.starts_with("__CC_arr_") || n.starts_with("__BBC_arr_") || n.starts_with("__FC_arr_")
-        })
-        .collect();
+    let mut v: Vec<String> = Vec::new();
+    for path in std::iter::once(exe.to_path_buf()).chain(libraries_beside(exe)) {
+        let data = std::fs::read(&path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        v.extend(
+            file.symbols()
+                .filter_map(|s| s.name().ok().map(str::to_string))
+                .filter(|n| {
+                    n.starts_with("__CC_arr_")
+                        || n.starts_with("__BBC_arr_")
+                        || n.starts_with("__FC_arr_")
+                }),
+        );
+    }
     v.sort();
     v.dedup();
     v

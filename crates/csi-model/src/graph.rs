@@ -136,6 +136,16 @@ pub struct Function {
     pub params: u32,
     /// Locals whose address escapes (readable and writable through `*`).
     pub escaped: Vec<String>,
+    /// The shared object the function was loaded from (as the process named it); `None` for
+    /// the executable.
+    pub object: Option<String>,
+}
+
+impl Function {
+    /// The name the views show ([`crate::names::display_name`]: demangled C++ names).
+    pub fn display_name(&self) -> std::borrow::Cow<'_, str> {
+        crate::names::display_name(&self.name, self.linkage_name.as_deref())
+    }
 }
 
 /// The immutable program graph. Build it with [`ProgramGraphBuilder`].
@@ -278,6 +288,7 @@ impl ProgramGraphBuilder {
             precise_def_use: false,
             params: 0,
             escaped: Vec::new(),
+            object: None,
         });
         self.entries.push(Vec::new());
         self.exits.push(Vec::new());

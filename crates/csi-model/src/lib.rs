@@ -7,6 +7,7 @@ pub mod graph;
 pub mod graphml;
 pub mod grissom_json;
 pub mod libc;
+pub mod names;
 pub mod report;
 pub mod results;
 pub mod sections;

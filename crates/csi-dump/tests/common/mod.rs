@@ -58,10 +58,11 @@ pub fn fixture_crashes() -> Vec<FixtureCrash> {
         let entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
         let core = d.join("core");
         if core.is_file() {
-            if let Some(exe) = entries
-                .iter()
-                .find(|p| is_elf_exe(p) && p.file_name() != Some("core".as_ref()))
-            {
+            if let Some(exe) = entries.iter().find(|p| {
+                // Shared libraries of the program lie beside it.
+                let lib = p.to_string_lossy().ends_with(".so");
+                is_elf_exe(p) && !lib && p.file_name() != Some("core".as_ref())
+            }) {
                 let oracle = [
                     d.join("coverage.json"),
                     // `../oracle-O<n>/` in a build directory.

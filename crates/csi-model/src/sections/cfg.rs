@@ -341,6 +341,27 @@ pub fn cfg_program_graph(
     modules: &[CfgModule],
     file: &str,
 ) -> Result<ProgramGraph, InputError> {
+    cfg_linked_program_graph(funcs, &vec![None; funcs.len()], modules, file)
+}
+
+/// [`cfg_program_graph`] over the records of several loaded objects: `objects[i]` names the
+/// shared object `funcs[i]` came from (`None`: the executable). A direct call resolves within
+/// the caller's object first, then to a non-static function of any object (the executable's
+/// first: it is first in the dynamic linker's search order) — a call through the PLT into
+/// another instrumented library is a call edge. Node ids of a shared object's functions are
+/// prefixed with its file name and `!` (`libwalk.so!walk_sum#3`); the executable's keep
+/// [`cfg_to_program_graph`]'s form.
+pub fn cfg_linked_program_graph(
+    funcs: &[CfgFunction],
+    objects: &[Option<String>],
+    modules: &[CfgModule],
+    file: &str,
+) -> Result<ProgramGraph, InputError> {
+    assert_eq!(funcs.len(), objects.len(), "one object per function record");
+    let object_tag = |i: usize| -> Option<&str> {
+        let o = objects[i].as_deref()?;
+        Some(o.rsplit('/').next().unwrap_or(o))
+    };
     let mut b = ProgramGraphBuilder::new();
     // A function's address may be taken in another unit, which sees only a declaration and
     // lists it among its module record's `address_taken_externals`.
@@ -373,6 +394,7 @@ pub fn cfg_program_graph(
             func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
             func.optimized = f.optimized;
             func.inlined = f.inlined.clone();
+            func.object = objects[i].clone();
             if f.csi_cfg >= 3 {
                 func.precise_def_use = true;
                 func.params = f.params.unwrap_or(0);
@@ -381,7 +403,7 @@ pub fn cfg_program_graph(
         }
         by_name.entry(f.name.as_str()).or_default().push((i, fid));
         let key = (f.name.as_str(), f.file.as_deref());
-        let prefix = if count_in_file[&key] > 1 {
+        let mut prefix = if count_in_file[&key] > 1 {
             let k = copies_seen.entry(key).or_default();
             *k += 1;
             match &f.unit {
@@ -393,6 +415,9 @@ pub fn cfg_program_graph(
         } else {
             f.name.clone()
         };
+        if let Some(tag) = object_tag(i) {
+            prefix = format!("{tag}!{prefix}");
+        }
         let mut base = None;
         for (k, n) in f.nodes.iter().enumerate() {
             let mut node = Node::new(format!("{prefix}#{k}"), fid, n.kind);
@@ -483,20 +508,44 @@ pub fn cfg_program_graph(
                 };
                 // Prefer a static definition of the caller's unit (a header's static
                 // function has one copy per unit), else of the caller's file, else a
-                // non-static one.
+                // non-static one of the caller's object, else of any object (static
+                // functions of another object are not reachable by name).
+                let same_object = |fi: usize| objects[fi] == objects[i];
                 let pick = defs
                     .iter()
                     .find(|&&(fi, _)| {
-                        funcs[fi].is_static && f.unit.is_some() && funcs[fi].unit == f.unit
+                        funcs[fi].is_static
+                            && f.unit.is_some()
+                            && funcs[fi].unit == f.unit
+                            && same_object(fi)
+                    })
+                    .or_else(|| {
+                        defs.iter().find(|&&(fi, _)| {
+                            funcs[fi].is_static && funcs[fi].file == f.file && same_object(fi)
+                        })
                     })
                     .or_else(|| {
                         defs.iter()
-                            .find(|&&(fi, _)| funcs[fi].is_static && funcs[fi].file == f.file)
+                            .find(|&&(fi, _)| !funcs[fi].is_static && same_object(fi))
                     })
-                    .or_else(|| defs.iter().find(|&&(fi, _)| !funcs[fi].is_static))
-                    .or_else(|| defs.first());
-                if let Some(&(fi, _)) = pick {
-                    if let Some(e) = entry_of(fi) {
+                    .or_else(|| {
+                        let mut public = defs.iter().filter(|&&(fi, _)| !funcs[fi].is_static);
+                        let first = public.clone().next();
+                        public.find(|&&(fi, _)| objects[fi].is_none()).or(first)
+                    })
+                    .or_else(|| defs.iter().find(|&&(fi, _)| same_object(fi)));
+                let Some(&(fi, _)) = pick else { continue };
+                // Symbol interposition: the dynamic linker may bind a call to an exported
+                // function to another object's definition of that name (the executable's
+                // first), so every exported definition is a possible callee.
+                let interposed = defs.iter().map(|&(g, _)| g).filter(|&g| {
+                    g != fi
+                        && !funcs[fi].is_static
+                        && !funcs[g].is_static
+                        && objects[g] != objects[fi]
+                });
+                for callee in std::iter::once(fi).chain(interposed) {
+                    if let Some(e) = entry_of(callee) {
                         b.add_call_edge(site, e);
                     }
                 }
@@ -524,11 +573,92 @@ pub fn cfg_program_graph(
     let mut roots: Vec<u32> = Vec::new();
     for (i, f) in funcs.iter().enumerate() {
         let init = modules.iter().any(|m| m.init_fini.contains(&f.name));
-        if init || (unknown_library_call && address_taken(f)) {
+        // Any object may call a shared library's exported functions, and a program that
+        // dlopens it calls them through `dlsym`'s pointers, which no record names.
+        let exported = objects[i].is_some() && !f.is_static;
+        if init || exported || (unknown_library_call && address_taken(f)) {
             roots.push(i as u32);
         }
     }
     b.set_async_roots(roots);
     b.build()
         .map_err(|e| InputError::new(file, "program graph", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of `name` in `file` whose one call site calls `callee` (if any).
+    fn record(name: &str, file: &str, is_static: bool, callee: Option<&str>) -> CfgFunction {
+        let call = callee.map(|c| format!(r#","call":{{"callee":"{c}"}}"#));
+        let line = format!(
+            r#"{{"csi_cfg":4,"name":"{name}","file":"{file}","static":{is_static},"path_traced":false,"address_taken":false,
+               "nodes":[{{"kind":"entry"}},{{"kind":"exit"}},{{"kind":"expression","positions":[[3,1]]{}}}],
+               "edges":[[0,2],[2,1]]}}"#,
+            call.unwrap_or_default()
+        );
+        parse_cfg(line.replace('\n', " ").as_bytes(), "t")
+            .unwrap()
+            .remove(0)
+    }
+
+    fn callee_names(g: &ProgramGraph, caller: &str, object: Option<&str>) -> Vec<String> {
+        let f = (0..g.functions.len() as u32)
+            .find(|&f| g.function(f).name == caller && g.function(f).object.as_deref() == object)
+            .unwrap();
+        let site = g.function(f).nodes[2];
+        let mut v: Vec<String> = g
+            .callees(site)
+            .iter()
+            .map(|&c| {
+                let c = g.function(c);
+                format!("{}@{}", c.name, c.object.as_deref().unwrap_or("exe"))
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn calls_resolve_across_objects() {
+        let funcs = vec![
+            record("main", "main.c", false, Some("walk")),
+            record("helper", "main.c", true, None),
+            record("walk", "walk.c", false, Some("helper")),
+            record("helper", "walk.c", true, None),
+            record("log", "walk.c", false, None),
+            record("emit", "walk.c", false, Some("log")),
+            record("log", "main.c", false, None),
+        ];
+        let lib = Some("/x/libwalk.so".to_string());
+        let objects = vec![
+            None,
+            None,
+            lib.clone(),
+            lib.clone(),
+            lib.clone(),
+            lib.clone(),
+            None,
+        ];
+        let g = cfg_linked_program_graph(&funcs, &objects, &[], "t").unwrap();
+        // Through the PLT into the library.
+        assert_eq!(callee_names(&g, "main", None), ["walk@/x/libwalk.so"]);
+        // A static function is called in its own object only.
+        assert_eq!(
+            callee_names(&g, "walk", lib.as_deref()),
+            ["helper@/x/libwalk.so"]
+        );
+        // An exported name defined in two objects: either may be bound.
+        assert_eq!(
+            callee_names(&g, "emit", lib.as_deref()),
+            ["log@/x/libwalk.so", "log@exe"]
+        );
+        // Node ids stay unique; the library's carry its file name.
+        let id = |f: usize| g.node(g.functions[f].entry).ext_id.clone();
+        assert_eq!(id(0), "main#0");
+        assert_eq!(id(3), "libwalk.so!helper@walk.c#0");
+        // Exported library functions may be entered by any object (dlsym).
+        assert!(g.async_roots.contains(&2) && !g.async_roots.contains(&3));
+    }
 }

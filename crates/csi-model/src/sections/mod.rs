@@ -12,8 +12,8 @@ pub mod coverage;
 pub mod pt;
 
 pub use cfg::{
-    cfg_program_graph, cfg_to_program_graph, parse_cfg, parse_cfg_all, CfgCall, CfgFunction,
-    CfgImplied, CfgModule, CfgNode, CfgPathTracing, CFG_FORMAT_VERSION,
+    cfg_linked_program_graph, cfg_program_graph, cfg_to_program_graph, parse_cfg, parse_cfg_all,
+    CfgCall, CfgFunction, CfgImplied, CfgModule, CfgNode, CfgPathTracing, CFG_FORMAT_VERSION,
 };
 pub use coverage::{
     parse_bbc, parse_cc, parse_fc, BbcBlock, BbcFunction, CcFunction, CcSite, FcFunction,
