@@ -737,10 +737,12 @@ unsafe fn instrument_module(
                 let bookkeeping = !pad_loc.is_null() && LLVMInstructionGetDebugLoc(i) == pad_loc;
                 // Every instruction's scope counts for `inlined`, kept position or not.
                 let scope = scopes.of(i, &name);
-                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping) {
-                    if !uncond {
-                        lines.push(l);
-                    }
+                // An unconditional branch is no statement of its line: at -O0 the `br` into
+                // a `while (1) {` loop is the line's only instruction on entry and falls
+                // through to the next block, so it executes nothing; a node holding it would
+                // make the line "must" although no instruction of it ran.
+                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping && !uncond) {
+                    lines.push(l);
                     pending.push((l, col, file, scope));
                 }
                 // def/use sets are filled by `defuse::fill` once the nodes exist

@@ -80,6 +80,39 @@ pub struct DebugInfo {
     pub decl_lines: HashMap<String, Vec<u32>>,
 }
 
+impl DebugInfo {
+    /// `(file name without directories, line)` of every row of every line table: the lines
+    /// with machine code. A line the IR gave an instruction that the code generator then
+    /// removed (the `br` of `while (1) {`, a branch to the next block) has none.
+    pub fn lines_with_code(&self) -> std::collections::HashSet<(String, u32)> {
+        let mut out = std::collections::HashSet::new();
+        for unit in &self.units {
+            let Some(program) = unit.line_program.clone() else {
+                continue;
+            };
+            let mut rows = program.rows();
+            while let Ok(Some((header, row))) = rows.next_row() {
+                let Some(line) = row.line().map(|l| l.get() as u32) else {
+                    continue;
+                };
+                if row.end_sequence() {
+                    continue;
+                }
+                let Some(file) = row.file(header) else {
+                    continue;
+                };
+                let Ok(name) = self.dwarf.attr_string(unit, file.path_name()) else {
+                    continue;
+                };
+                let name = name.to_string_lossy().unwrap_or_default();
+                let base = name.rsplit('/').next().unwrap_or(&name).to_string();
+                out.insert((base, line));
+            }
+        }
+        out
+    }
+}
+
 /// Is there any DWARF at all in this image?
 pub fn has_debug_info(elf: &object::read::elf::ElfFile64<'_, object::LittleEndian>) -> bool {
     elf.section_by_name(".debug_info")

@@ -307,6 +307,9 @@ fn load_parts(
                     .is_some_and(|l| d.inlined.contains(l));
         }
     }
+    if metadata == Metadata::CsiCfg {
+        keep_positions_with_code(&mut graph, &linked.module_of, process.exe, &debug);
+    }
 
     let signal = process.core.siginfo.as_ref().map(|s| SignalInfo {
         signo: s.signo,
@@ -1426,5 +1429,55 @@ impl RecordBlocks {
             stack.extend(&self.succs[y]);
         }
         seen
+    }
+}
+
+/// Drops node positions on lines without machine code in their module's line table: an IR
+/// instruction can carry a line and then vanish in code generation (the unconditional `br`
+/// that is all `while (1) {` compiles to, a jump to the next block), so such a line never
+/// executes an instruction, and a node holding it must not make it "must". Lines are matched
+/// by file name without directories, so a line is dropped only when no file of that name has
+/// code there. Frames never stop on such a line (a pc always has a row), so locating frames is
+/// unaffected.
+fn keep_positions_with_code(
+    graph: &mut ProgramGraph,
+    module_of: &[usize],
+    exe: usize,
+    debug: &[Option<crate::dwarf::DebugInfo>],
+) {
+    let with_code: Vec<Option<std::collections::HashSet<(String, u32)>>> = debug
+        .iter()
+        .map(|d| d.as_ref().map(|d| d.lines_with_code()))
+        .collect();
+    for k in 0..graph.nodes.len() {
+        let n = &graph.nodes[k];
+        let m = module_of.get(n.function as usize).copied().unwrap_or(exe);
+        let Some(Some(code)) = with_code.get(m) else {
+            continue;
+        };
+        let Some(file) = graph.file_of(k as u32) else {
+            continue;
+        };
+        let name = graph.file_name(file);
+        let base = name.rsplit('/').next().unwrap_or(name).to_string();
+        let keep: Vec<bool> = n
+            .positions
+            .iter()
+            .map(|p| p.line == 0 || code.contains(&(base.clone(), p.line)))
+            .collect();
+        if keep.iter().all(|&x| x) {
+            continue;
+        }
+        let n = &mut graph.nodes[k];
+        let scopes = std::mem::take(&mut n.scopes);
+        let positions = std::mem::take(&mut n.positions);
+        for (i, p) in positions.into_iter().enumerate() {
+            if keep[i] {
+                n.positions.push(p);
+                if let Some(&s) = scopes.get(i) {
+                    n.scopes.push(s);
+                }
+            }
+        }
     }
 }

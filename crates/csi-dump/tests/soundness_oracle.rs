@@ -152,3 +152,163 @@ fn must_and_never_agree_with_clang_coverage() {
         violations.join("\n")
     );
 }
+
+/// The exact oracle (`exact.json` beside `coverage.json`, written by `fixtures/build.sh`): the
+/// lines with an executed instruction in a `clang -O0 -gdwarf-4` build run to the same crash
+/// under callgrind, plus the lines of the frames at the fatal signal. Unlike clang's region
+/// counts it does not over-count at a crash, so every claim is checked exactly: a "never" line
+/// executed no instruction, a "must" line executed one.
+#[test]
+fn must_and_never_agree_with_the_exact_oracle() {
+    type Exact = BTreeMap<String, Vec<u32>>;
+    let mut checked = 0usize;
+    let mut unverifiable = 0usize;
+    let mut with_oracle = 0usize;
+    let mut violations: Vec<String> = Vec::new();
+    for fx in fixture_crashes() {
+        let Some(exact_path) = fx
+            .oracle
+            .as_ref()
+            .map(|p| p.with_file_name("exact.json"))
+            .filter(|p| p.is_file())
+        else {
+            continue;
+        };
+        with_oracle += 1;
+        // Lines with any machine code in the oracle's own binary: a "must" line without any
+        // (a declaration that -O2 gave an instruction, a header line not instantiated at
+        // -O0) cannot be checked by an instruction trace.
+        let oracle_code = {
+            // OUT/<program>/oracle-O<n>/exact.json → OUT/<program>/exact/<program>
+            let canonical = std::fs::canonicalize(&exact_path).unwrap_or(exact_path.clone());
+            let dir = canonical.parent().and_then(|d| d.parent());
+            let exe = dir.and_then(|d| Some(d.join("exact").join(d.file_name()?)));
+            // Mapped, not read into a Vec: the ELF reader needs aligned data.
+            let map = exe
+                .and_then(|e| std::fs::File::open(e).ok())
+                .and_then(|f| unsafe { memmap2::Mmap::map(&f) }.ok());
+            let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
+            match object::read::elf::ElfFile64::<object::LittleEndian>::parse(bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|elf| csi_dump::dwarf::DebugInfo::load(&elf))
+            {
+                Ok(d) => Some(d.lines_with_code()),
+                Err(e) => {
+                    eprintln!(
+                        "{}: no line table of the exact oracle's binary: {e}",
+                        fx.name()
+                    );
+                    None
+                }
+            }
+        };
+        let has_oracle_code = |file: &str, line: u32| {
+            let base = file.rsplit('/').next().unwrap_or(file).to_string();
+            oracle_code
+                .as_ref()
+                .is_none_or(|c| c.contains(&(base, line)))
+        };
+        let exact: Exact =
+            serde_json::from_str(&std::fs::read_to_string(&exact_path).unwrap()).unwrap();
+        // Every key naming the file (valgrind's frame lines come with the base name only).
+        let ran = |file: &str, line: u32| -> Option<bool> {
+            let file = &lexically_normal(file);
+            exact
+                .iter()
+                .filter(|(f, _)| csi_dump::same_source(f, file))
+                .map(|(_, lines)| lines.binary_search(&line).is_ok())
+                .reduce(|a, b| a || b)
+        };
+        let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
+        let g = &crash.graph;
+        let cov = best_effort_coverage(g, &crash.report)
+            .unwrap_or_else(|e| panic!("{}: analysis failed: {e}", fx.name()));
+        // Callgrind counts a basic block's instructions when the block completes, so the
+        // faulting block's instructions before the fault are missing from the profile: a
+        // "must" line of the crashing frame's function that the oracle lacks is unverifiable.
+        let crash_lines: std::collections::BTreeSet<(String, u32)> = crash
+            .threads
+            .iter()
+            .filter(|t| t.crashed)
+            .flat_map(|t| t.frames.iter().find_map(|f| f.graph_function))
+            .flat_map(|func| g.function(func).nodes.iter().copied())
+            .flat_map(|n| {
+                let file = g
+                    .file_of(n)
+                    .map(|x| g.file_name(x).to_string())
+                    .unwrap_or_default();
+                g.node(n)
+                    .lines()
+                    .map(move |l| (file.clone(), l))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let mut check = |scope: &str, file: &str, line: u32, must: bool| {
+            // A file the oracle run never entered has no entry: nothing of it ran.
+            let ran = ran(file, line).unwrap_or(false);
+            if must
+                && !ran
+                && (crash_lines.contains(&(file.to_string(), line)) || !has_oracle_code(file, line))
+            {
+                unverifiable += 1;
+                return;
+            }
+            checked += 1;
+            if must && !ran {
+                violations.push(format!(
+                    "{}: {scope} says {file}:{line} must have run; no instruction of it ran",
+                    fx.name()
+                ));
+            }
+            if !must && ran {
+                violations.push(format!(
+                    "{}: {scope} says {file}:{line} never ran; an instruction of it ran",
+                    fx.name()
+                ));
+            }
+        };
+        for (file, l) in cov.global_lines(g) {
+            for &line in &l.must {
+                check("global", &file, line, true);
+            }
+            for &line in &l.never {
+                check("global", &file, line, false);
+            }
+        }
+        for f in &cov.frames {
+            for (file, l) in cov.frame_lines(g, f) {
+                for &line in &l.must {
+                    let scope = format!("frame #{} of thread {}", f.frame, f.thread);
+                    check(&scope, &file, line, true);
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{with_oracle} fixture crashes with the exact oracle, {checked} line statuses checked, \
+         {unverifiable} must-lines unverifiable (in the crashing function, whose faulting \
+         block callgrind drops, or without code in the oracle's binary)"
+    );
+    assert!(
+        violations.is_empty(),
+        "{} violations of the exact oracle:\n{}",
+        violations.len(),
+        violations.join("\n")
+    );
+}
+
+/// `a/b/../c` → `a/c` (callgrind normalizes paths; DWARF keeps `../` of include paths).
+fn lexically_normal(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            ".." if out.last().is_some_and(|p| !p.is_empty() && *p != "..") => {
+                out.pop();
+            }
+            "." => {}
+            p => out.push(p),
+        }
+    }
+    out.join("/")
+}
