@@ -76,13 +76,7 @@ fn at_least_as_precise_as_csi_grissom_and_never_contradicting() {
     for data in &all {
         let run_dir = data.parent().unwrap();
         let fault_dir = run_dir.parent().unwrap();
-        let graphml = std::fs::read_dir(fault_dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|e| e == "graphml"))
-            .unwrap();
-        let g = read_graphml(&graphml).unwrap();
-        let report = read_grissom_report(data, &g).unwrap();
+        let (g, report) = graph_and_report(data);
         let run = run_dir.file_name().unwrap().to_str().unwrap();
         for (mode, rep) in [("full", report.clone()), ("stackonly", stack_only(&report))] {
             let answer = if mode == "full" {
@@ -172,14 +166,7 @@ fn fast_solver_equals_the_reference_on_every_report() {
     let mut compared = 0usize;
     let mut differing: Vec<String> = Vec::new();
     for data in &reports(&dir) {
-        let fault_dir = data.parent().unwrap().parent().unwrap();
-        let graphml = std::fs::read_dir(fault_dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|e| e == "graphml"))
-            .unwrap();
-        let g = read_graphml(&graphml).unwrap();
-        let report = read_grissom_report(data, &g).unwrap();
+        let (g, report) = graph_and_report(data);
         for (mode, rep) in [("full", report.clone()), ("stackonly", stack_only(&report))] {
             let prepared = csi_analysis::becp::prepare(&g, &rep)
                 .unwrap_or_else(|e| panic!("{}: {mode}: {e}", data.display()));
@@ -223,4 +210,17 @@ fn fast_solver_equals_the_reference_on_every_report() {
     assert!(compared >= 40, "only {compared} consistent problems");
     assert!(differing.is_empty(), "{}", differing.join("\n"));
     eprintln!("fast = reference on {compared} report problems");
+}
+
+/// The graph of a report's fault directory (`<fault>/<app>.graphml`) and the report.
+fn graph_and_report(data: &Path) -> (csi_model::ProgramGraph, FailureReport) {
+    let fault_dir = data.parent().unwrap().parent().unwrap();
+    let graphml = std::fs::read_dir(fault_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "graphml"))
+        .unwrap();
+    let g = read_graphml(&graphml).unwrap();
+    let report = read_grissom_report(data, &g).unwrap();
+    (g, report)
 }

@@ -120,26 +120,7 @@ fn must_and_never_agree_with_clang_coverage() {
                 checked += 1;
             }
         };
-        for (file, l) in cov.global_lines(g) {
-            for &line in &l.must {
-                check("global", &file, line, true);
-            }
-            for &line in &l.never {
-                check("global", &file, line, false);
-            }
-        }
-        for f in &cov.frames {
-            for (file, l) in cov.frame_lines(g, f) {
-                for &line in &l.must {
-                    check(
-                        &format!("frame #{} of thread {}", f.frame, f.thread),
-                        &file,
-                        line,
-                        true,
-                    );
-                }
-            }
-        }
+        for_each_claim(g, &cov, &mut check);
     }
     eprintln!(
         "{with_oracle} fixture crashes with an oracle, {checked} line statuses checked, \
@@ -268,22 +249,7 @@ fn must_and_never_agree_with_the_exact_oracle() {
                 ));
             }
         };
-        for (file, l) in cov.global_lines(g) {
-            for &line in &l.must {
-                check("global", &file, line, true);
-            }
-            for &line in &l.never {
-                check("global", &file, line, false);
-            }
-        }
-        for f in &cov.frames {
-            for (file, l) in cov.frame_lines(g, f) {
-                for &line in &l.must {
-                    let scope = format!("frame #{} of thread {}", f.frame, f.thread);
-                    check(&scope, &file, line, true);
-                }
-            }
-        }
+        for_each_claim(g, &cov, &mut check);
     }
     eprintln!(
         "{with_oracle} fixture crashes with the exact oracle, {checked} line statuses checked, \
@@ -311,4 +277,29 @@ fn lexically_normal(path: &str) -> String {
         }
     }
     out.join("/")
+}
+
+/// Every claim a crash's answer makes: `(scope, file, line, must)` for the global must and
+/// never lines and each frame's must lines.
+fn for_each_claim(
+    g: &csi_model::ProgramGraph,
+    cov: &csi_analysis::Coverages,
+    check: &mut impl FnMut(&str, &str, u32, bool),
+) {
+    for (file, l) in cov.global_lines(g) {
+        for &line in &l.must {
+            check("global", &file, line, true);
+        }
+        for &line in &l.never {
+            check("global", &file, line, false);
+        }
+    }
+    for f in &cov.frames {
+        let scope = format!("frame #{} of thread {}", f.frame, f.thread);
+        for (file, l) in cov.frame_lines(g, f) {
+            for &line in &l.must {
+                check(&scope, &file, line, true);
+            }
+        }
+    }
 }
