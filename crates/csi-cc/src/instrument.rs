@@ -39,6 +39,10 @@ unsafe fn loc_subprogram(i: LLVMValueRef) -> Option<String> {
     })
 }
 
+/// Indirect-call candidates listed by name at one call site; more become
+/// `any_address_taken` (see `CfgCall`).
+const MAX_LISTED_CANDIDATES: usize = 16;
+
 /// Subprograms inlined into one function, numbered from 1 in order of appearance (0 is the
 /// function's own code): `CfgFunction::inlined` and each node's `scopes`.
 #[derive(Default)]
@@ -608,6 +612,8 @@ unsafe fn instrument_module(
     // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
     // the functions whose records it holds (see `comdat_of`).
     let mut groups: BTreeMap<Option<String>, [String; 5]> = BTreeMap::new();
+    // Address-taken functions by function type, for indirect calls.
+    let mut candidates_of_type: HashMap<LLVMTypeRef, Vec<String>> = HashMap::new();
     let mut pt_base: u32 = 0;
     for f in funcs {
         let name = value_name(f);
@@ -761,14 +767,23 @@ unsafe fn instrument_module(
                         },
                         None => {
                             let fty = LLVMGetCalledFunctionType(i);
-                            CfgCall {
-                                callee: None,
-                                indirect: true,
-                                candidates: address_taken
+                            let candidates = candidates_of_type.entry(fty).or_insert_with(|| {
+                                address_taken
                                     .iter()
                                     .filter(|(g, _)| LLVMGlobalGetValueType(*g) == fty)
                                     .map(|(_, n)| n.clone())
-                                    .collect(),
+                                    .collect()
+                            });
+                            // A virtual call in a test suite can have thousands of candidates;
+                            // listed at every call site they made one unit's metadata larger
+                            // than the assembler takes (yaml-cpp's gen_emitter_test). Past a
+                            // few, "any address-taken function" says the same, soundly.
+                            let many = candidates.len() > MAX_LISTED_CANDIDATES;
+                            CfgCall {
+                                callee: None,
+                                indirect: true,
+                                candidates: if many { Vec::new() } else { candidates.clone() },
+                                any_address_taken: many,
                                 ..Default::default()
                             }
                         }

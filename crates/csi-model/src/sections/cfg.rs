@@ -62,6 +62,10 @@ pub struct CfgCall {
     /// For indirect calls: address-taken functions of a compatible type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<String>,
+    /// For indirect calls with too many candidates to list: any address-taken function of
+    /// the program may be the callee.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub any_address_taken: bool,
     /// Names each actual argument uses (version 3), in argument order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<Vec<String>>>,
@@ -493,7 +497,7 @@ pub fn cfg_linked_program_graph(
                 v.extend(
                     funcs
                         .iter()
-                        .filter(|g| g.file != f.file && address_taken(g))
+                        .filter(|g| (c.any_address_taken || g.file != f.file) && address_taken(g))
                         .map(|g| g.name.as_str()),
                 );
                 v.sort_unstable();
@@ -660,5 +664,33 @@ mod tests {
         assert_eq!(id(3), "libwalk.so!helper@walk.c#0");
         // Exported library functions may be entered by any object (dlsym).
         assert!(g.async_roots.contains(&2) && !g.async_roots.contains(&3));
+    }
+
+    /// An indirect call whose candidates were too many to list may call any address-taken
+    /// function, its own file's included; a listed one, its candidates and other files'.
+    #[test]
+    fn indirect_calls_with_unlisted_candidates_may_call_any_address_taken_function() {
+        let mut funcs = vec![
+            record("dispatch", "a.c", false, None),
+            record("same_file", "a.c", false, None),
+            record("other_file", "b.c", false, None),
+            record("not_taken", "a.c", false, None),
+        ];
+        funcs[1].address_taken = Some(true);
+        funcs[2].address_taken = Some(true);
+        let indirect = |any: bool| CfgCall {
+            indirect: true,
+            any_address_taken: any,
+            ..Default::default()
+        };
+        funcs[0].nodes[2].call = Some(indirect(true));
+        let g = cfg_program_graph(&funcs, &[], "t").unwrap();
+        assert_eq!(
+            callee_names(&g, "dispatch", None),
+            ["other_file@exe", "same_file@exe"]
+        );
+        funcs[0].nodes[2].call = Some(indirect(false));
+        let g = cfg_program_graph(&funcs, &[], "t").unwrap();
+        assert_eq!(callee_names(&g, "dispatch", None), ["other_file@exe"]);
     }
 }
