@@ -467,7 +467,8 @@ pub fn stack(s: &Session, sel: Selection, range: Option<(usize, usize, usize)>) 
             let n = t.frames.len();
             let (frames, omitted): (Vec<Value>, Value) = match range {
                 Some((ti, from, to)) if ti == i => (
-                    t.frames[from.min(n)..to.min(n)]
+                    // Reversed or out-of-range requests get what lies in range (nothing).
+                    t.frames[from.min(to).min(n)..to.min(n)]
                         .iter()
                         .map(|f| frame_json(f, &uris))
                         .collect(),

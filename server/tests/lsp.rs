@@ -491,6 +491,15 @@ async fn bad_input_never_kills_the_server() {
             "{m}"
         );
     }
+    // Reversed and out-of-range frame ranges answer (no frames) instead of killing the server.
+    for range in [
+        json!({"from": 5, "to": 1}),
+        json!({"from": 1u64 << 40, "to": -1}),
+        json!({"thread": 0, "from": 3, "to": 1u64 << 40}),
+    ] {
+        let r = c.request("csi/stack", json!({ "range": range })).await;
+        assert!(r["result"]["threads"].is_array(), "{range}: {r}");
+    }
     // Still alive and answering.
     let r = c.request("csi/stack", json!({})).await;
     assert!(r["result"]["threads"].is_array(), "{r}");
