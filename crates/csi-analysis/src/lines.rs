@@ -136,6 +136,8 @@ pub fn project_lines_cut(
             let s = lines.entry(line).or_default();
             let c = match &ran_to {
                 Some(ok) if !ok.contains(&line) => Coverage::Maybe,
+                // A position held only by an unconditional branch may have no instruction.
+                _ if c == Coverage::Yes && n.weak.contains(&(k as u32)) => Coverage::Maybe,
                 _ => c,
             };
             match c {

@@ -722,7 +722,7 @@ unsafe fn instrument_module(
             let mut node = CfgNode::new(NodeKind::Expression);
             node.block = Some(bi as u32);
             // Source positions of the node's instructions, with their files and scopes.
-            let mut pending: Vec<(u32, u32, String, u32)> = Vec::new();
+            let mut pending: Vec<(u32, u32, String, u32, bool)> = Vec::new();
             block_first_node.push(cfg.nodes.len() as u32);
             let insts = instructions(bb);
             // A landing pad's bookkeeping (the landingpad, saving the exception and selector)
@@ -740,16 +740,18 @@ unsafe fn instrument_module(
             for (k, &i) in insts.iter().enumerate() {
                 let op = LLVMGetInstructionOpcode(i);
                 let uncond = op == LLVMOpcode::LLVMBr && LLVMIsConditional(i) == 0;
+
                 let bookkeeping = !pad_loc.is_null() && LLVMInstructionGetDebugLoc(i) == pad_loc;
                 // Every instruction's scope counts for `inlined`, kept position or not.
                 let scope = scopes.of(i, &name);
-                // An unconditional branch is no statement of its line: at -O0 the `br` into
-                // a `while (1) {` loop is the line's only instruction on entry and falls
-                // through to the next block, so it executes nothing; a node holding it would
-                // make the line "must" although no instruction of it ran.
-                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping && !uncond) {
-                    lines.push(l);
-                    pending.push((l, col, file, scope));
+                // An unconditional branch may be no machine instruction (a jump to the next
+                // block falls through: the `br` into a `while (1) {` loop) or a real jump:
+                // its position is weak — it cannot make its line "must" (see `CfgNode::weak`).
+                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping) {
+                    if !uncond {
+                        lines.push(l);
+                    }
+                    pending.push((l, col, file, scope, uncond));
                 }
                 // def/use sets are filled by `defuse::fill` once the nodes exist
                 node_insts.push(i);
@@ -1262,7 +1264,7 @@ fn write_sections(asm: &mut String, group: Option<&str>, texts: &[String; 5]) {
 /// the node would not be found at its call's position.
 fn settle_positions(
     node: &mut CfgNode,
-    pending: &mut Vec<(u32, u32, String, u32)>,
+    pending: &mut Vec<(u32, u32, String, u32, bool)>,
     anchor: Option<String>,
     fn_file: &str,
 ) {
@@ -1278,13 +1280,21 @@ fn settle_positions(
         .or_else(|| pending.first().map(|p| norm(&p.2)))
         .unwrap_or_else(|| fn_file.to_string());
     let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
-    let kept: Vec<([u32; 2], u32)> = pending
+    let in_file: Vec<&(u32, u32, String, u32, bool)> =
+        pending.iter().filter(|p| norm(&p.2) == file).collect();
+    let kept: Vec<([u32; 2], u32)> = in_file
         .iter()
-        .filter(|p| norm(&p.2) == file)
         .map(|p| ([p.0, p.1], p.3))
         .filter(|p| seen.insert(p.0))
         .collect();
     node.positions = kept.iter().map(|p| p.0).collect();
+    // Weak: every instruction at the position is an unconditional branch.
+    node.weak = kept
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| in_file.iter().filter(|p| [p.0, p.1] == k.0).all(|p| p.4))
+        .map(|(i, _)| i as u32)
+        .collect();
     node.scopes = if kept.iter().any(|p| p.1 != 0) {
         kept.iter().map(|p| p.1).collect()
     } else {

@@ -61,6 +61,8 @@ pub struct Node {
     /// Per position: 0 for the function's own code, `k` for code inlined from the
     /// subprogram `Function::inlined[k - 1]`. Empty when unknown or all 0.
     pub scopes: Vec<u32>,
+    /// Indices of positions held only by unconditional branches (no "must" from them).
+    pub weak: Vec<u32>,
     /// LLVM basic block (name or path-tracing block id) the node belongs to.
     pub block: Option<String>,
     pub call: Option<Call>,
@@ -93,6 +95,7 @@ impl Node {
             positions: Vec::new(),
             file: None,
             scopes: Vec::new(),
+            weak: Vec::new(),
             block: None,
             call: None,
             labels: Vec::new(),

@@ -91,6 +91,10 @@ pub struct CfgNode {
     /// subprogram `inlined[k - 1]` of the function (inlined). Empty when all are 0.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<u32>,
+    /// Indices of positions held only by unconditional branches, which may compile to no
+    /// instruction (a fall-through) or to a jump: they never make a line "must".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weak: Vec<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<CfgCall>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -133,6 +137,7 @@ impl CfgNode {
             positions: Vec::new(),
             file: None,
             scopes: Vec::new(),
+            weak: Vec::new(),
             call: None,
             labels: Vec::new(),
             implied: None,
@@ -436,6 +441,12 @@ pub fn cfg_linked_program_graph(
             {
                 node.scopes = n.scopes.clone();
             }
+            node.weak = n
+                .weak
+                .iter()
+                .copied()
+                .filter(|&k| (k as usize) < n.positions.len())
+                .collect();
             node.block = n
                 .pt_block
                 .map(|x| x.to_string())
