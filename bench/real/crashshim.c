@@ -11,6 +11,10 @@
  * malloc(1)/free(), which clang removes at -O2 and keeps at -O0, so counting from process start
  * put the -O0 oracle one allocation ahead of every -O2 build.
  *
+ * Randomness is fixed (arc4random, getentropy, getrandom): the oracle run must execute what
+ * the crashed run executed, and programs seed hash tables from it (jq's jvp_hash_seed_init: a
+ * random seed changes which keys collide, so which lines of jvp_object_find_slot run).
+ *
  * It calls glibc's __libc_* entry points instead of dlsym(RTLD_NEXT) because dlsym itself
  * allocates. Callgrind (unlike memcheck) does not replace malloc, so the same shim counts the
  * same calls natively and under `valgrind --tool=callgrind`; run.sh checks this per crash.
@@ -20,11 +24,29 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
+
+/* Deterministic "randomness": the same bytes in every run, natively and under valgrind. */
+static void fixed_bytes(void *buf, size_t n) { memset(buf, 0x5a, n); }
+uint32_t arc4random(void) { return 0x5a5a5a5au; }
+void arc4random_buf(void *buf, size_t n) { fixed_bytes(buf, n); }
+uint32_t arc4random_uniform(uint32_t upper) { return upper ? 0x5a5a5a5au % upper : 0; }
+int getentropy(void *buf, size_t n) {
+    fixed_bytes(buf, n);
+    return 0;
+}
+ssize_t getrandom(void *buf, size_t n, unsigned flags) {
+    (void)flags;
+    fixed_bytes(buf, n);
+    return (ssize_t)n;
+}
 
 static unsigned long crash_at;
 static unsigned long calls;

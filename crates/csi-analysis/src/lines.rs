@@ -74,15 +74,20 @@ fn lines_up_to(g: &ProgramGraph, node: NodeId, pos: SourcePos) -> Vec<u32> {
 }
 
 /// Subprogram names (and linkage names) some copy of which may have run: functions that
-/// may have started (or have inlined copies DWARF knows of), and every subprogram inlined into
-/// one of them. At -O1 and up the executed copy of a line can keep no instruction (folded
-/// into its caller, merged with a neighbour) while a copy that never ran kept it: lines of
-/// these subprograms are never "never" in optimized code.
+/// may have started (or have inlined copies DWARF knows of), every subprogram inlined into
+/// one of them, and — for units csi-cc optimized — everything their calls that optimization
+/// removed may have brought in: the callees, transitively over the unit's call graph before
+/// optimization (an indirect call there: any function whose address the unit took, since it
+/// may have become direct and then been inlined). At -O1 and up the executed copy of a line
+/// can keep no instruction (folded into its caller, merged with a neighbour) while a copy
+/// that never ran kept it, and an inlined callee can leave no instruction and no DWARF at
+/// all: lines of these subprograms are never "never" in optimized code.
 fn subprograms_that_may_have_run<'g>(
     g: &'g ProgramGraph,
     entry_no: &[bool],
 ) -> std::collections::HashSet<&'g str> {
     let mut out = std::collections::HashSet::new();
+    let mut work: Vec<&'g str> = Vec::new();
     for (i, f) in g.functions.iter().enumerate() {
         if entry_no[i] && !f.inlined_elsewhere {
             continue;
@@ -92,6 +97,25 @@ fn subprograms_that_may_have_run<'g>(
             out.insert(l.as_str());
         }
         out.extend(f.inlined.iter().map(String::as_str));
+        work.extend(f.optimized_away_calls.iter().map(String::as_str));
+        work.extend(f.inlined.iter().map(String::as_str));
+    }
+    let mut expanded = std::collections::HashSet::new();
+    let mut any_address_taken = false;
+    while let Some(name) = work.pop() {
+        if name == "*" {
+            if !any_address_taken {
+                any_address_taken = true;
+                work.extend(g.address_taken_before_optimization.iter().map(String::as_str));
+            }
+            continue;
+        }
+        out.insert(name);
+        if expanded.insert(name) {
+            if let Some(callees) = g.calls_before_optimization.get(name) {
+                work.extend(callees.iter().map(String::as_str));
+            }
+        }
     }
     out
 }

@@ -119,6 +119,8 @@ pub struct Options {
     /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
     /// approximate, which the line projection must know.
     pub optimized: bool,
+    /// The unit's call graph before optimization (optimized units; see `callgraph`).
+    pub before_optimization: Option<crate::callgraph::UnitCalls>,
 }
 
 /// Outcome of instrumenting one module.
@@ -583,6 +585,10 @@ unsafe fn instrument_module(
         module: opts.source.clone(),
         ..Default::default()
     };
+    if let Some(before) = &opts.before_optimization {
+        module_record.calls_before_optimization = before.record();
+        module_record.address_taken_before_optimization = before.address_taken.clone();
+    }
     for (g, n) in &address_taken {
         if LLVMIsDeclaration(*g) != 0 {
             module_record.address_taken_externals.push(n.clone());
@@ -670,6 +676,11 @@ unsafe fn instrument_module(
             address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
             optimized: opts.optimized,
             inlined: Vec::new(),
+            optimized_away_calls: opts
+                .before_optimization
+                .as_ref()
+                .map(|b| b.removed_calls(&name, &crate::callgraph::call_counts(f)))
+                .unwrap_or_default(),
             unit: Some(opts.source.clone()),
             name: name.clone(),
             linkage_name: Some(name.clone()),
@@ -2131,6 +2142,7 @@ mod tests {
             cc_all_probes: false,
             source: "w.cpp".into(),
             optimized: false,
+            before_optimization: None,
         };
         let out = d.join("w.csi.bc");
         let r = instrument_file(bc.to_str().unwrap(), out.to_str().unwrap(), &opts).unwrap();

@@ -3,6 +3,7 @@
 //! the C++ one. Per source file: clang → bitcode → instrument → object; linking and everything
 //! else is clang's. Exit codes and diagnostics are clang's own.
 
+mod callgraph;
 mod defuse;
 mod instrument;
 
@@ -537,6 +538,20 @@ fn main() {
             .join(format!("{k}-{stem}.csi.bc"))
             .to_string_lossy()
             .into_owned();
+        // The last -O flag wins, as in clang; -O0 and none mean unoptimized.
+        let optimized = flags
+            .iter()
+            .rev()
+            .find(|f| f.starts_with("-O"))
+            .is_some_and(|f| f != "-O0");
+        // Optimized units go in two steps — the front end without LLVM passes, then the
+        // optimization pipeline on its bitcode (the same IR clang's one step makes) — so the
+        // call graph before optimization can be read in between (see `callgraph`).
+        let pre = tmp
+            .0
+            .join(format!("{k}-{stem}.pre.bc"))
+            .to_string_lossy()
+            .into_owned();
         let mut front = Command::new(driver.compiler());
         front.args(flags);
         if line.has_dep {
@@ -548,27 +563,43 @@ fn main() {
                 front.arg("-MF").arg(file);
             }
         }
+        front.args(["-g", "-fno-discard-value-names", "-c", "-emit-llvm"]);
+        if optimized {
+            front.args(["-Xclang", "-disable-llvm-passes"]);
+        }
         front
-            .args(["-g", "-fno-discard-value-names", "-c", "-emit-llvm", "-o"])
-            .arg(&bc)
+            .arg("-o")
+            .arg(if optimized { &pre } else { &bc })
             .args(["-x", lang])
             .arg(src);
         let code = run(&mut front);
         if code != 0 {
             tmp.exit(code);
         }
+        let before_optimization = if optimized {
+            let calls = callgraph::unit_calls_of_file(&pre).unwrap_or_else(|e| tmp.fail(&e));
+            let mut middle = Command::new(driver.compiler());
+            middle
+                .args(&backend_flags)
+                .args(["-g", "-Wno-unused-command-line-argument", "-c", "-emit-llvm", "-o"])
+                .arg(&bc)
+                .arg(&pre);
+            let code = run(&mut middle);
+            if code != 0 {
+                tmp.exit(code);
+            }
+            Some(calls)
+        } else {
+            None
+        };
         let opts = Options {
             default,
             per_function: per_function.clone(),
             pt_size,
             cc_all_probes,
             source: src.clone(),
-            // The last -O flag wins, as in clang; -O0 and none mean unoptimized.
-            optimized: flags
-                .iter()
-                .rev()
-                .find(|f| f.starts_with("-O"))
-                .is_some_and(|f| f != "-O0"),
+            optimized,
+            before_optimization,
         };
         match instrument::instrument_file(&bc, &ibc, &opts) {
             Ok(r) => {

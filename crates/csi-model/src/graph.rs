@@ -132,6 +132,9 @@ pub struct Function {
     /// Subprograms (linkage names) with code inlined into this function (csi-cc CFG
     /// records that say so; empty otherwise).
     pub inlined: Vec<String>,
+    /// Direct callees with fewer call sites after optimization than before (csi-cc records;
+    /// see [`ProgramGraph::calls_before_optimization`]).
+    pub optimized_away_calls: Vec<String>,
     /// The def/use sets follow CFG format 3's naming (`@global`, `%ssa`, `$ret`, `*`) and
     /// calls carry `args`; otherwise every name may be any memory and calls are opaque.
     pub precise_def_use: bool,
@@ -168,6 +171,11 @@ pub struct ProgramGraph {
     /// library calls (constructors, `qsort` comparators, thread start routines, signal and
     /// `atexit` handlers). Empty when the program gives library code no function pointers.
     pub async_roots: Vec<FuncId>,
+    /// Optimized units' call graphs before optimization, merged by name (same-named statics
+    /// of several units merge: more callees, which only widens what may have been inlined):
+    /// caller → callees it defines, `*` for "any of `address_taken_before_optimization`".
+    pub calls_before_optimization: HashMap<String, Vec<String>>,
+    pub address_taken_before_optimization: Vec<String>,
     by_ext_id: HashMap<String, NodeId>,
     by_name: HashMap<String, FuncId>,
 }
@@ -288,6 +296,7 @@ impl ProgramGraphBuilder {
             optimized: false,
             inlined_elsewhere: false,
             inlined: Vec::new(),
+            optimized_away_calls: Vec::new(),
             precise_def_use: false,
             params: 0,
             escaped: Vec::new(),
@@ -343,6 +352,25 @@ impl ProgramGraphBuilder {
     /// Declares functions that library code may call (see [`ProgramGraph::async_roots`]).
     pub fn set_async_roots(&mut self, roots: Vec<FuncId>) {
         self.g.async_roots = roots;
+    }
+
+    /// Adds one optimized unit's call graph before optimization (see
+    /// [`ProgramGraph::calls_before_optimization`]).
+    pub fn add_calls_before_optimization(
+        &mut self,
+        calls: &std::collections::BTreeMap<String, Vec<String>>,
+        address_taken: &[String],
+    ) {
+        for (caller, callees) in calls {
+            self.g
+                .calls_before_optimization
+                .entry(caller.clone())
+                .or_default()
+                .extend(callees.iter().cloned());
+        }
+        self.g
+            .address_taken_before_optimization
+            .extend(address_taken.iter().cloned());
     }
 
     pub fn build(mut self) -> Result<ProgramGraph, GraphError> {

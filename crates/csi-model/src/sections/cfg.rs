@@ -42,6 +42,17 @@ pub struct CfgModule {
     /// Functions run by the C runtime itself (`llvm.global_ctors` / `llvm.global_dtors`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub init_fini: Vec<String>,
+    /// The unit's call graph before optimization, for units csi-cc optimized: every function
+    /// the unit defines → the functions it defines that it called directly (`*` for an
+    /// indirect call: any of `address_taken_before_optimization`). Inlining can leave no
+    /// instruction of a callee in its caller (folded into the caller's own lines), so this
+    /// is what says which subprograms may have run inside a function that ran.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub calls_before_optimization: std::collections::BTreeMap<String, Vec<String>>,
+    /// Functions the unit defines whose address it took before optimization (indirect calls
+    /// may have become direct, then inlined).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub address_taken_before_optimization: Vec<String>,
 }
 
 impl CfgModule {
@@ -204,6 +215,11 @@ pub struct CfgFunction {
     /// own there, so "never" needs every copy's function to have never started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inlined: Vec<String>,
+    /// Direct callees (defined in the unit) with fewer call sites after optimization than
+    /// before — inlined (possibly leaving no instruction of their own) or deleted. Read with
+    /// the module record's `calls_before_optimization`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optimized_away_calls: Vec<String>,
     /// Number of parameters (`%arg0`…), version 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<u32>,
@@ -403,6 +419,7 @@ pub fn cfg_linked_program_graph(
             func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
             func.optimized = f.optimized;
             func.inlined = f.inlined.clone();
+            func.optimized_away_calls = f.optimized_away_calls.clone();
             func.object = objects[i].clone();
             if f.csi_cfg >= 3 {
                 func.precise_def_use = true;
@@ -596,6 +613,12 @@ pub fn cfg_linked_program_graph(
         }
     }
     b.set_async_roots(roots);
+    for m in modules {
+        b.add_calls_before_optimization(
+            &m.calls_before_optimization,
+            &m.address_taken_before_optimization,
+        );
+    }
     b.build()
         .map_err(|e| InputError::new(file, "program graph", e.to_string()))
 }
