@@ -4,9 +4,11 @@
 //! Lines without code get nothing.
 //!
 //! Optimized code is different: an instruction may keep the line of a statement it was moved
-//! out of (hoisted address arithmetic), and the executed copy of a line may have lost its
-//! line entirely (folded into an inlined copy) while an unexecuted copy kept it. So a line
-//! with a node of an optimized function is **must** only if all its nodes surely ran, and
+//! out of (hoisted address arithmetic, a loop's exit value computed without the loop), and
+//! the executed copy of a line may have lost its line entirely (folded into an inlined copy)
+//! while an unexecuted copy kept it. So a line with a node of an optimized function is
+//! **must** only if a call that optimization cannot move (csi-cc's `anchored` positions: it
+//! may write memory, throw or not return) surely ran there, and
 //! **never** only if all its nodes are in functions that never started and were not inlined
 //! anywhere, and no copy of the subprogram each position's code comes from (csi-cc records
 //! inlined scopes) is in a function that may have started; everything else there is **may**.
@@ -71,6 +73,12 @@ fn lines_up_to(g: &ProgramGraph, node: NodeId, pos: SourcePos) -> Vec<u32> {
         .map(|p| p.line)
         .filter(|&l| l > 0)
         .collect()
+}
+
+/// A frame stopped at `pos` in `node`: the instruction there was executing (a call, or the
+/// faulting access), so its line ran whatever optimization did around it.
+fn stopped_at(cuts: &[(NodeId, SourcePos)], node: NodeId, pos: SourcePos) -> bool {
+    cuts.iter().any(|&(n, p)| n == node && p == pos)
 }
 
 /// Subprogram names (and linkage names) some copy of which may have run: functions that
@@ -162,6 +170,17 @@ pub fn project_lines_cut(
                 Some(ok) if !ok.contains(&line) => Coverage::Maybe,
                 // A position held only by an unconditional branch may have no instruction.
                 _ if c == Coverage::Yes && n.weak.contains(&(k as u32)) => Coverage::Maybe,
+                // Optimized code: only a call optimization cannot move proves its line ran;
+                // other instructions may have been hoisted, speculated or if-converted out
+                // of a statement that did not run (`a--` of a loop that never iterated,
+                // rewritten as the loop's exit value).
+                _ if c == Coverage::Yes
+                    && func.optimized
+                    && !n.anchored.contains(&(k as u32))
+                    && !stopped_at(cuts, node, *p) =>
+                {
+                    Coverage::Maybe
+                }
                 _ => c,
             };
             match c {
@@ -200,9 +219,7 @@ pub fn project_lines_cut(
         .map(|(file, lines)| {
             let mut out = FileLines::default();
             for (line, s) in lines {
-                if s.optimized
-                    && ((s.yes && (s.no || s.maybe)) || (!s.yes && s.optimized_unsure_never))
-                {
+                if s.optimized && !s.yes && s.optimized_unsure_never {
                     out.may.push(line);
                     continue;
                 }
@@ -286,5 +303,42 @@ mod tests {
         assert_eq!(nodes_on_line(&g, "a.c", 2), vec![ids[1], ids[2]]);
         assert!(nodes_on_line(&g, "b/a.c", 2).is_empty());
         assert!(!path_matches("/src/xa.c", "a.c"));
+    }
+
+    #[test]
+    fn optimized_lines_are_must_only_from_anchoring_calls_or_a_stop() {
+        let mut b = ProgramGraphBuilder::new();
+        let file = b.intern_file("/src/o.c");
+        let f = b.add_function("main", Some(file));
+        b.function_mut(f).optimized = true;
+        let mut ids = Vec::new();
+        // Node 1: line 3 held by a call (anchored), line 4 by arithmetic that may have been
+        // hoisted out of a loop that never ran. Node 2: line 6, where the frame stopped.
+        for (i, (kind, lines, anchored)) in [
+            (NodeKind::Entry, vec![], vec![]),
+            (NodeKind::CallSite, vec![3, 4], vec![0u32]),
+            (NodeKind::Expression, vec![5, 6, 7], vec![]),
+            (NodeKind::Exit, vec![], vec![]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut n = Node::new(format!("n{i}"), f, kind);
+            n.positions = lines
+                .into_iter()
+                .map(|line| SourcePos { line, column: 1 })
+                .collect();
+            n.anchored = anchored;
+            ids.push(b.add_node(n).unwrap());
+        }
+        let g = b.build().unwrap();
+        use Coverage::*;
+        let answers = vec![(ids[0], Yes), (ids[1], Yes), (ids[2], Yes), (ids[3], No)];
+        let stop = [(ids[2], SourcePos { line: 6, column: 1 })];
+        let lines = project_lines_cut(&g, answers, &stop);
+        let o = &lines["/src/o.c"];
+        assert_eq!(o.must, vec![3, 6]);
+        assert_eq!(o.may, vec![4, 5, 7]);
+        assert!(o.never.is_empty());
     }
 }

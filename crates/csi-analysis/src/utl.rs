@@ -326,8 +326,20 @@ impl UtlProblem<'_> {
             // re-check. In one large SCC (an interpreter's dispatch loop, where nearly every
             // node is a strong articulation point) this turns one linear re-check per
             // candidate into one per candidate on the current walk.
-            let mut walk: Option<Vec<bool>> = None;
-            for group in local.must_check(&is_required) {
+            // Every node off some walk found so far is avoidable (the walks are re-checks'
+            // witnesses): a candidate there needs no re-check of its own.
+            let mut avoidable: Option<Vec<bool>> = None;
+            let groups = local.must_check(&is_required);
+            let found_walk = |avoidable: &mut Option<Vec<bool>>, w: Vec<bool>| match avoidable
+            {
+                None => *avoidable = Some(w.into_iter().map(|on| !on).collect()),
+                Some(a) => {
+                    for (x, on) in a.iter_mut().zip(w) {
+                        *x |= !on;
+                    }
+                }
+            };
+            for group in groups {
                 let m = group[0];
                 if sure[m] {
                     for m in group {
@@ -335,14 +347,16 @@ impl UtlProblem<'_> {
                     }
                     continue;
                 }
-                if walk.is_none() {
-                    walk = local.walk_avoiding(None);
+                if avoidable.is_none() {
+                    if let Some(w) = local.walk_avoiding(None) {
+                        found_walk(&mut avoidable, w);
+                    }
                 }
-                if walk.as_ref().is_some_and(|w| !w[m]) {
+                if avoidable.as_ref().is_some_and(|a| a[m]) {
                     continue;
                 }
                 match local.walk_avoiding(Some(m)) {
-                    Some(w) => walk = Some(w),
+                    Some(w) => found_walk(&mut avoidable, w),
                     None => {
                         for m in group {
                             out[members[m] as usize] = Coverage::Yes;

@@ -95,3 +95,15 @@ extern "C" const char *csi_loc_subprogram(LLVMValueRef inst, size_t *len) {
   *len = name.size();
   return name.data();
 }
+
+// A call the optimizer cannot have moved out of its source-level control context: it may
+// write memory, throw or not return (LLVM's `mayHaveSideEffects`), so it is never speculated,
+// hoisted past a condition or sunk into one, and calls merged from different lines get a
+// merged (line 0) location. Intrinsics and inline assembly do not count.
+extern "C" int csi_anchoring_call(LLVMValueRef i) {
+  auto *cb = dyn_cast<CallBase>(unwrap<Instruction>(i));
+  if (!cb || cb->isInlineAsm()) return 0;
+  Function *f = cb->getCalledFunction();
+  if (f && f->isIntrinsic()) return 0;
+  return cb->mayHaveSideEffects() ? 1 : 0;
+}

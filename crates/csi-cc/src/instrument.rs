@@ -26,6 +26,7 @@ extern "C" {
     fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
     fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
     fn csi_comdat_name(f: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
+    fn csi_anchoring_call(i: LLVMValueRef) -> i32;
     fn csi_loc_subprogram(i: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
 }
 
@@ -733,7 +734,7 @@ unsafe fn instrument_module(
             let mut node = CfgNode::new(NodeKind::Expression);
             node.block = Some(bi as u32);
             // Source positions of the node's instructions, with their files and scopes.
-            let mut pending: Vec<(u32, u32, String, u32, bool)> = Vec::new();
+            let mut pending: Vec<PendingPosition> = Vec::new();
             block_first_node.push(cfg.nodes.len() as u32);
             let insts = instructions(bb);
             // A landing pad's bookkeeping (the landingpad, saving the exception and selector)
@@ -762,7 +763,8 @@ unsafe fn instrument_module(
                     if !uncond {
                         lines.push(l);
                     }
-                    pending.push((l, col, file, scope, uncond));
+                    let anchoring = opts.optimized && csi_anchoring_call(i) != 0;
+                    pending.push((l, col, file, scope, uncond, anchoring));
                 }
                 // def/use sets are filled by `defuse::fill` once the nodes exist
                 node_insts.push(i);
@@ -1268,6 +1270,10 @@ fn write_sections(asm: &mut String, group: Option<&str>, texts: &[String; 5]) {
     }
 }
 
+/// One instruction's position while its node is built: line, column, file, scope (see
+/// `Scopes`), held by an unconditional branch, held by an anchoring call.
+type PendingPosition = (u32, u32, String, u32, bool, bool);
+
 /// Sets a node's file and positions from its instructions' positions: the file of its call
 /// (where a frame stops in it) or else of its first positioned instruction, and the positions
 /// in that file. Positions carry no file, so those of code inlined from another file (C++
@@ -1275,7 +1281,7 @@ fn write_sections(asm: &mut String, group: Option<&str>, texts: &[String; 5]) {
 /// the node would not be found at its call's position.
 fn settle_positions(
     node: &mut CfgNode,
-    pending: &mut Vec<(u32, u32, String, u32, bool)>,
+    pending: &mut Vec<PendingPosition>,
     anchor: Option<String>,
     fn_file: &str,
 ) {
@@ -1291,7 +1297,7 @@ fn settle_positions(
         .or_else(|| pending.first().map(|p| norm(&p.2)))
         .unwrap_or_else(|| fn_file.to_string());
     let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
-    let in_file: Vec<&(u32, u32, String, u32, bool)> =
+    let in_file: Vec<&PendingPosition> =
         pending.iter().filter(|p| norm(&p.2) == file).collect();
     let kept: Vec<([u32; 2], u32)> = in_file
         .iter()
@@ -1304,6 +1310,14 @@ fn settle_positions(
         .iter()
         .enumerate()
         .filter(|(_, k)| in_file.iter().filter(|p| [p.0, p.1] == k.0).all(|p| p.4))
+        .map(|(i, _)| i as u32)
+        .collect();
+    // Anchored (optimized code): some instruction at the position is a call optimization
+    // cannot have moved (see `csi_anchoring_call`).
+    node.anchored = kept
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| in_file.iter().any(|p| [p.0, p.1] == k.0 && p.5))
         .map(|(i, _)| i as u32)
         .collect();
     node.scopes = if kept.iter().any(|p| p.1 != 0) {

@@ -1471,11 +1471,15 @@ fn keep_positions_with_code(
         let n = &mut graph.nodes[k];
         let scopes = std::mem::take(&mut n.scopes);
         let weak = std::mem::take(&mut n.weak);
+        let anchored = std::mem::take(&mut n.anchored);
         let positions = std::mem::take(&mut n.positions);
         for (i, p) in positions.into_iter().enumerate() {
             if keep[i] {
                 if weak.contains(&(i as u32)) {
                     n.weak.push(n.positions.len() as u32);
+                }
+                if anchored.contains(&(i as u32)) {
+                    n.anchored.push(n.positions.len() as u32);
                 }
                 n.positions.push(p);
                 if let Some(&s) = scopes.get(i) {

@@ -63,6 +63,9 @@ pub struct Node {
     pub scopes: Vec<u32>,
     /// Indices of positions held only by unconditional branches (no "must" from them).
     pub weak: Vec<u32>,
+    /// Optimized code: indices of positions held by a call optimization cannot have moved
+    /// (`.debug_CSI_CFG` `anchored`); only they make a line of an optimized function "must".
+    pub anchored: Vec<u32>,
     /// LLVM basic block (name or path-tracing block id) the node belongs to.
     pub block: Option<String>,
     pub call: Option<Call>,
@@ -96,6 +99,7 @@ impl Node {
             file: None,
             scopes: Vec::new(),
             weak: Vec::new(),
+            anchored: Vec::new(),
             block: None,
             call: None,
             labels: Vec::new(),

@@ -106,6 +106,13 @@ pub struct CfgNode {
     /// instruction (a fall-through) or to a jump: they never make a line "must".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weak: Vec<u32>,
+    /// Optimized code: indices of positions held by a call that optimization cannot have
+    /// moved out of its statement's control context (it may write memory, throw or not
+    /// return: never speculated, hoisted or sunk). Other instructions may carry the line of a
+    /// statement they were hoisted, speculated or if-converted out of, so only these make a
+    /// line of an optimized function "must".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchored: Vec<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<CfgCall>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -149,6 +156,7 @@ impl CfgNode {
             file: None,
             scopes: Vec::new(),
             weak: Vec::new(),
+            anchored: Vec::new(),
             call: None,
             labels: Vec::new(),
             implied: None,
@@ -299,9 +307,18 @@ pub fn parse_cfg_all(
         if line.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value = serde_json::from_str(line)
+        // The version and kind first (a record of a newer format must not be misread), then
+        // the record itself straight from the text: no `Value` tree in between (the CFG of a
+        // 250k-line program is tens of MB).
+        #[derive(serde::Deserialize)]
+        struct Head {
+            csi_cfg: Option<u64>,
+            #[serde(default)]
+            module: Option<serde::de::IgnoredAny>,
+        }
+        let head: Head = serde_json::from_str(line)
             .map_err(|e| InputError::new(file, format!("line {ln}"), format!("not JSON: {e}")))?;
-        match v.get("csi_cfg").and_then(|x| x.as_u64()) {
+        match head.csi_cfg {
             Some(n) if (1..=CFG_FORMAT_VERSION as u64).contains(&n) => {}
             Some(n) => {
                 return Err(InputError::new(
@@ -318,14 +335,14 @@ pub fn parse_cfg_all(
                 ))
             }
         }
-        if v.get("module").is_some() {
+        if head.module.is_some() {
             modules.push(
-                serde_json::from_value(v)
+                serde_json::from_str(line)
                     .map_err(|e| InputError::new(file, format!("line {ln}"), e.to_string()))?,
             );
             continue;
         }
-        let f: CfgFunction = serde_json::from_value(v)
+        let f: CfgFunction = serde_json::from_str(line)
             .map_err(|e| InputError::new(file, format!("line {ln}"), e.to_string()))?;
         let name = f.name.clone();
         let at =
@@ -464,6 +481,12 @@ pub fn cfg_linked_program_graph(
                 .copied()
                 .filter(|&k| (k as usize) < n.positions.len())
                 .collect();
+            node.anchored = n
+                .anchored
+                .iter()
+                .copied()
+                .filter(|&k| (k as usize) < n.positions.len())
+                .collect();
             node.block = n
                 .pt_block
                 .map(|x| x.to_string())
@@ -516,6 +539,13 @@ pub fn cfg_linked_program_graph(
             .position(|n| n.kind == NodeKind::Entry)
             .map(|k| first[fi] + k as u32)
     };
+    // Address-taken functions, once (not per indirect call: a 250k-line program has
+    // thousands of each).
+    let taken_functions: Vec<(&str, Option<&str>)> = funcs
+        .iter()
+        .filter(|g| address_taken(g))
+        .map(|g| (g.name.as_str(), g.file.as_deref()))
+        .collect();
     for (i, f) in funcs.iter().enumerate() {
         for (k, n) in f.nodes.iter().enumerate() {
             let Some(c) = &n.call else { continue };
@@ -523,10 +553,10 @@ pub fn cfg_linked_program_graph(
             let names: Vec<&str> = if c.indirect {
                 let mut v: Vec<&str> = c.candidates.iter().map(String::as_str).collect();
                 v.extend(
-                    funcs
+                    taken_functions
                         .iter()
-                        .filter(|g| (c.any_address_taken || g.file != f.file) && address_taken(g))
-                        .map(|g| g.name.as_str()),
+                        .filter(|&&(_, file)| c.any_address_taken || file != f.file.as_deref())
+                        .map(|&(name, _)| name),
                 );
                 v.sort_unstable();
                 v.dedup();
