@@ -7,13 +7,13 @@
 #
 # Usage: bench/sqlite/run.sh           (as root the first time: apt-get source, tcl)
 # Env:   SQLITE_DIR=/work/scratch/sqlite  scratch dir
-#        OPTS="O0 O2"  NS="2000 20000 60000"
+#        OPTS="O0 O2"  NS="1000 2000 4000 6000 8000" (the workload makes ~8,200 allocations)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 W="${SQLITE_DIR:-/work/scratch/sqlite}"
 OPTS="${OPTS:-O0 O2}"
-NS="${NS:-2000 20000 60000}"
+NS="${NS:-1000 2000 4000 6000 8000}"
 CSI_CC="${CSI_CC:-$ROOT/crates/csi-cc/target/release/csi-cc}"
 CSI="${CSI:-$ROOT/target/release/csi}"
 SHIM="$W/crashshim.so"
