@@ -15,7 +15,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use csi_analysis::{
-    active_nodes_edges, answer_query, best_effort_coverage, nodes_on_line, Query, ReportError,
+    active_nodes_edges, answer_query, best_effort_coverage, best_effort_coverage_compared,
+    nodes_on_line, Query, ReportError,
 };
 use csi_model::{read_graphml, read_grissom_report, FailureReport, NodeId, ProgramGraph};
 
@@ -315,7 +316,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 _ => bundled_example()?,
             };
             let (g, r) = load(&graph, &report, stack_only)?;
-            let cov = best_effort_coverage(&g, &r)?;
+            // csi-grissom inputs: its own answer is printed beside ours for comparison.
+            let cov = best_effort_coverage_compared(&g, &r)?;
             let active = active_nodes_edges(&g, &r);
             let inputs = output::Inputs {
                 graph_path: &graph,

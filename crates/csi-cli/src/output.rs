@@ -92,7 +92,7 @@ pub fn json(i: &Inputs) -> String {
         "summary": {
             "nodes": g.node_count(),
             "global": count(&i.coverage.global),
-            "context_insensitive": count(&i.coverage.context_insensitive),
+            "context_insensitive": i.coverage.context_insensitive.as_deref().map(count),
             "active_nodes": i.active.node_count(),
             "active_edges": i.active.edges.len(),
         },
@@ -248,15 +248,25 @@ pub fn text(i: &Inputs, color: bool) -> String {
     let paint = Paint(color);
     let mut out = String::new();
     let cov = i.coverage;
+    let grissom = cov
+        .context_insensitive
+        .as_deref()
+        .map(|ci| {
+            let k = |c| ci.iter().filter(|&&x| x == c).count();
+            format!(
+                " (csi-grissom's question alone: must {} · never {})",
+                k(Coverage::Yes),
+                k(Coverage::No)
+            )
+        })
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "CSI best-effort coverage: {} nodes — must {} · may {} · never {} (csi-grissom's question alone: must {} · never {})",
+        "CSI best-effort coverage: {} nodes — must {} · may {} · never {}{grissom}",
         g.node_count(),
         cov.count(Coverage::Yes),
         cov.count(Coverage::Maybe),
         cov.count(Coverage::No),
-        cov.context_insensitive.iter().filter(|&&c| c == Coverage::Yes).count(),
-        cov.context_insensitive.iter().filter(|&&c| c == Coverage::No).count(),
     );
     for d in &i.report.dropped {
         let _ = writeln!(out, "note: {d}");
