@@ -106,6 +106,12 @@ copy_tree() {
     rm -rf "$dst" && mkdir -p "$(dirname "$dst")" && cp -a "$src" "$dst"
 }
 
+# new_warnings LOG PLAIN_LOG: the distinct warning messages (text after "warning: ") of a
+# csi build's log that the plain clang build's log does not have — what csi-cc adds.
+new_warnings() {
+    comm -23 <(grep -o 'warning: .*' "$1" | sort -u) <(grep -o 'warning: .*' "$2" | sort -u)
+}
+
 # build PROG CFG: runs build_PROG in $W/build/PROG/CFG once; marks success or failure.
 build() {
     local prog="$1" cfg="$2" b="$W/build/$1/$2"
@@ -115,6 +121,10 @@ build() {
     mkdir -p "$W/build/$prog"
     if ( "build_${prog//-/_}" "$cfg" "$b" ) >"$b.log" 2>&1; then
         touch "$b.ok"
+        if [ "$cfg" != plain ] && [ "$cfg" != oracle ] && [ -f "$W/build/$prog/plain.log" ]; then
+            new_warnings "$b.log" "$W/build/$prog/plain.log" >"$b.new-warnings"
+            log "$prog $cfg: $(wc -l <"$b.new-warnings") warning(s) the plain clang build does not print"
+        fi
     else
         tail -5 "$b.log" | sed 's/^/    /' >&2
         touch "$b.failed"

@@ -128,6 +128,28 @@ fn subprograms_that_may_have_run<'g>(
     out
 }
 
+/// Lines (file, line) of the code before optimization of every subprogram that may have
+/// run (csi-cc's `code_before_optimization`): a template instantiation or a header's
+/// `static` copy can vanish into its callers without an instruction or DWARF of its own,
+/// while another instantiation that never ran keeps the same source line.
+fn lines_that_may_have_run<'g>(
+    g: &'g ProgramGraph,
+    alive: &std::collections::HashSet<&'g str>,
+) -> std::collections::HashSet<(&'g str, u32)> {
+    let mut out = std::collections::HashSet::new();
+    if g.code_before_optimization.is_empty() {
+        return out;
+    }
+    for name in alive {
+        for (file, runs) in g.code_before_optimization.get(*name).into_iter().flatten() {
+            for &[a, b] in runs {
+                out.extend((a..=b).map(|l| (file.as_str(), l)));
+            }
+        }
+    }
+    out
+}
+
 /// [`project_lines`] where some Yes nodes ran only partly (`cuts`: node and the position it
 /// stopped at). Their later lines count as Maybe unless known otherwise.
 pub fn project_lines_cut(
@@ -146,6 +168,7 @@ pub fn project_lines_cut(
         }
     }
     let may_have_run = subprograms_that_may_have_run(g, &entry_no);
+    let lines_may_have_run = lines_that_may_have_run(g, &may_have_run);
     for (node, c) in answers {
         let Some(file) = g.file_of(node) else {
             continue;
@@ -208,7 +231,7 @@ pub fn project_lines_cut(
                                 .is_some_and(|l| may_have_run.contains(l))
                     }
                 };
-                if alive {
+                if alive || lines_may_have_run.contains(&(g.file_name(file), line)) {
                     s.optimized_unsure_never = true;
                 }
             }

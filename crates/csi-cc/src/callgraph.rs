@@ -9,12 +9,13 @@
 //! The reader takes the closure: what may have run inside a function that may have run.
 
 use llvm_sys::core::*;
+use llvm_sys::debuginfo::*;
 use llvm_sys::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::CStr;
 use std::ptr;
 
-use crate::instrument::{blocks, instructions, is_call, value_name};
+use crate::instrument::{blocks, di_file_path, instructions, is_call, loc, value_name};
 
 /// A callee that stands for any function in [`UnitCalls::address_taken`] (an indirect call).
 pub const ANY_ADDRESS_TAKEN: &str = "*";
@@ -26,6 +27,11 @@ pub struct UnitCalls {
     pub calls: BTreeMap<String, BTreeMap<String, u32>>,
     /// Defined functions whose address the unit takes (used other than as a direct callee).
     pub address_taken: Vec<String>,
+    /// File → defined function → the lines its own instructions are on (before optimization
+    /// nothing is inlined, so these are exactly the function's lines with code). A line of a
+    /// template or of a header's `static` function belongs to every instantiation / copy:
+    /// any of them that may have run, vanished into a caller or not, may have run the line.
+    pub code: BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>,
 }
 
 impl UnitCalls {
@@ -35,6 +41,29 @@ impl UnitCalls {
             .iter()
             .filter(|(_, c)| !c.is_empty())
             .map(|(f, c)| (f.clone(), c.keys().cloned().collect()))
+            .collect()
+    }
+
+    /// The module record's `code_before_optimization`: lines as sorted `[first, last]` runs.
+    pub fn code_record(&self) -> BTreeMap<String, BTreeMap<String, Vec<[u32; 2]>>> {
+        self.code
+            .iter()
+            .map(|(file, funcs)| {
+                let runs = funcs
+                    .iter()
+                    .map(|(f, lines)| {
+                        let mut out: Vec<[u32; 2]> = Vec::new();
+                        for &l in lines {
+                            match out.last_mut() {
+                                Some(r) if r[1] + 1 == l => r[1] = l,
+                                _ => out.push([l, l]),
+                            }
+                        }
+                        (f.clone(), out)
+                    })
+                    .collect();
+                (file.clone(), runs)
+            })
             .collect()
     }
 
@@ -96,7 +125,29 @@ pub unsafe fn unit_calls(m: LLVMModuleRef) -> UnitCalls {
             .into_iter()
             .filter(|(c, _)| c == ANY_ADDRESS_TAKEN || defined.contains(c))
             .collect();
-        out.calls.insert(value_name(f), calls);
+        let name = value_name(f);
+        let sp = LLVMGetSubprogram(f);
+        let own_file = if sp.is_null() {
+            String::new()
+        } else {
+            di_file_path(LLVMDIScopeGetFile(sp))
+        };
+        for bb in blocks(f) {
+            for i in instructions(bb) {
+                if let Some((line, _, file)) = loc(i) {
+                    let file = if file.is_empty() { own_file.clone() } else { file };
+                    if !file.is_empty() {
+                        out.code
+                            .entry(file)
+                            .or_default()
+                            .entry(name.clone())
+                            .or_default()
+                            .insert(line);
+                    }
+                }
+            }
+        }
+        out.calls.insert(name, calls);
         let mut u = LLVMGetFirstUse(f);
         while !u.is_null() {
             let user = LLVMGetUser(u);

@@ -206,7 +206,7 @@ pub(crate) unsafe fn loc(i: LLVMValueRef) -> Option<(u32, u32, String)> {
     Some((line, col, file))
 }
 
-unsafe fn di_file_path(file: LLVMMetadataRef) -> String {
+pub(crate) unsafe fn di_file_path(file: LLVMMetadataRef) -> String {
     if file.is_null() {
         return String::new();
     }
@@ -589,6 +589,7 @@ unsafe fn instrument_module(
     if let Some(before) = &opts.before_optimization {
         module_record.calls_before_optimization = before.record();
         module_record.address_taken_before_optimization = before.address_taken.clone();
+        module_record.code_before_optimization = before.code_record();
     }
     for (g, n) in &address_taken {
         if LLVMIsDeclaration(*g) != 0 {

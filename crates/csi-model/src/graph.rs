@@ -180,6 +180,9 @@ pub struct ProgramGraph {
     /// caller → callees it defines, `*` for "any of `address_taken_before_optimization`".
     pub calls_before_optimization: HashMap<String, Vec<String>>,
     pub address_taken_before_optimization: Vec<String>,
+    /// Optimized units' functions → (file, `[first, last]` line runs) of their code before
+    /// optimization (see `.debug_CSI_CFG`'s `code_before_optimization`).
+    pub code_before_optimization: HashMap<String, Vec<(String, Vec<[u32; 2]>)>>,
     by_ext_id: HashMap<String, NodeId>,
     by_name: HashMap<String, FuncId>,
 }
@@ -364,7 +367,17 @@ impl ProgramGraphBuilder {
         &mut self,
         calls: &std::collections::BTreeMap<String, Vec<String>>,
         address_taken: &[String],
+        code: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<[u32; 2]>>>,
     ) {
+        for (file, funcs) in code {
+            for (f, runs) in funcs {
+                self.g
+                    .code_before_optimization
+                    .entry(f.clone())
+                    .or_default()
+                    .push((file.clone(), runs.clone()));
+            }
+        }
         for (caller, callees) in calls {
             self.g
                 .calls_before_optimization

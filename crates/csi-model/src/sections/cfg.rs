@@ -53,6 +53,14 @@ pub struct CfgModule {
     /// may have become direct, then inlined).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub address_taken_before_optimization: Vec<String>,
+    /// File → function the unit defines → its lines with code before optimization, as
+    /// `[first, last]` runs (nothing is inlined yet, so these are the function's own lines).
+    /// Every instantiation of a template and every copy of a header's `static` function has
+    /// the same lines: a line may have run if any function that has it may have run, even
+    /// one that left no instruction after optimization.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub code_before_optimization:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<[u32; 2]>>>,
 }
 
 impl CfgModule {
@@ -647,6 +655,7 @@ pub fn cfg_linked_program_graph(
         b.add_calls_before_optimization(
             &m.calls_before_optimization,
             &m.address_taken_before_optimization,
+            &m.code_before_optimization,
         );
     }
     b.build()
