@@ -63,6 +63,9 @@ pub fn project_lines(
 /// inside it (the crash). Lines of its instructions after `pos` are not known to have run.
 fn lines_up_to(g: &ProgramGraph, node: NodeId, pos: SourcePos) -> Vec<u32> {
     let ps = &g.node(node).positions;
+    if ps.is_empty() {
+        return Vec::new();
+    }
     let cut = ps
         .iter()
         .position(|p| *p == pos)

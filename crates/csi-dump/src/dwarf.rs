@@ -113,6 +113,94 @@ impl DebugInfo {
     }
 }
 
+/// Lines with machine code per function: `(file name without directories, line)` of the
+/// line-table rows inside each out-of-line function's address ranges, by name and linkage
+/// name (same-named functions of several units share one set: their union).
+#[derive(Default)]
+pub struct FunctionLines {
+    /// File names without directories → id.
+    files: HashMap<String, u32>,
+    by_function: HashMap<String, std::collections::HashSet<(u32, u32)>>,
+}
+
+impl FunctionLines {
+    /// `Some(has code)` when DWARF knows `function`'s ranges, `None` otherwise.
+    pub fn has_code(&self, function: &str, file_base: &str, line: u32) -> Option<bool> {
+        let set = self.by_function.get(function)?;
+        Some(
+            self.files
+                .get(file_base)
+                .is_some_and(|&f| set.contains(&(f, line))),
+        )
+    }
+
+    pub fn knows(&self, function: &str) -> bool {
+        self.by_function.contains_key(function)
+    }
+}
+
+impl DebugInfo {
+    /// See [`FunctionLines`]. Ranges starting at 0 (or at a tombstone) are those of copies the
+    /// linker discarded (a COMDAT kept elsewhere): ignored.
+    pub fn lines_by_function(&self) -> FunctionLines {
+        let mut out = FunctionLines::default();
+        let mut rows: Vec<(u64, u32, u32)> = Vec::new();
+        for unit in &self.units {
+            let Some(program) = unit.line_program.clone() else {
+                continue;
+            };
+            // File index of this unit's header → id, resolved once per file entry.
+            let mut ids: HashMap<u64, u32> = HashMap::new();
+            let mut it = program.rows();
+            while let Ok(Some((header, row))) = it.next_row() {
+                if row.end_sequence() {
+                    continue;
+                }
+                let Some(line) = row.line() else { continue };
+                let index = row.file_index();
+                let id = match ids.get(&index) {
+                    Some(&id) => id,
+                    None => {
+                        let Some(file) = row.file(header) else { continue };
+                        let Ok(name) = self.dwarf.attr_string(unit, file.path_name()) else {
+                            continue;
+                        };
+                        let name = name.to_string_lossy().unwrap_or_default();
+                        let base = name.rsplit('/').next().unwrap_or(&name).to_string();
+                        let next = out.files.len() as u32;
+                        let id = *out.files.entry(base).or_insert(next);
+                        ids.insert(index, id);
+                        id
+                    }
+                };
+                rows.push((row.address(), id, line.get() as u32));
+            }
+        }
+        rows.sort_unstable_by_key(|r| r.0);
+        for &(low, high, ui, off) in &self.subprograms {
+            if low == 0 || low >= u64::MAX - 1 {
+                continue;
+            }
+            let unit = &self.units[ui];
+            let Ok(e) = unit.entry(off) else { continue };
+            let mut names: Vec<String> = self.die_name(unit, &e).into_iter().collect();
+            names.extend(
+                self.follow_attr(unit, &e, gimli::DW_AT_linkage_name)
+                    .and_then(|a| self.string(unit, a)),
+            );
+            let from = rows.partition_point(|r| r.0 < low);
+            let to = rows.partition_point(|r| r.0 < high);
+            for name in names {
+                out.by_function
+                    .entry(name)
+                    .or_default()
+                    .extend(rows[from..to].iter().map(|r| (r.1, r.2)));
+            }
+        }
+        out
+    }
+}
+
 /// Is there any DWARF at all in this image?
 pub fn has_debug_info(elf: &object::read::elf::ElfFile64<'_, object::LittleEndian>) -> bool {
     elf.section_by_name(".debug_info")

@@ -1449,12 +1449,27 @@ fn keep_positions_with_code(
         .iter()
         .map(|d| d.as_ref().map(|d| d.lines_with_code()))
         .collect();
+    // Per function where DWARF knows it: an IR instruction can compile to nothing in its
+    // function (a dead load of an empty base's address in a C++ constructor at -O0) while
+    // other functions have code on the same header line.
+    let by_function: Vec<Option<crate::dwarf::FunctionLines>> = debug
+        .iter()
+        .map(|d| d.as_ref().map(|d| d.lines_by_function()))
+        .collect();
     for k in 0..graph.nodes.len() {
         let n = &graph.nodes[k];
         let m = module_of.get(n.function as usize).copied().unwrap_or(exe);
-        let Some(Some(code)) = with_code.get(m) else {
+        let Some(Some(module_code)) = with_code.get(m) else {
             continue;
         };
+        let func = graph.function(n.function);
+        let lines = by_function.get(m).and_then(|b| b.as_ref());
+        let known = lines.and_then(|b| {
+            [Some(&func.name), func.linkage_name.as_ref()]
+                .into_iter()
+                .flatten()
+                .find(|name| b.knows(name))
+        });
         let Some(file) = graph.file_of(k as u32) else {
             continue;
         };
@@ -1463,7 +1478,13 @@ fn keep_positions_with_code(
         let keep: Vec<bool> = n
             .positions
             .iter()
-            .map(|p| p.line == 0 || code.contains(&(base.clone(), p.line)))
+            .map(|p| {
+                p.line == 0
+                    || match (lines, known) {
+                        (Some(b), Some(f)) => b.has_code(f, &base, p.line) == Some(true),
+                        _ => module_code.contains(&(base.clone(), p.line)),
+                    }
+            })
             .collect();
         if keep.iter().all(|&x| x) {
             continue;
