@@ -8,6 +8,7 @@
 mod output;
 mod show;
 mod slice;
+mod triage;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -101,6 +102,12 @@ enum Command {
         #[arg(long)]
         stats: bool,
     },
+    /// Many crashes: analyse every core (in parallel) and group them into buckets by stack
+    /// signature, split where the crashing frames' path traces contradict; per bucket the
+    /// lines that ran in every crash and in none. Cores are found recursively in
+    /// directories (files named `core`, `core.*`, `*.core`); each core's executable is the
+    /// one it recorded unless `--exe` is given. Unusable cores are listed as skipped.
+    Triage(triage::TriageArgs),
     /// Answer one control-flow query; prints `possible` or `impossible`.
     ///
     /// A location is a node id (`n:-9:12`) or `FILE:LINE` (all nodes on that line; FILE may
@@ -132,7 +139,7 @@ enum Format {
     Csiclipse,
 }
 
-enum Failure {
+pub(crate) enum Failure {
     BadInput(String),
     Inconsistent(String),
 }
@@ -239,6 +246,22 @@ fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
     Ok(crash)
 }
 
+/// The analysis `csi analyze` runs on a crash (and `csi triage` on each one): best-effort
+/// coverage of its failure report, after dropping coverage observations for `stack_only`.
+/// `None` when the executable has no CSI metadata (only its stack can be used).
+pub(crate) fn analyse_crash(
+    c: &mut csi_dump::Crash,
+    stack_only: bool,
+) -> Result<Option<csi_analysis::Coverages>, Failure> {
+    if c.metadata == csi_dump::Metadata::None {
+        return Ok(None);
+    }
+    if stack_only {
+        c.report = c.report.stack_only();
+    }
+    Ok(Some(best_effort_coverage(&c.graph, &c.report)?))
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     let command = cli.command.unwrap_or(Command::Show {
         crash: CrashArgs::default(),
@@ -278,19 +301,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             ..
         } if crash.exe.is_some() => {
             let mut c = open_crash(&crash)?;
-            if c.metadata == csi_dump::Metadata::None {
+            for n in &c.notices {
+                eprintln!("csi: note: {n}");
+            }
+            let Some(cov) = analyse_crash(&mut c, stack_only)? else {
                 return Err(Failure::BadInput(format!(
                     "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack",
                     c.exe.display()
                 )));
-            }
-            for n in &c.notices {
-                eprintln!("csi: note: {n}");
-            }
-            if stack_only {
-                c.report = c.report.stack_only();
-            }
-            let cov = best_effort_coverage(&c.graph, &c.report)?;
+            };
             let active = active_nodes_edges(&c.graph, &c.report);
             let inputs = output::Inputs {
                 graph_path: &c.exe,
@@ -363,6 +382,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Triage(args) => triage::run(&args),
         Command::Query {
             graph,
             report,

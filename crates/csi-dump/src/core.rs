@@ -300,6 +300,16 @@ impl CoreFile {
         self.auxv.iter().find(|&&(k, _)| k == key).map(|&(_, v)| v)
     }
 
+    /// The path of the executable the process ran, as the kernel recorded it: the `NT_FILE`
+    /// mapping that holds the entry point (`AT_ENTRY`). `None` when the core has neither.
+    pub fn executable_path(&self) -> Option<&str> {
+        let entry = self.auxv(AT_ENTRY)?;
+        self.mappings
+            .iter()
+            .find(|m| m.start <= entry && entry < m.end)
+            .map(|m| m.path.as_str())
+    }
+
     /// Bytes of the core's memory image at `addr`, as many as are present contiguously (up to
     /// `len`). Empty when the address was not dumped.
     pub fn memory(&self, addr: u64, len: usize) -> &[u8] {

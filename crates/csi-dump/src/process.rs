@@ -286,12 +286,7 @@ impl Process {
             });
         }
         let exe_entry = exe_elf.entry();
-        let exe_path_in_core = entry.and_then(|e| {
-            core.mappings
-                .iter()
-                .find(|m| m.start <= e && e < m.end)
-                .map(|m| m.path.clone())
-        });
+        let exe_path_in_core = core.executable_path().map(str::to_string);
         let exe_build_id = file_build_id(&exe_bytes);
         let mut modules: Vec<Module> = Vec::new();
         let mut exe_index = None;

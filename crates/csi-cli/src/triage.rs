@@ -1,0 +1,705 @@
+//! `csi triage`: many crashes of one or more programs, grouped into buckets.
+//!
+//! Every core is analysed as `csi analyze` does ([`crate::analyse_crash`]), in parallel. A
+//! bucket is first a *stack signature* — the signal and the top program frames of the
+//! crashing thread (functions of the executable and of instrumented libraries, inlined calls
+//! included, libc and other library frames skipped, direct recursion collapsed), like
+//! Socorro's — and is then split by what ran: two crashes whose innermost program frames
+//! have a line that surely ran in one activation and surely did not in the other reached the
+//! crash along different paths, so they are not the same bucket. Per bucket: the lines that
+//! ran in every crash (must in all) and in none (never in any). Cores that cannot be used
+//! are listed with the reason; they never fail the run. See docs/triage.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use clap::ValueEnum;
+use serde_json::{json, Value};
+
+use crate::Failure;
+
+#[derive(clap::Args, Clone)]
+pub struct TriageArgs {
+    /// Core files, or directories searched recursively for files named `core`, `core.*`,
+    /// `*.core`.
+    #[arg(required = true, value_name = "CORE|DIR")]
+    inputs: Vec<PathBuf>,
+    /// The executable of every core (default: the one each core recorded, else a file of
+    /// that name beside the core).
+    #[arg(long)]
+    exe: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = TriageFormat::Text)]
+    format: TriageFormat,
+    /// Program frames in a stack signature.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    frames: usize,
+    /// Innermost program frames whose path evidence must agree within a bucket (0: buckets
+    /// by stack signature alone).
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    refine_frames: usize,
+    /// Parallel analyses (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Use only the crash stacks (ignore coverage observations), as `csi analyze --stack-only`.
+    #[arg(long)]
+    stack_only: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum TriageFormat {
+    Text,
+    Json,
+}
+
+/// Source lines by file.
+type FileLineSet = BTreeMap<String, BTreeSet<u32>>;
+
+/// What one crash contributes to triage (the crash itself is dropped after analysis, so
+/// memory stays at one loaded crash per worker).
+struct Analysed {
+    core: PathBuf,
+    exe: PathBuf,
+    /// Core file modification time, seconds since the epoch.
+    time: Option<u64>,
+    signal: String,
+    /// Signature frames, innermost first.
+    frames: Vec<String>,
+    /// Where the crashing thread stopped, `file:line`.
+    site: Option<String>,
+    /// Per innermost physical program frame (up to `--refine-frames`): lines that surely ran
+    /// and surely did not in that activation.
+    local: Vec<(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)>,
+    must: FileLineSet,
+    never: FileLineSet,
+    /// The program has CSI metadata (must/never are meaningful).
+    analysed_lines: bool,
+}
+
+struct Skipped {
+    core: PathBuf,
+    reason: String,
+}
+
+struct Bucket {
+    signature: String,
+    signal: String,
+    frames: Vec<String>,
+    /// Indices into the analysed crashes, oldest first.
+    crashes: Vec<usize>,
+    must_in_all: FileLineSet,
+    never_in_any: FileLineSet,
+}
+
+pub fn run(args: &TriageArgs) -> Result<(), Failure> {
+    let started = Instant::now();
+    let cores = find_cores(&args.inputs)?;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, cores.len().max(1));
+    let results = analyse_all(&cores, args, jobs);
+    let mut crashes = Vec::new();
+    let mut skipped = Vec::new();
+    for (core, r) in cores.iter().zip(results) {
+        match r {
+            Ok(a) => crashes.push(a),
+            Err(reason) => skipped.push(Skipped {
+                core: core.clone(),
+                reason,
+            }),
+        }
+    }
+    let buckets = bucketize(&crashes, args.refine_frames);
+    let elapsed = started.elapsed();
+    let out = match args.format {
+        TriageFormat::Json => json_output(&crashes, &buckets, &skipped, cores.len(), elapsed),
+        TriageFormat::Text => text_output(&crashes, &buckets, &skipped, cores.len(), elapsed),
+    };
+    print!("{out}");
+    Ok(())
+}
+
+/// Is this file name one of a core dump (`core`, `core.*`, `*.core`)?
+fn is_core_name(name: &str) -> bool {
+    name == "core" || name.starts_with("core.") || name.ends_with(".core")
+}
+
+/// The cores named on the command line: files as given, directories searched recursively
+/// (symbolic links to directories are not followed, so a link cycle cannot loop). Sorted,
+/// so output does not depend on directory order.
+fn find_cores(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut out = Vec::new();
+    for input in inputs {
+        let meta = std::fs::metadata(input)
+            .map_err(|e| Failure::BadInput(format!("{}: {e}", input.display())))?;
+        if meta.is_dir() {
+            walk(input, &mut out);
+        } else {
+            out.push(input.clone());
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    // An unreadable subdirectory hides its cores; nothing else can be done about it here.
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            walk(&path, out);
+        } else if (ft.is_file() || ft.is_symlink())
+            && e.file_name().to_str().is_some_and(is_core_name)
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// Analyses every core on `jobs` threads; a progress line on stderr when it is a terminal.
+fn analyse_all(cores: &[PathBuf], args: &TriageArgs, jobs: usize) -> Vec<Result<Analysed, String>> {
+    let results: Vec<Mutex<Option<Result<Analysed, String>>>> =
+        cores.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let progress = std::io::stderr().is_terminal() && cores.len() > 1;
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(core) = cores.get(i) else { break };
+                // A bug in the analysis of one core must not lose the others.
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    analyse_one(core, args)
+                }))
+                .unwrap_or_else(|_| {
+                    Err("internal error while analysing this core (reported above)".into())
+                });
+                *results[i].lock().unwrap() = Some(r);
+                done.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        if progress {
+            let total = cores.len();
+            loop {
+                let d = done.load(Ordering::Relaxed);
+                eprint!("\rcsi triage: analysed {d}/{total} cores");
+                if d == total {
+                    eprint!("\r\x1b[K");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| m.into_inner().unwrap().expect("every core analysed"))
+        .collect()
+}
+
+/// The magic numbers of compressors cores are commonly stored with.
+fn compression(core: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut head = [0u8; 6];
+    let n = std::fs::File::open(core).ok()?.read(&mut head).ok()?;
+    let head = &head[..n];
+    [
+        (&b"\x1f\x8b"[..], "gzip"),
+        (&b"\x28\xb5\x2f\xfd"[..], "zstd"),
+        (&b"\xfd7zXZ\x00"[..], "xz"),
+        (&b"BZh"[..], "bzip2"),
+        (&b"\x04\x22\x4d\x18"[..], "lz4"),
+    ]
+    .into_iter()
+    .find(|(m, _)| head.starts_with(m))
+    .map(|(_, k)| k)
+}
+
+/// The executable a core belongs to: the path it recorded, else a file of that name beside
+/// the core (cores collected together with their program).
+fn executable_of(core: &Path) -> Result<PathBuf, String> {
+    let cf = csi_dump::core::CoreFile::open(core).map_err(|e| e.to_string())?;
+    let Some(recorded) = cf.executable_path() else {
+        return Err(
+            "the core records no executable (no NT_FILE mapping at its entry point); pass --exe"
+                .into(),
+        );
+    };
+    let recorded = PathBuf::from(recorded);
+    if recorded.is_file() {
+        return Ok(recorded);
+    }
+    let beside = core
+        .parent()
+        .zip(recorded.file_name())
+        .map(|(d, n)| d.join(n))
+        .filter(|p| p.is_file());
+    beside.ok_or_else(|| {
+        format!(
+            "unknown executable: {} (recorded in the core) is not on this machine nor beside the core; pass --exe",
+            recorded.display()
+        )
+    })
+}
+
+fn analyse_one(core: &Path, args: &TriageArgs) -> Result<Analysed, String> {
+    if let Some(kind) = compression(core) {
+        return Err(format!("{kind}-compressed core: decompress it first"));
+    }
+    let exe = match &args.exe {
+        Some(e) => e.clone(),
+        None => executable_of(core)?,
+    };
+    let opts = csi_dump::LoadOptions::default();
+    let opened = csi_dump::Crash::open(&exe, core, &opts).or_else(|e| {
+        // The recorded path may hold a newer build; a copy of the program kept beside the
+        // core (collected with it) may be the one that ran.
+        let beside = core
+            .parent()
+            .zip(exe.file_name())
+            .map(|(d, n)| d.join(n))
+            .filter(|b| {
+                args.exe.is_none()
+                    && b.is_file()
+                    && std::fs::canonicalize(b).ok() != std::fs::canonicalize(&exe).ok()
+            });
+        match (&e, beside) {
+            (csi_dump::DumpError::Mismatch { .. }, Some(b)) => {
+                csi_dump::Crash::open(&b, core, &opts).map_err(|_| e)
+            }
+            _ => Err(e),
+        }
+    });
+    let mut c = opened.map_err(|e| match e {
+        csi_dump::DumpError::Mismatch { .. } => format!("mixed builds: {e}"),
+        _ => e.to_string(),
+    })?;
+    let cov = crate::analyse_crash(&mut c, args.stack_only).map_err(|f| match f {
+        Failure::BadInput(m) | Failure::Inconsistent(m) => m,
+    })?;
+    let time = std::fs::metadata(core)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    let signal = c
+        .signal
+        .as_ref()
+        .map_or_else(|| "no signal".to_string(), |s| s.name.clone());
+    let exe_name = c.exe.display().to_string();
+    let thread = c.threads.iter().find(|t| t.crashed).or(c.threads.first());
+    // The program's own frames: instrumented functions (executable or library), and any
+    // other function of the executable except the C runtime's entry code.
+    let program_frame = |f: &&csi_dump::CrashFrame| {
+        f.graph_function.is_some()
+            || (f.module == exe_name
+                && !matches!(
+                    f.function.as_deref(),
+                    Some(
+                        "_start"
+                            | "__libc_start_main"
+                            | "__libc_start_call_main"
+                            | "_init"
+                            | "_fini"
+                    )
+                ))
+    };
+    let mut frames: Vec<String> = Vec::new();
+    let mut site = None;
+    let mut local = Vec::new();
+    if let Some(t) = thread {
+        for f in t.frames.iter().filter(program_frame) {
+            if site.is_none() {
+                site = f
+                    .location
+                    .as_ref()
+                    .map(|l| format!("{}:{}", l.file, l.line));
+            }
+            let names = f
+                .inlined
+                .iter()
+                .map(|i| i.function.clone().unwrap_or_else(|| "??".into()))
+                .chain(std::iter::once(f.display_name()));
+            for n in names {
+                // Direct recursion of any depth is one frame: the depth is not the bug.
+                if frames.last() != Some(&n) {
+                    frames.push(n);
+                }
+            }
+            if local.len() < args.refine_frames {
+                if let (Some(cov), Some(rt), Some(rf)) = (&cov, t.report_thread, f.report_frame) {
+                    if let Some(fc) = cov.frames.iter().find(|x| x.thread == rt && x.frame == rf) {
+                        let mut must = BTreeSet::new();
+                        let mut never = BTreeSet::new();
+                        for (file, l) in cov.frame_lines(&c.graph, fc) {
+                            must.extend(l.must.iter().map(|&n| (file.clone(), n)));
+                            never.extend(l.never.iter().map(|&n| (file.clone(), n)));
+                        }
+                        local.push((must, never));
+                    }
+                }
+            }
+        }
+        frames.truncate(args.frames.max(1));
+        if frames.is_empty() {
+            // No program frame at all (a crash in a library thread): name the top frame.
+            if let Some(f) = t.frames.first() {
+                let module = Path::new(&f.module)
+                    .file_name()
+                    .map_or(f.module.clone(), |n| n.to_string_lossy().into_owned());
+                frames.push(format!("{}!{}", module, f.display_name()));
+            }
+        }
+    }
+    let (mut must, mut never) = (FileLineSet::new(), FileLineSet::new());
+    if let Some(cov) = &cov {
+        for (file, l) in cov.global_lines(&c.graph) {
+            if !l.must.is_empty() {
+                must.insert(file.clone(), l.must.iter().copied().collect());
+            }
+            if !l.never.is_empty() {
+                never.insert(file, l.never.iter().copied().collect());
+            }
+        }
+    }
+    Ok(Analysed {
+        core: core.to_path_buf(),
+        exe: c.exe.clone(),
+        time,
+        signal,
+        frames,
+        site,
+        local,
+        must,
+        never,
+        analysed_lines: cov.is_some(),
+    })
+}
+
+fn intersect(a: &mut FileLineSet, b: &FileLineSet) {
+    a.retain(|file, lines| {
+        match b.get(file) {
+            Some(other) => lines.retain(|l| other.contains(l)),
+            None => lines.clear(),
+        }
+        !lines.is_empty()
+    });
+}
+
+/// Do two sets of (must, never) frame evidence contradict: a line surely ran in one and
+/// surely did not in the other, in the same frame position?
+fn contradicts(
+    a: &[(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)],
+    b: &[(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)],
+) -> bool {
+    a.iter()
+        .zip(b)
+        .any(|((am, an), (bm, bn))| !am.is_disjoint(bn) || !an.is_disjoint(bm))
+}
+
+/// Groups crashes by (executable, signal, signature frames), then splits each group so that
+/// no two crashes of a part contradict each other's path evidence (first fit, oldest first:
+/// deterministic).
+fn bucketize(crashes: &[Analysed], refine_frames: usize) -> Vec<Bucket> {
+    let mut groups: BTreeMap<(&Path, &str, &[String]), Vec<usize>> = BTreeMap::new();
+    for (i, c) in crashes.iter().enumerate() {
+        groups
+            .entry((&c.exe, &c.signal, &c.frames))
+            .or_default()
+            .push(i);
+    }
+    let mut buckets = Vec::new();
+    for ((_, signal, frames), mut members) in groups {
+        members.sort_by(|&a, &b| {
+            (crashes[a].time, &crashes[a].core).cmp(&(crashes[b].time, &crashes[b].core))
+        });
+        // Each part keeps the union of its members' evidence per frame: a newcomer must
+        // contradict none of them.
+        type Evidence = Vec<(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)>;
+        let mut parts: Vec<(Vec<usize>, Evidence)> = Vec::new();
+        for i in members {
+            let ev = &crashes[i].local[..crashes[i].local.len().min(refine_frames)];
+            let fit = parts.iter().position(|(_, pe)| !contradicts(ev, pe));
+            match fit {
+                Some(p) => {
+                    let (m, pe) = &mut parts[p];
+                    m.push(i);
+                    for (k, (must, never)) in ev.iter().enumerate() {
+                        if k < pe.len() {
+                            pe[k].0.extend(must.iter().cloned());
+                            pe[k].1.extend(never.iter().cloned());
+                        } else {
+                            pe.push((must.clone(), never.clone()));
+                        }
+                    }
+                }
+                None => parts.push((vec![i], ev.to_vec())),
+            }
+        }
+        let n_parts = parts.len();
+        let base = format!("{signal} in {}", frames.join(" | "));
+        for (k, (members, _)) in parts.into_iter().enumerate() {
+            let mut must = crashes[members[0]].must.clone();
+            let mut never = crashes[members[0]].never.clone();
+            for &i in &members[1..] {
+                intersect(&mut must, &crashes[i].must);
+                intersect(&mut never, &crashes[i].never);
+            }
+            buckets.push(Bucket {
+                signature: if n_parts > 1 {
+                    format!("{base} [path {}/{n_parts}]", k + 1)
+                } else {
+                    base.clone()
+                },
+                signal: signal.to_string(),
+                frames: frames.to_vec(),
+                crashes: members,
+                must_in_all: must,
+                never_in_any: never,
+            });
+        }
+    }
+    buckets.sort_by(|a, b| {
+        b.crashes
+            .len()
+            .cmp(&a.crashes.len())
+            .then_with(|| a.signature.cmp(&b.signature))
+    });
+    buckets
+}
+
+fn lines_json(l: &FileLineSet) -> Value {
+    Value::Object(
+        l.iter()
+            .map(|(f, ls)| (f.clone(), json!(ls.iter().collect::<Vec<_>>())))
+            .collect(),
+    )
+}
+
+fn json_output(
+    crashes: &[Analysed],
+    buckets: &[Bucket],
+    skipped: &[Skipped],
+    cores: usize,
+    elapsed: Duration,
+) -> String {
+    let bs: Vec<Value> = buckets
+        .iter()
+        .map(|b| {
+            let rep = &crashes[b.crashes[0]];
+            let times: Vec<u64> = b.crashes.iter().filter_map(|&i| crashes[i].time).collect();
+            json!({
+                "signature": b.signature,
+                "signal": b.signal,
+                "frames": b.frames,
+                "count": b.crashes.len(),
+                "first_time": times.iter().min(),
+                "last_time": times.iter().max(),
+                "representative": {"core": rep.core.display().to_string(), "executable": rep.exe.display().to_string()},
+                "crashes": b.crashes.iter().map(|&i| {
+                    let c = &crashes[i];
+                    json!({
+                        "core": c.core.display().to_string(),
+                        "executable": c.exe.display().to_string(),
+                        "time": c.time,
+                        "site": c.site,
+                    })
+                }).collect::<Vec<_>>(),
+                "lines_analysed": b.crashes.iter().all(|&i| crashes[i].analysed_lines),
+                "must_in_all": lines_json(&b.must_in_all),
+                "never_in_any": lines_json(&b.never_in_any),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "version": 1,
+        "summary": {
+            "cores": cores,
+            "analysed": crashes.len(),
+            "skipped": skipped.len(),
+            "buckets": buckets.len(),
+            "seconds": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
+        },
+        "buckets": bs,
+        "skipped": skipped.iter().map(|s| json!({"core": s.core.display().to_string(), "reason": s.reason})).collect::<Vec<_>>(),
+    });
+    let mut s = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
+    s.push('\n');
+    s
+}
+
+/// `3,5-9,12`.
+fn ranges(lines: &BTreeSet<u32>) -> String {
+    let mut out = String::new();
+    let mut it = lines.iter().copied().peekable();
+    while let Some(lo) = it.next() {
+        let mut hi = lo;
+        while it.peek() == Some(&(hi + 1)) {
+            hi = it.next().unwrap();
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if hi == lo {
+            let _ = write!(out, "{lo}");
+        } else {
+            let _ = write!(out, "{lo}-{hi}");
+        }
+    }
+    out
+}
+
+/// UTC `YYYY-MM-DD HH:MM:SS` from seconds since the epoch (civil-from-days, H. Hinnant).
+fn utc(secs: u64) -> String {
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+fn text_output(
+    crashes: &[Analysed],
+    buckets: &[Bucket],
+    skipped: &[Skipped],
+    cores: usize,
+    elapsed: Duration,
+) -> String {
+    let mut out = String::new();
+    let secs = elapsed.as_secs_f64();
+    let _ = writeln!(
+        out,
+        "{cores} cores: {} analysed into {} buckets, {} skipped ({secs:.2} s, {:.1} cores/s)",
+        crashes.len(),
+        buckets.len(),
+        skipped.len(),
+        cores as f64 / secs.max(1e-9)
+    );
+    for (k, b) in buckets.iter().enumerate() {
+        let rep = &crashes[b.crashes[0]];
+        let times: Vec<u64> = b.crashes.iter().filter_map(|&i| crashes[i].time).collect();
+        let _ = writeln!(
+            out,
+            "\n#{:<3} {:>5} × {}",
+            k + 1,
+            b.crashes.len(),
+            b.signature
+        );
+        let _ = writeln!(out, "      program:        {}", rep.exe.display());
+        if let (Some(lo), Some(hi)) = (times.iter().min(), times.iter().max()) {
+            let _ = writeln!(out, "      first / last:   {} / {} UTC", utc(*lo), utc(*hi));
+        }
+        let _ = writeln!(
+            out,
+            "      representative: {}{}",
+            rep.core.display(),
+            rep.site
+                .as_ref()
+                .map(|s| format!(" (at {s})"))
+                .unwrap_or_default()
+        );
+        let mut sites: BTreeMap<&str, usize> = BTreeMap::new();
+        for &i in &b.crashes {
+            *sites
+                .entry(crashes[i].site.as_deref().unwrap_or("?"))
+                .or_default() += 1;
+        }
+        if sites.len() > 1 {
+            let list: Vec<String> = sites.iter().map(|(s, n)| format!("{s} ×{n}")).collect();
+            let _ = writeln!(out, "      crash sites:    {}", list.join(", "));
+        }
+        if !b.crashes.iter().all(|&i| crashes[i].analysed_lines) {
+            let _ = writeln!(out, "      (no CSI metadata: stack only, no line answers)");
+            continue;
+        }
+        for (label, set) in [
+            ("must in all:   ", &b.must_in_all),
+            ("never in any:  ", &b.never_in_any),
+        ] {
+            if set.is_empty() {
+                let _ = writeln!(out, "      {label} —");
+            }
+            for (i, (file, lines)) in set.iter().enumerate() {
+                let head = if i == 0 { label } else { "               " };
+                let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
+            }
+        }
+    }
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "\nskipped ({}):", skipped.len());
+        for s in skipped {
+            let _ = writeln!(out, "  {}: {}", s.core.display(), s.reason);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_names() {
+        for n in ["core", "core.1234", "core.app.77", "app.core"] {
+            assert!(is_core_name(n), "{n}");
+        }
+        for n in ["cores", "score", "app.core.txt", "corefile", "core_dump"] {
+            assert!(!is_core_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn line_ranges_and_dates() {
+        let s: BTreeSet<u32> = [3, 5, 6, 7, 9, 12, 13].into_iter().collect();
+        assert_eq!(ranges(&s), "3,5-7,9,12-13");
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(1_700_000_000), "2023-11-14 22:13:20");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00");
+    }
+
+    fn ev(must: &[u32], never: &[u32]) -> Vec<(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)> {
+        let f = |ls: &[u32]| ls.iter().map(|&l| ("a.c".to_string(), l)).collect();
+        vec![(f(must), f(never))]
+    }
+
+    #[test]
+    fn contradiction_is_must_against_never_in_the_same_frame() {
+        assert!(contradicts(&ev(&[1, 2], &[5]), &ev(&[5], &[])));
+        assert!(contradicts(&ev(&[1], &[7]), &ev(&[2, 7], &[])));
+        assert!(!contradicts(&ev(&[1, 2], &[5]), &ev(&[1], &[6])));
+        // May in one, must in the other: no evidence of a different path.
+        assert!(!contradicts(&ev(&[1], &[]), &ev(&[], &[])));
+    }
+
+    #[test]
+    fn intersection_drops_files_left_empty() {
+        let mut a: FileLineSet =
+            [("a.c".into(), [1, 2, 3].into()), ("b.c".into(), [4].into())].into();
+        let b: FileLineSet = [("a.c".into(), [2, 3, 9].into()), ("b.c".into(), [5].into())].into();
+        intersect(&mut a, &b);
+        assert_eq!(a, [("a.c".to_string(), BTreeSet::from([2, 3]))].into());
+    }
+}
