@@ -107,6 +107,58 @@ custom_requests! {
     open_report_request => "csi.openReport",
 }
 
+/// Locks that outlive a panicking request. Every guarded value is replaced whole (a session,
+/// a selection, a shown slice), never left half-updated, so the value behind a poisoned lock
+/// is still consistent; the one exception, the slicer's caches, is reset (`slicer_lock`).
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn lock<T>(l: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    l.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The slicer, dropped if a slice panicked while holding it (its caches may be half built).
+fn slicer_lock(
+    l: &Mutex<Option<csi_analysis::slice::Slicer>>,
+) -> std::sync::MutexGuard<'_, Option<csi_analysis::slice::Slicer>> {
+    match l.lock() {
+        Ok(g) => g,
+        Err(poisoned) => {
+            let mut g = poisoned.into_inner();
+            *g = None;
+            l.clear_poison();
+            g
+        }
+    }
+}
+
+/// Runs a request handler so that a panic in it answers an internal error and the server goes
+/// on (as rust-analyzer's dispatch does); the panic message is logged by the default hook.
+async fn isolated<T>(what: &str, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(r) => r,
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(Error {
+                code: ErrorCode::InternalError,
+                message: format!("csi-lsp: {what} failed (internal error: {msg}); the server goes on")
+                    .into(),
+                data: None,
+            })
+        }
+    }
+}
+
 fn invalid(msg: impl Into<String>) -> Error {
     Error {
         code: ErrorCode::InvalidParams,
@@ -122,11 +174,11 @@ fn path_of(uri: &Uri) -> Option<PathBuf> {
 
 impl Backend {
     fn session(&self) -> Option<Arc<Session>> {
-        self.state.session.read().unwrap().clone()
+        read(&self.state.session).clone()
     }
 
     fn selection(&self) -> Selection {
-        *self.state.selection.lock().unwrap()
+        *lock(&self.state.selection)
     }
 
     /// Session, file keys and text of a document; `None` when nothing applies (no crash,
@@ -148,14 +200,23 @@ impl Backend {
 
     fn resolve_input(&self, p: &str) -> PathBuf {
         let path = Path::new(p);
-        match (&self.state.config.read().unwrap().root, path.is_relative()) {
+        match (&read(&self.state.config).root, path.is_relative()) {
             (Some(root), true) => root.join(path),
             _ => path.to_path_buf(),
         }
     }
 
-    /// Runs a command (shared by `workspace/executeCommand` and the `csi/*` requests).
+    /// Runs a command (shared by `workspace/executeCommand` and the `csi/*` requests), isolated
+    /// from panics.
     async fn command(&self, name: &str, arg: Value) -> Result<Value> {
+        isolated(name, self.command_unisolated(name, arg)).await
+    }
+
+    async fn command_unisolated(&self, name: &str, arg: Value) -> Result<Value> {
+        // Test hook (CSI_LSP_TEST_HOOKS=1 only): a handler that panics, to prove isolation.
+        if name == "csi.test.panic" && std::env::var_os("CSI_LSP_TEST_HOOKS").is_some() {
+            panic!("csi.test.panic requested");
+        }
         let arg = match arg {
             Value::Array(mut v) if !v.is_empty() => v.swap_remove(0),
             Value::Array(_) | Value::Null => json!({}),
@@ -182,12 +243,12 @@ impl Backend {
                 self.open(Source::Report(g, r)).await
             }
             "csi.slice" if arg.get("clear").and_then(Value::as_bool) == Some(true) => {
-                *self.state.slice.write().unwrap() = None;
+                *write(&self.state.slice) = None;
                 self.spawn_refresh();
                 Ok(Value::Null)
             }
             "csi.clear" => {
-                *self.state.session.write().unwrap() = None;
+                *write(&self.state.session) = None;
                 self.forget_slice();
                 self.after_change().await;
                 Ok(Value::Null)
@@ -227,14 +288,14 @@ impl Backend {
                         sel.frame, sel.thread
                     )));
                 }
-                *self.state.selection.lock().unwrap() = sel;
+                *lock(&self.state.selection) = sel;
                 self.after_selection().await;
                 Ok(to_proto::path_trace(s, sel))
             }
             "csi.stepPath" => {
                 let delta = arg.get("delta").and_then(Value::as_i64).unwrap_or(-1);
                 let sel = {
-                    let mut sel = self.state.selection.lock().unwrap();
+                    let mut sel = lock(&self.state.selection);
                     let n = s.frame(*sel).map_or(0, |f| f.path.len());
                     if n == 0 {
                         return Err(invalid("the selected frame has no path trace"));
@@ -272,8 +333,8 @@ impl Backend {
     }
 
     fn forget_slice(&self) {
-        *self.state.slicer.lock().unwrap() = None;
-        *self.state.slice.write().unwrap() = None;
+        *slicer_lock(&self.state.slicer) = None;
+        *write(&self.state.slice) = None;
     }
 
     /// `csi/slice`: computed off the runtime (the first one builds the SDG).
@@ -312,7 +373,7 @@ impl Backend {
         };
         let (state, s2, sel) = (self.state.clone(), s.clone(), self.selection());
         let shown = tokio::task::spawn_blocking(move || {
-            let mut slicer = state.slicer.lock().unwrap();
+            let mut slicer = slicer_lock(&state.slicer);
             let at = at
                 .as_ref()
                 .map(|(k, l)| (k.iter().map(String::as_str).collect(), *l));
@@ -322,7 +383,7 @@ impl Backend {
         .map_err(|e| invalid(format!("internal error while slicing: {e}")))?
         .map_err(invalid)?;
         let v = to_proto::slice(s, &shown);
-        *self.state.slice.write().unwrap() = Some(shown);
+        *write(&self.state.slice) = Some(shown);
         self.spawn_refresh();
         Ok(v)
     }
@@ -373,7 +434,7 @@ impl Backend {
     /// Loads a crash off the runtime, with progress, then swaps the session in.
     async fn open(&self, source: Source) -> Result<Value> {
         let progress = self.begin_progress("CSI: opening crash");
-        let config = self.state.config.read().unwrap().clone();
+        let config = read(&self.state.config).clone();
         let loaded = tokio::task::spawn_blocking(move || match source {
             Source::Crash(exe, core) => Session::open_crash(&exe, &core, &config),
             Source::Report(g, r) => Session::open_report(&g, &r, &config),
@@ -387,8 +448,8 @@ impl Backend {
             Ok(session) => {
                 let s = Arc::new(session);
                 self.forget_slice();
-                *self.state.selection.lock().unwrap() = s.default_selection();
-                *self.state.session.write().unwrap() = Some(s.clone());
+                *lock(&self.state.selection) = s.default_selection();
+                *write(&self.state.session) = Some(s.clone());
                 if !s.notices.is_empty() {
                     self.client
                         .show_message(
@@ -412,7 +473,7 @@ impl Backend {
     /// Work-done progress without awaiting the client inside the handler: a task creates
     /// the token, begins, and ends when the returned sender fires.
     fn begin_progress(&self, title: &'static str) -> Option<tokio::sync::oneshot::Sender<()>> {
-        if !self.state.caps.read().unwrap().work_done {
+        if !read(&self.state.caps).work_done {
             return None;
         }
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -439,9 +500,9 @@ impl Backend {
     async fn after_change(&self) {
         let s = self.session();
         let sel = self.selection();
-        let config = self.state.config.read().unwrap().clone();
+        let config = read(&self.state.config).clone();
         // Clear what we published before.
-        let old: Vec<Uri> = std::mem::take(&mut *self.state.published.lock().unwrap());
+        let old: Vec<Uri> = std::mem::take(&mut *lock(&self.state.published));
         if let Some(s) = &s {
             let mut published = Vec::new();
             let mut files: Vec<(&String, &PathBuf)> = s.sources.iter().collect();
@@ -487,7 +548,7 @@ impl Backend {
                     .publish_diagnostics(u.clone(), Vec::new(), None)
                     .await;
             }
-            *self.state.published.lock().unwrap() = published;
+            *lock(&self.state.published) = published;
         } else {
             for u in old {
                 self.client.publish_diagnostics(u, Vec::new(), None).await;
@@ -499,7 +560,7 @@ impl Backend {
     /// After a new selection: only what depends on it (line states of open documents, hints,
     /// lenses); diagnostics are global and stay.
     async fn after_selection(&self) {
-        if self.state.config.read().unwrap().line_states {
+        if read(&self.state.config).line_states {
             if let Some(s) = self.session() {
                 let sel = self.selection();
                 let open: Vec<(String, i32)> = self
@@ -525,7 +586,7 @@ impl Backend {
 
     /// Refresh requests are spawned, never awaited in a handler.
     fn spawn_refresh(&self) {
-        let caps = *self.state.caps.read().unwrap();
+        let caps = *read(&self.state.caps);
         let client = self.client.clone();
         tokio::spawn(async move {
             if caps.inlay_refresh {
@@ -563,7 +624,7 @@ impl LanguageServer for Backend {
                 params.root_uri.as_ref().and_then(path_of)
             });
         let err = {
-            let mut c = self.state.config.write().unwrap();
+            let mut c = write(&self.state.config);
             c.root = root;
             params
                 .initialization_options
@@ -576,7 +637,7 @@ impl LanguageServer for Backend {
                 .await;
         }
         let caps = &params.capabilities;
-        *self.state.caps.write().unwrap() = ClientCaps {
+        *write(&self.state.caps) = ClientCaps {
             inlay_refresh: caps
                 .workspace
                 .as_ref()
@@ -622,7 +683,7 @@ impl LanguageServer for Backend {
 
     async fn initialized(&self, _: InitializedParams) {
         let (exe, core) = {
-            let mut c = self.state.config.write().unwrap();
+            let mut c = write(&self.state.config);
             if let Err(e) = c.merge_csi_toml() {
                 let client = self.client.clone();
                 tokio::spawn(async move {
@@ -651,7 +712,7 @@ impl LanguageServer for Backend {
                 edited: false,
             },
         );
-        if self.state.config.read().unwrap().line_states {
+        if read(&self.state.config).line_states {
             if let (Some((s, keys, _)), uri) =
                 (self.view(&p.text_document.uri), &p.text_document.uri)
             {
@@ -684,7 +745,7 @@ impl LanguageServer for Backend {
         self.client
             .publish_diagnostics(uri.clone(), Vec::new(), Some(p.text_document.version))
             .await;
-        if self.state.config.read().unwrap().line_states {
+        if read(&self.state.config).line_states {
             let empty = json!({"uri": uri.as_str(), "version": p.text_document.version,
                 "must": [], "may": [], "never": [], "partial": [], "frame": null, "stale": true});
             self.client.send_notification::<LineStates>(empty).await;
@@ -698,7 +759,7 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, p: DidChangeConfigurationParams) {
         let (reopen, err) = {
-            let mut c = self.state.config.write().unwrap();
+            let mut c = write(&self.state.config);
             let before = (c.executable.clone(), c.core.clone());
             let err = c.merge_json(&p.settings).err();
             let after = (c.executable.clone(), c.core.clone());
@@ -730,32 +791,46 @@ impl LanguageServer for Backend {
     }
 
     async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        isolated("inlay hints", self.inlay_hint_unisolated(p)).await
+    }
+
+    async fn code_lens(&self, p: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        isolated("code lenses", self.code_lens_unisolated(p)).await
+    }
+
+    async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
+        isolated("hover", self.hover_unisolated(p)).await
+    }
+}
+
+impl Backend {
+    async fn inlay_hint_unisolated(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
         let Some((s, keys, text)) = self.view(&p.text_document.uri) else {
             return Ok(None);
         };
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let status = self.state.config.read().unwrap().status_hints;
+        let status = read(&self.state.config).status_hints;
         let text = Text::new(&text);
         let mut hints = to_proto::inlay_hints(&s, self.selection(), &keys, &text, p.range, status);
-        if let Some(sl) = self.state.slice.read().unwrap().as_ref() {
+        if let Some(sl) = read(&self.state.slice).as_ref() {
             hints.extend(to_proto::slice_hints(sl, &keys, &text, p.range));
         }
         Ok(Some(hints))
     }
 
-    async fn code_lens(&self, p: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+    async fn code_lens_unisolated(&self, p: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
         let Some((s, keys, _)) = self.view(&p.text_document.uri) else {
             return Ok(None);
         };
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         let mut lenses = to_proto::code_lenses(&s, self.selection(), &keys);
-        if let Some(sl) = self.state.slice.read().unwrap().as_ref() {
+        if let Some(sl) = read(&self.state.slice).as_ref() {
             lenses.extend(to_proto::slice_lens(sl, &keys));
         }
         Ok(Some(lenses))
     }
 
-    async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
+    async fn hover_unisolated(&self, p: HoverParams) -> Result<Option<Hover>> {
         let pos = p.text_document_position_params;
         let Some((s, keys, _)) = self.view(&pos.text_document.uri) else {
             return Ok(None);

@@ -773,3 +773,38 @@ async fn library_frames_are_analysed() {
         "{titles:?}"
     );
 }
+
+/// A handler that panics answers an internal error and every later request is served (the
+/// panic is isolated, locks it poisoned are recovered). The panic comes from the test hook
+/// `csi.test.panic`, which exists only with `CSI_LSP_TEST_HOOKS` set.
+#[tokio::test]
+async fn a_panicking_request_answers_an_error_and_the_server_goes_on() {
+    std::env::set_var("CSI_LSP_TEST_HOOKS", "1");
+    let mut c = in_process(json!({})).await;
+    let r = c
+        .request(
+            "workspace/executeCommand",
+            open_args("null_deref/realistic-O0", "null_deref"),
+        )
+        .await;
+    assert!(r.get("error").is_none(), "{r}");
+    for _ in 0..3 {
+        let r = c
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "csi.test.panic", "arguments": []}),
+            )
+            .await;
+        assert_eq!(r["error"]["code"], -32603, "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("internal error: csi.test.panic requested"),
+            "{r}"
+        );
+        let r = c.request("csi/stack", json!({})).await;
+        assert!(r.get("error").is_none(), "{r}");
+        assert!(!r["result"].is_null(), "{r}");
+    }
+}
