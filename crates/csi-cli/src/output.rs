@@ -153,6 +153,10 @@ pub fn threads_json(c: &Crash) -> Value {
                 "crashed": t.crashed,
                 "report_thread": t.report_thread,
                 "walk_problem": t.walk_problem,
+                "outer_frames_unknown": t
+                    .report_thread
+                    .and_then(|k| c.report.threads.get(k))
+                    .is_some_and(|rt| rt.outer_frames_unknown),
                 "frames": frames,
             })
         })

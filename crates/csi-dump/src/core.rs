@@ -52,8 +52,10 @@ pub struct FileMapping {
 struct Segment {
     vaddr: u64,
     memsz: u64,
-    /// File offset and number of bytes actually present in the core file.
+    /// File offset, bytes the writer dumped (`p_filesz`), and bytes actually present in the
+    /// core file (fewer when the file was cut off).
     offset: u64,
+    filesz: u64,
     present: u64,
     executable: bool,
 }
@@ -174,6 +176,7 @@ impl CoreFile {
                     vaddr: ph.p_vaddr(LE),
                     memsz: ph.p_memsz(LE),
                     offset: off,
+                    filesz,
                     present,
                     executable: ph.p_flags(LE).0 & elf::PF_X.0 != 0,
                 });
@@ -315,6 +318,36 @@ impl CoreFile {
         let n = (len as u64).min(s.present - rel) as usize;
         let start = (s.offset + rel) as usize;
         &self.map[start..start + n]
+    }
+
+    /// Was `addr` dumped by the core's writer but cut off from the file? Such memory is
+    /// unknown: it must not be read from the mapped file instead (the process may have written
+    /// it), nor taken as zero.
+    pub fn is_cut_off(&self, addr: u64) -> bool {
+        let i = self.segments.partition_point(|s| s.vaddr <= addr);
+        i > 0 && {
+            let s = &self.segments[i - 1];
+            let rel = addr - s.vaddr;
+            rel >= s.present && rel < s.filesz
+        }
+    }
+
+    /// Do `a` and `b` lie in the same dumped mapping?
+    pub fn same_segment(&self, a: u64, b: u64) -> bool {
+        let seg = |x: u64| {
+            let i = self.segments.partition_point(|s| s.vaddr <= x);
+            (i > 0 && x - self.segments[i - 1].vaddr < self.segments[i - 1].memsz).then_some(i)
+        };
+        seg(a).is_some() && seg(a) == seg(b)
+    }
+
+    /// Address ranges `[start, end)` that were dumped but are missing from a truncated file.
+    pub fn cut_off_ranges(&self) -> Vec<(u64, u64)> {
+        self.segments
+            .iter()
+            .filter(|s| s.present < s.filesz)
+            .map(|s| (s.vaddr + s.present, s.vaddr + s.filesz))
+            .collect()
     }
 
     /// Is `addr` inside some mapping of the process (dumped or not)?

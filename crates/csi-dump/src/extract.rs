@@ -127,6 +127,11 @@ impl Crash {
         lines.all(|&l| l == first).then_some(first)
     }
 
+    /// The crashing (first) thread's stack pointer as the core recorded it.
+    pub fn crashing_stack_pointer(&self) -> Option<u64> {
+        self.process.core.threads.first()?.regs[crate::core::RSP]
+    }
+
     /// Globals are looked up in the executable first, then in the libraries in load order
     /// (the dynamic linker's search order).
     pub fn global_values(&self, names: &[String]) -> Vec<Option<String>> {
@@ -199,8 +204,9 @@ fn load_parts(
     let mut notices: Vec<String> = Vec::new();
     if process.core.truncated_bytes > 0 {
         notices.push(format!(
-            "the core dump is truncated: {} bytes of memory are missing; values there are shown as unavailable",
-            process.core.truncated_bytes
+            "the core dump is truncated: {} bytes of memory are missing ({}); values there are shown as unavailable and count as unknown, never as evidence",
+            process.core.truncated_bytes,
+            describe_cut_off(&process)
         ));
     }
     for m in &process.modules {
@@ -329,11 +335,29 @@ fn load_parts(
             WalkEnd::Limit(n) => Some(format!("stack walk stopped after {n} frames")),
             WalkEnd::Stuck(why) => Some(format!("stack walk stopped: {why}")),
         };
+        let walk_complete = walk_problem.is_none();
         let mut frames: Vec<CrashFrame> = Vec::with_capacity(phys.len());
         let mut rframes: Vec<Frame> = Vec::new();
+        // Frames whose own stack memory was cut off with the end of a truncated core.
+        let mut lost_frames: Vec<String> = Vec::new();
         for pf in &phys {
             let (cf, rf) = ctx.frame(pf, t.fs_base, &mut notices);
             let mut cf = cf;
+            let sp = pf.regs[crate::core::RSP];
+            if sp.is_some_and(|sp| process.core.is_cut_off(sp))
+                || pf
+                    .cfa
+                    .is_some_and(|c| process.core.is_cut_off(c.wrapping_sub(8)))
+            {
+                lost_frames.push(format!("#{} {}", frames.len(), cf.display_name()));
+                if rf.is_some() {
+                    cf.path_note = Some(
+                        "this frame's stack memory is missing from the truncated core: its path \
+                         trace and local coverage are unknown"
+                            .into(),
+                    );
+                }
+            }
             if let Some(rf) = rf {
                 cf.report_frame = Some(rframes.len());
                 rframes.push(rf);
@@ -367,16 +391,57 @@ fn load_parts(
                 }
             }
         }
+        // Where the walk stopped early, the frames beyond it are unknown — unless it had
+        // already passed the program's entry function into the runtime that called it.
+        let entry_function = graph.program_entry.map(|e| graph.node(e).function);
+        let outer_frames_unknown = !walk_complete
+            && !frames
+                .iter()
+                .rposition(|f| f.report_frame.is_some())
+                .is_some_and(|k| {
+                    frames[k].graph_function == entry_function && k + 1 < frames.len()
+                });
+        if !walk_complete {
+            let sp = phys.last().and_then(|f| f.regs[crate::core::RSP]);
+            let missing = sp.is_some_and(|sp| {
+                process
+                    .core
+                    .cut_off_ranges()
+                    .iter()
+                    .any(|&(a, b)| process.core.same_segment(sp, a) && b > sp)
+            });
+            if missing || !lost_frames.is_empty() {
+                notices.push(format!(
+                    "thread {}: stack memory is missing from the truncated core{}; frames beyond #{} are unknown and the analysis assumes any function may be active there",
+                    t.tid,
+                    if lost_frames.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (frames {})", lost_frames.join(", "))
+                    },
+                    frames.len().saturating_sub(1)
+                ));
+            }
+        } else if !lost_frames.is_empty() {
+            notices.push(format!(
+                "thread {}: stack memory of frames {} is missing from the truncated core; their variables, path traces and local coverage are unknown",
+                t.tid,
+                lost_frames.join(", ")
+            ));
+        }
         let crashed = ti == 0 && signal.is_some();
         // The crashing thread is always the report's first, even without program frames
         // (then the analysis has no crashing walk, rather than taking another thread's).
-        let report_thread = (!rframes.is_empty() || crashed).then_some(report.threads.len());
+        // So is a thread whose stack may hide program frames.
+        let report_thread = (!rframes.is_empty() || crashed || outer_frames_unknown)
+            .then_some(report.threads.len());
         if report_thread.is_some() {
             report.threads.push(Thread {
                 id: Some(t.tid as u64),
                 name: None,
                 signal: if crashed { signal.clone() } else { None },
                 frames: rframes,
+                outer_frames_unknown,
             });
         }
         threads.push(CrashThread {
@@ -430,6 +495,38 @@ fn load_parts(
         notices,
         mapped_bytes,
     })
+}
+
+/// What the memory cut off from a truncated core held: thread stacks, a module's data
+/// (where csi-cc's coverage arrays live), or other anonymous memory.
+fn describe_cut_off(process: &Process) -> String {
+    let core = &process.core;
+    let mut parts: Vec<(String, u64, u64)> = Vec::new();
+    for (start, end) in core.cut_off_ranges() {
+        let stacks: Vec<String> = core
+            .threads
+            .iter()
+            .filter(|t| t.regs[crate::core::RSP].is_some_and(|sp| core.same_segment(sp, start)))
+            .map(|t| t.tid.to_string())
+            .collect();
+        let what = if !stacks.is_empty() {
+            format!("the stack of thread {}", stacks.join(", "))
+        } else if let Some(m) = process.module_at(start) {
+            format!("data of {}", m.name)
+        } else {
+            "anonymous memory (heap, other mappings)".to_string()
+        };
+        // Adjacent mappings of the same kind read as one range.
+        match parts.last_mut() {
+            Some((w, _, e)) if *w == what && *e == start => *e = end,
+            _ => parts.push((what, start, end)),
+        }
+    }
+    parts
+        .iter()
+        .map(|(what, start, end)| format!("{what} at {start:#x}..{end:#x}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The `.debug_CSI_CFG` records of every instrumented module, the executable's first.

@@ -619,6 +619,9 @@ impl Process {
                 done += got.len();
                 continue;
             }
+            if self.core.is_cut_off(a) {
+                return false; // dumped, then lost with the end of a truncated core
+            }
             let Some(n) = self.read_file_backed(a, &mut buf[done..]) else {
                 return false;
             };
