@@ -117,8 +117,12 @@ const USER_REGS_TO_DWARF: [(usize, usize); 17] = [
 ];
 
 impl CoreFile {
+    /// Opens a core dump, plain or compressed (zstd, lz4, xz: recognised by magic number).
     pub fn open(path: &Path) -> Result<CoreFile, DumpError> {
-        let file = std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?;
+        let file = match crate::compressed::detect_file(path)? {
+            Some(kind) => crate::compressed::decompress_to_temp(path, kind)?,
+            None => std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?,
+        };
         // SAFETY: the mapping is read-only; a core file being rewritten while we read it would
         // only produce garbage values, which every reader below bounds-checks.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| DumpError::io(path, e))?;
