@@ -42,6 +42,15 @@ struct CrashArgs {
     /// csi-grissom GraphML CFG, for programs built by the original csi-cc 1.4.0.
     #[arg(long)]
     graphml: Option<PathBuf>,
+    /// Directory of separate debug files of stripped binaries: a build-id tree
+    /// (`DIR/.build-id/ab/cdef….debug`) and `.gnu_debuglink` targets (repeatable; default
+    /// /usr/lib/debug). Then debuginfod servers from DEBUGINFOD_URLS are asked.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+    /// The crashed machine's file system (a copy of the production image): libraries are
+    /// read from it by the paths the core records, matched by build id.
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -226,6 +235,32 @@ fn bundled_crash() -> Result<(PathBuf, PathBuf), Failure> {
     )))
 }
 
+/// For a stripped executable without a debug file: where csi looked and what failed, so the
+/// one error line says what to do.
+fn stripped_hint(c: &csi_dump::Crash) -> String {
+    if !c
+        .notices
+        .iter()
+        .any(|n| n.contains("no debug file was found"))
+    {
+        return String::new();
+    }
+    let tried: Vec<&str> = c
+        .notices
+        .iter()
+        .filter(|n| n.starts_with("debuginfod") || n.contains("debug file for"))
+        .map(String::as_str)
+        .collect();
+    format!(
+        " (stripped, and no debug file was found: give --debug-dir DIR or set DEBUGINFOD_URLS{})",
+        if tried.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", tried.join("; "))
+        }
+    )
+}
+
 fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
     let (exe, core) = match (&args.exe, &args.core) {
         (Some(e), Some(c)) => (e.clone(), c.clone()),
@@ -233,6 +268,11 @@ fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
     };
     let opts = csi_dump::LoadOptions {
         graphml: args.graphml.clone(),
+        debug: csi_dump::debug_files::DebugSearch {
+            debug_dirs: args.debug_dirs.clone(),
+            ..Default::default()
+        },
+        sysroot: args.sysroot.clone(),
     };
     let crash = csi_dump::Crash::open(&exe, &core, &opts)?;
     Ok(crash)
@@ -279,8 +319,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut c = open_crash(&crash)?;
             if c.metadata == csi_dump::Metadata::None {
                 return Err(Failure::BadInput(format!(
-                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack",
-                    c.exe.display()
+                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack{}",
+                    c.exe.display(),
+                    stripped_hint(&c)
                 )));
             }
             for n in &c.notices {
@@ -340,8 +381,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let c = open_crash(&crash)?;
             if c.metadata == csi_dump::Metadata::None {
                 return Err(Failure::BadInput(format!(
-                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to slice",
-                    c.exe.display()
+                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to slice{}",
+                    c.exe.display(),
+                    stripped_hint(&c)
                 )));
             }
             for n in &c.notices {

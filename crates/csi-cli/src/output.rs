@@ -112,6 +112,7 @@ pub fn json(i: &Inputs) -> String {
         doc["threads"] = threads_json(c);
         doc["notices"] = json!(c.notices);
         doc["metadata"] = json!(c.metadata);
+        doc["modules"] = json!(c.modules());
     }
     let mut s = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
     s.push('\n');

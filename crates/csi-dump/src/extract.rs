@@ -19,6 +19,11 @@ use crate::unwind::{UnwindMethod, Unwinder, WalkEnd};
 pub struct LoadOptions {
     /// A csi-grissom GraphML CFG for binaries from the original csi-cc (no `.debug_CSI_CFG`).
     pub graphml: Option<PathBuf>,
+    /// Where to find debug files of stripped modules (`--debug-dir`, debuginfod).
+    pub debug: crate::debug_files::DebugSearch,
+    /// The crashed machine's file system (`--sysroot`): libraries are looked up under it by
+    /// the path the core records, and matched by build id.
+    pub sysroot: Option<PathBuf>,
 }
 
 /// Where the program graph came from.
@@ -31,6 +36,17 @@ pub enum Metadata {
     GraphMl,
     /// None: the stack only, without must/may/never.
     None,
+}
+
+/// A module of the crashed process, for the JSON and the editor.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ModuleInfo {
+    pub name: String,
+    /// The file read for it on this machine.
+    pub file: Option<PathBuf>,
+    pub build_id: Option<String>,
+    /// Where its debug info came from.
+    pub debug: crate::debug_files::DebugSource,
 }
 
 /// One step of a decoded path trace.
@@ -127,6 +143,25 @@ impl Crash {
         lines.all(|&l| l == first).then_some(first)
     }
 
+    /// Every module of the process with its build id and where its debug info came from.
+    pub fn modules(&self) -> Vec<ModuleInfo> {
+        self.process
+            .modules
+            .iter()
+            .filter(|m| m.bytes.is_some() || m.problem.is_some())
+            .map(|m| ModuleInfo {
+                name: m.name.clone(),
+                file: m.file.clone(),
+                build_id: m
+                    .build_id
+                    .as_deref()
+                    .or(m.core_build_id.as_deref())
+                    .map(crate::process::hex),
+                debug: m.debug_source.clone(),
+            })
+            .collect()
+    }
+
     /// The crashing (first) thread's stack pointer as the core recorded it.
     pub fn crashing_stack_pointer(&self) -> Option<u64> {
         self.process.core.threads.first()?.regs[crate::core::RSP]
@@ -200,8 +235,9 @@ fn load_parts(
 ) -> Result<Crash, DumpError> {
     let core_path = core.path.clone();
     let core_path = core_path.as_path();
-    let process = Process::open(exe, core, exe_bytes)?;
+    let mut process = Process::open(exe, core, exe_bytes)?;
     let mut notices: Vec<String> = Vec::new();
+    attach_debug_files(&mut process, &opts.debug, &mut notices);
     if process.core.truncated_bytes > 0 {
         notices.push(format!(
             "the core dump is truncated: {} bytes of memory are missing ({}); values there are shown as unavailable and count as unknown, never as evidence",
@@ -215,7 +251,10 @@ fn load_parts(
         }
     }
     let exe_mod = process.exe();
-    let elf = exe_mod.elf().ok_or_else(|| DumpError::NotElf {
+    exe_mod.elf().ok_or_else(|| DumpError::NotElf {
+        path: exe.to_path_buf(),
+    })?;
+    let elf = exe_mod.debug_elf().ok_or_else(|| DumpError::NotElf {
         path: exe.to_path_buf(),
     })?;
     let exe_debug = if crate::dwarf::has_debug_info(&elf) {
@@ -231,7 +270,7 @@ fn load_parts(
         }
     } else {
         notices.push(format!(
-            "{} has no debug info (stripped?); frames show symbols only and no lines can be analysed",
+            "{} has no debug info (stripped?) and no debug file was found (build-id tree, .gnu_debuglink, debuginfod): frames show symbols only and no lines can be analysed",
             exe.display()
         ));
         None
@@ -497,6 +536,56 @@ fn load_parts(
     })
 }
 
+/// Separate debug files for the modules whose images lack debug info: the executable and the
+/// program's own libraries (system libraries' debug info would only name libc's lines, and is
+/// not downloaded). Each one found is said in a notice.
+fn attach_debug_files(
+    process: &mut Process,
+    search: &crate::debug_files::DebugSearch,
+    notices: &mut Vec<String>,
+) {
+    use crate::debug_files::{find, has_debug_sections, DebugSource};
+    let exe = process.exe;
+    for (mi, m) in process.modules.iter_mut().enumerate() {
+        if m.mismatched() || m.name == "[vdso]" {
+            continue;
+        }
+        let Some(elf) = m.elf() else { continue };
+        if has_debug_sections(&elf) {
+            m.debug_source = DebugSource::Embedded;
+            continue;
+        }
+        let system = is_system_path(&m.name);
+        if mi != exe && system && search.debug_dirs.is_empty() {
+            continue;
+        }
+        let image: &[u8] = m.bytes.as_deref().unwrap_or(&[]);
+        let Some(found) = find(
+            image,
+            m.file.as_deref(),
+            search,
+            !system || mi == exe,
+            notices,
+        ) else {
+            continue;
+        };
+        notices.push(format!(
+            "{}: stripped; debug info {}",
+            m.name,
+            found.source.describe()
+        ));
+        m.debug_source = found.source;
+        m.debug_file = Some(found.bytes);
+    }
+}
+
+/// Installed by the system's package manager.
+fn is_system_path(p: &str) -> bool {
+    ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+        .iter()
+        .any(|d| p.starts_with(d))
+}
+
 /// What the memory cut off from a truncated core held: thread stacks, a module's data
 /// (where csi-cc's coverage arrays live), or other anonymous memory.
 fn describe_cut_off(process: &Process) -> String {
@@ -563,11 +652,7 @@ fn modules_without_lines(
     debug: &[Option<DebugInfo>],
     threads: &[CrashThread],
 ) -> Vec<String> {
-    let system = |p: &str| {
-        ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
-            .iter()
-            .any(|d| p.starts_with(d))
-    };
+    let system = is_system_path;
     let mut with_frames: Vec<usize> = threads
         .iter()
         .flat_map(|t| &t.frames)
@@ -582,7 +667,7 @@ fn modules_without_lines(
         .filter(|m| !m.mismatched() && !system(&m.name) && m.name != "[vdso]")
         // Unreadable debug info or metadata got their own notice.
         .filter(|m| {
-            m.elf().is_some_and(|e| {
+            m.debug_elf().is_some_and(|e| {
                 !crate::dwarf::has_debug_info(&e) && e.section_by_name(".debug_CSI_CFG").is_none()
             })
         })
@@ -608,7 +693,7 @@ fn library_metadata(
     if m.mismatched() {
         return (None, None); // the module's own notice says so
     }
-    let Some(elf) = m.elf() else {
+    let Some(elf) = m.debug_elf() else {
         return (None, None);
     };
     let cfg_bytes = elf
@@ -707,7 +792,7 @@ impl<'a> Extract<'a> {
         instrumented.dedup();
         for mi in instrumented {
             let m = &process.modules[mi];
-            let Some(elf) = m.elf() else { continue };
+            let Some(elf) = m.debug_elf() else { continue };
             for s in elf.symbols() {
                 if let Ok(n) = s.name() {
                     if n.starts_with("__CC_arr_")

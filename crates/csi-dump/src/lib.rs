@@ -11,6 +11,7 @@
 
 pub mod compressed;
 pub mod core;
+pub mod debug_files;
 pub mod dwarf;
 mod error;
 mod extract;
@@ -21,7 +22,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::DumpError;
 pub use extract::{
-    load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, PathStep,
+    load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, ModuleInfo,
+    PathStep,
 };
 
 /// Values of global variables by name (see [`Crash::global_values`]).

@@ -57,6 +57,11 @@ pub struct Module {
     pub unwind: Option<UnwindSections>,
     /// Why the image could not be used, if so (shown as a notice).
     pub problem: Option<String>,
+    /// A separate debug file (the image is stripped): DWARF, symbols and CSI metadata come
+    /// from it.
+    pub debug_file: Option<ImageBytes>,
+    /// Where the module's debug info came from.
+    pub debug_source: crate::debug_files::DebugSource,
 }
 
 impl Module {
@@ -68,6 +73,15 @@ impl Module {
         ElfFile64::parse(&**self.bytes.as_ref()?).ok()
     }
 
+    /// The ELF file holding the module's debug info, symbol table and CSI metadata: the
+    /// separate debug file when one was found, else the image itself.
+    pub fn debug_elf(&self) -> Option<ElfFile64<'_, LE>> {
+        match &self.debug_file {
+            Some(d) => ElfFile64::parse(&**d).ok(),
+            None => self.elf(),
+        }
+    }
+
     /// Does the image on disk differ from what was loaded?
     pub fn mismatched(&self) -> bool {
         matches!((&self.build_id, &self.core_build_id), (Some(a), Some(b)) if a != b)
@@ -76,9 +90,15 @@ impl Module {
     /// Symbol containing the runtime address `addr`, with the offset into it.
     pub fn symbolize(&self, addr: u64) -> Option<(String, u64)> {
         let elf = self.elf()?;
+        let debug = self.debug_file.as_ref().and_then(|_| self.debug_elf());
         let svma = addr.wrapping_sub(self.bias);
         let mut best: Option<(String, u64)> = None;
-        for table in [elf.symbols(), elf.dynamic_symbols()] {
+        let tables = debug
+            .as_ref()
+            .map(|d| d.symbols())
+            .into_iter()
+            .chain([elf.symbols(), elf.dynamic_symbols()]);
+        for table in tables {
             for s in table {
                 if s.kind() != object::SymbolKind::Text || s.address() > svma {
                     continue;
@@ -331,6 +351,8 @@ impl Process {
                 core_build_id,
                 unwind: None,
                 problem,
+                debug_file: None,
+                debug_source: crate::debug_files::DebugSource::None,
             };
             if is_exe {
                 exe_index = Some(modules.len());
@@ -442,6 +464,8 @@ impl Process {
                     unwind: unwind_sections(&bytes),
                     bytes: Some(ImageBytes::Owned(bytes)),
                     problem: None,
+                    debug_file: None,
+                    debug_source: crate::debug_files::DebugSource::None,
                 });
             }
         }
@@ -559,6 +583,8 @@ impl Process {
                         "cannot read {} (loaded by the dynamic linker)",
                         entry.name
                     )),
+                    debug_file: None,
+                    debug_source: crate::debug_files::DebugSource::None,
                 });
                 continue;
             };
@@ -579,6 +605,8 @@ impl Process {
                 unwind: None,
                 bytes: None,
                 problem: None,
+                debug_file: None,
+                debug_source: crate::debug_files::DebugSource::None,
             };
             if m.mismatched() {
                 m.problem = Some(format!(
@@ -659,7 +687,11 @@ impl Process {
     pub fn exe_symbol(&self, name: &str) -> Option<(u64, u64)> {
         let m = self.exe();
         let elf = m.elf()?;
-        elf.symbols()
+        let debug = m.debug_file.as_ref().and_then(|_| m.debug_elf());
+        debug
+            .iter()
+            .flat_map(|d| d.symbols())
+            .chain(elf.symbols())
             .chain(elf.dynamic_symbols())
             .find(|s| s.name() == Ok(name))
             .map(|s| (s.address().wrapping_add(m.bias), s.size()))
