@@ -444,3 +444,102 @@ fn walk_files(d: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The path the core records for a library (`modules[].name` ending in `suffix`).
+fn recorded_path(program: &str, suffix: &str) -> String {
+    let src = root().join(format!("fixtures/crashes/{program}/realistic-O0"));
+    let o = analyze(&src.join(program), &src.join("core"), &[], &[]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .find(|n| n.ends_with(suffix))
+        .unwrap()
+}
+
+fn module_file(o: &Output, suffix: &str) -> String {
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"].as_str().unwrap().ends_with(suffix))
+        .and_then(|m| m["file"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// shlib_crash opened with its library from a sysroot (a copy of the crashed machine's
+/// files): a stripped `libwalk.so` at the path the core records, its debug file in a
+/// build-id tree. The answers equal the unstripped run's, and the library is the sysroot's.
+#[test]
+fn library_from_a_sysroot_stripped_with_its_debug_file() {
+    let program = "shlib_crash";
+    let d = scratch("sysroot");
+    let s = strip_fixture(program, &d.join("split"));
+    let recorded = recorded_path(program, "libwalk.so");
+    let sysroot = d.join("root");
+    let at = sysroot.join(recorded.trim_start_matches('/'));
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    let (lib, lib_debug) = s
+        .parts
+        .iter()
+        .find(|(b, _)| b.ends_with("libwalk.so"))
+        .unwrap();
+    std::fs::copy(lib, &at).unwrap();
+    let tree = d.join("debug");
+    let id = build_id(lib);
+    let t = tree.join(".build-id").join(&id[..2]);
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::copy(lib_debug, t.join(format!("{}.debug", &id[2..]))).unwrap();
+    let src = root().join(format!("fixtures/crashes/{program}/realistic-O0"));
+    let o = analyze(
+        &src.join(program),
+        &s.core,
+        &[
+            "--sysroot",
+            sysroot.to_str().unwrap(),
+            "--debug-dir",
+            tree.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(normalized(&o), unstripped(program));
+    assert_eq!(module_file(&o, "libwalk.so"), at.display().to_string());
+    assert_eq!(kind_of(&o, "libwalk.so"), "build-id");
+}
+
+/// A sysroot library of another build (its build id changed) is not used, with a notice
+/// naming both build ids; the matching copy beside the executable is.
+#[test]
+fn a_sysroot_library_of_another_build_gets_a_notice() {
+    let program = "shlib_crash";
+    let d = scratch("sysroot-mismatch");
+    let src = root().join(format!("fixtures/crashes/{program}/realistic-O0"));
+    let mut bytes = std::fs::read(src.join("libwalk.so")).unwrap();
+    let id = build_id(&src.join("libwalk.so"));
+    let pat = [4u8, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, b'G', b'N', b'U', 0];
+    let at = bytes.windows(16).position(|w| w == pat).unwrap() + 16;
+    bytes[at] ^= 0xff; // another build
+    let sysroot = d.join("flat");
+    std::fs::create_dir_all(&sysroot).unwrap();
+    std::fs::write(sysroot.join("libwalk.so"), &bytes).unwrap();
+    let o = analyze(
+        &src.join(program),
+        &src.join("core"),
+        &["--sysroot", sysroot.to_str().unwrap()],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("sysroot:")
+            && err.contains("is not the")
+            && err.contains(&id)
+            && err.contains("libwalk.so"),
+        "{err}"
+    );
+    assert_eq!(normalized(&o), unstripped(program));
+    assert!(!module_file(&o, "libwalk.so").starts_with(sysroot.to_str().unwrap()));
+}

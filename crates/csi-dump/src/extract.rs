@@ -235,8 +235,12 @@ fn load_parts(
 ) -> Result<Crash, DumpError> {
     let core_path = core.path.clone();
     let core_path = core_path.as_path();
-    let mut process = Process::open(exe, core, exe_bytes)?;
-    let mut notices: Vec<String> = Vec::new();
+    let search = crate::process::LibrarySearch {
+        sysroot: opts.sysroot.clone(),
+        debuginfod: opts.debug.clone(),
+    };
+    let mut process = Process::open(exe, core, exe_bytes, &search)?;
+    let mut notices: Vec<String> = std::mem::take(&mut process.notices);
     attach_debug_files(&mut process, &opts.debug, &mut notices);
     if process.core.truncated_bytes > 0 {
         notices.push(format!(

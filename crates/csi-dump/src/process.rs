@@ -121,6 +121,10 @@ impl Module {
 
 /// The whole process image.
 pub struct Process {
+    /// Where libraries are looked for.
+    pub search: LibrarySearch,
+    /// Things found while locating libraries (sysroot files of another build), for notices.
+    pub notices: Vec<String>,
     pub core: CoreFile,
     pub modules: Vec<Module>,
     /// Index of the executable in `modules`.
@@ -133,30 +137,93 @@ fn map_file(path: &Path) -> Result<Mmap, DumpError> {
     unsafe { Mmap::map(&f) }.map_err(|e| DumpError::io(path, e))
 }
 
-/// A library the core names, from its recorded path, else from the executable's directory
-/// (a crash copied elsewhere together with its libraries, as `rpath $ORIGIN` finds them). When
-/// the recorded file's build id is not `want` (the core's copy), a file beside the executable
-/// that has it wins; otherwise the build-id check reports the difference.
-fn map_library(path: &str, exe: &Path, want: Option<&[u8]>) -> Result<(PathBuf, Mmap), DumpError> {
+/// Where libraries of the crashed process are looked for besides the paths the core records.
+#[derive(Clone, Debug, Default)]
+pub struct LibrarySearch {
+    /// The crashed machine's file system (`--sysroot`): `SYSROOT/<recorded path>`, then
+    /// `SYSROOT/<file name>` (a flat directory of the production image's libraries).
+    pub sysroot: Option<PathBuf>,
+    /// debuginfod servers (`GET /buildid/<hex>/executable`) for a library found nowhere.
+    pub debuginfod: crate::debug_files::DebugSearch,
+}
+
+/// A library the core names, matched by build id `want` (the core's copy of its first page):
+/// from the sysroot, its recorded path, the executable's directory (a crash copied elsewhere
+/// together with its libraries, as `rpath $ORIGIN` finds them), then a debuginfod server. The
+/// first with the build id wins; without any, the first file found is used and the build-id
+/// check reports the difference. Each sysroot file of another build gets a notice.
+fn map_library(
+    path: &str,
+    exe: &Path,
+    want: Option<&[u8]>,
+    search: &LibrarySearch,
+    notices: &mut Vec<String>,
+) -> Result<(PathBuf, Mmap), DumpError> {
     let recorded = PathBuf::from(path);
     let matches = |m: &Mmap| want.is_none_or(|w| file_build_id(m).as_deref() == Some(w));
-    let first = map_file(&recorded);
-    if let Ok(m) = &first {
-        if matches(m) {
-            return first.map(|m| (recorded, m));
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(root) = &search.sysroot {
+        candidates.push(root.join(recorded.strip_prefix("/").unwrap_or(&recorded)));
+        if let Some(name) = recorded.file_name() {
+            candidates.push(root.join(name));
         }
     }
-    let beside = exe
-        .parent()
-        .zip(recorded.file_name())
-        .map(|(dir, name)| dir.join(name))
-        .filter(|p| p.is_file() && *p != recorded)
-        .and_then(|p| map_file(&p).ok().map(|m| (p, m)));
-    match (first, beside) {
-        (_, Some((p, m))) if matches(&m) => Ok((p, m)),
-        (Ok(m), _) => Ok((recorded, m)),
-        (Err(_), Some(found)) => Ok(found),
-        (Err(e), None) => Err(e),
+    candidates.push(recorded.clone());
+    if let (Some(dir), Some(name)) = (exe.parent(), recorded.file_name()) {
+        candidates.push(dir.join(name));
+    }
+    candidates.dedup();
+    let mut first: Option<(PathBuf, Mmap)> = None;
+    let mut first_err: Option<DumpError> = None;
+    for p in candidates {
+        if !p.is_file() {
+            if first_err.is_none() {
+                first_err = map_file(&p).err();
+            }
+            continue;
+        }
+        let m = match map_file(&p) {
+            Ok(m) => m,
+            Err(e) => {
+                first_err.get_or_insert(e);
+                continue;
+            }
+        };
+        if matches(&m) {
+            return Ok((p, m));
+        }
+        let in_sysroot = search.sysroot.as_ref().is_some_and(|r| p.starts_with(r));
+        if in_sysroot {
+            notices.push(format!(
+                "sysroot: {} is not the {} the program ran (build id {}, the core's is {}); not used",
+                p.display(),
+                path,
+                file_build_id(&m).as_deref().map_or("none".into(), hex),
+                want.map_or("unknown".into(), hex)
+            ));
+        } else if first.is_none() {
+            first = Some((p, m));
+        }
+    }
+    // Found nowhere with the right build: ask the debuginfod servers for the binary itself.
+    if let Some(id) = want {
+        if let Some((_, p)) =
+            crate::debug_files::debuginfod_fetch(&search.debuginfod, id, "executable", notices)
+        {
+            if let Ok(m) = map_file(&p) {
+                if matches(&m) {
+                    return Ok((p, m));
+                }
+            }
+        }
+    }
+    match (first, first_err) {
+        (Some(found), _) => Ok(found),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(DumpError::io(
+            &recorded,
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )),
     }
 }
 
@@ -286,7 +353,13 @@ pub fn hex(b: &[u8]) -> String {
 impl Process {
     /// Opens the process image of `core`, with `exe` as its executable. Refuses a core that
     /// another executable produced.
-    pub fn open(exe: &Path, core: CoreFile, exe_bytes: ImageBytes) -> Result<Process, DumpError> {
+    pub fn open(
+        exe: &Path,
+        core: CoreFile,
+        exe_bytes: ImageBytes,
+        search: &LibrarySearch,
+    ) -> Result<Process, DumpError> {
+        let mut notices: Vec<String> = Vec::new();
         // Group NT_FILE mappings by file.
         let mut by_path: BTreeMap<String, Vec<(u64, u64, u64)>> = BTreeMap::new();
         for m in &core.mappings {
@@ -329,7 +402,7 @@ impl Process {
             let (file, bytes, problem) = if is_exe {
                 (Some(exe.to_path_buf()), None, None)
             } else {
-                match map_library(&path, exe, core_build_id.as_deref()) {
+                match map_library(&path, exe, core_build_id.as_deref(), search, &mut notices) {
                     Ok((f, m)) => (Some(f), Some(ImageBytes::File(m)), None),
                     Err(e) => (None, None, Some(format!("cannot read {path}: {e}"))),
                 }
@@ -470,6 +543,8 @@ impl Process {
             }
         }
         let mut process = Process {
+            search: search.clone(),
+            notices,
             core,
             modules,
             exe: exe_index,
@@ -567,7 +642,14 @@ impl Process {
             // A shared object's first PT_LOAD is at link-time address 0: its header is at
             // the bias.
             let want = memory_build_id(&self.core, entry.bias);
-            let Ok((file, map)) = map_library(&entry.name, exe, want.as_deref()) else {
+            let found = map_library(
+                &entry.name,
+                exe,
+                want.as_deref(),
+                &self.search,
+                &mut self.notices,
+            );
+            let Ok((file, map)) = found else {
                 self.modules.push(Module {
                     name: entry.name.clone(),
                     file: None,
@@ -710,7 +792,7 @@ mod tests {
         let exe = d.join(program);
         let core = CoreFile::open(&d.join("core")).unwrap();
         let bytes = ImageBytes::File(map_file(&exe).unwrap());
-        Process::open(&exe, core, bytes).unwrap()
+        Process::open(&exe, core, bytes, &LibrarySearch::default()).unwrap()
     }
 
     /// A library `NT_FILE` does not name is mapped from the link map at the linker's bias,
