@@ -104,8 +104,9 @@ fn a_compressed_file_that_is_not_a_core_is_one_clear_line() {
     let whole = d.join("whole.zst");
     compress("zstd", &["-q", "-c"], &plain_core, &whole);
     let bytes = std::fs::read(&whole).unwrap();
+    // Cut inside the frame header: nothing decodes.
     let cut = d.join("cut.zst");
-    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(&cut, &bytes[..6]).unwrap();
     let garbage = d.join("garbage.xz");
     let mut g = b"\xfd7zXZ\0".to_vec();
     g.extend((0..4096u32).map(|k| (k.wrapping_mul(2654435761) >> 13) as u8));
@@ -155,4 +156,61 @@ fn decompressed_cores_are_sparse() {
         "{} bytes allocated for 64 MiB of zeros",
         m.blocks() * 512
     );
+}
+
+/// A compressed core whose stream ends early (an upload or copy cut short) is read as the
+/// truncated core it decodes to: a notice says so, and its answer claims nothing the whole
+/// core does not.
+#[test]
+fn a_cut_compressed_core_reads_as_a_truncated_core() {
+    let d = scratch();
+    let exe = "fixtures/crashes/null_deref/realistic-O0/null_deref";
+    let plain = root().join("fixtures/crashes/null_deref/realistic-O0/core");
+    let whole = answer(exe, &plain);
+    let claims = |v: &Value| -> Vec<String> {
+        let mut out = Vec::new();
+        for (file, l) in v["lines"].as_object().unwrap() {
+            for k in ["must", "never"] {
+                for x in l[k].as_array().unwrap() {
+                    out.push(format!("{k} {file}:{x}"));
+                }
+            }
+        }
+        out
+    };
+    let whole_claims = claims(&whole);
+    // lz4 with 64 KiB blocks (its default 4 MiB block would hold the whole core).
+    for (tool, args, name) in [
+        ("zstd", &["-q", "-c"][..], "ends-early.zst"),
+        ("xz", &["-q", "-c"][..], "ends-early.xz"),
+        ("lz4", &["-q", "-B4", "-c"][..], "ends-early.lz4"),
+    ] {
+        let full = d.join(format!("full-{name}"));
+        compress(tool, args, &plain, &full);
+        let bytes = std::fs::read(&full).unwrap();
+        let cut = d.join(name);
+        std::fs::write(&cut, &bytes[..bytes.len() * 7 / 10]).unwrap();
+        let o = csi(&[
+            "analyze",
+            "--exe",
+            exe,
+            "--core",
+            cut.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name}: {err}");
+        assert!(
+            err.contains("stream ends early") && err.contains("truncated"),
+            "{err}"
+        );
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for c in claims(&v) {
+            assert!(
+                whole_claims.contains(&c),
+                "{name}: {c} is not claimed by the whole core"
+            );
+        }
+    }
 }

@@ -61,10 +61,33 @@ pub fn detect_file(path: &Path) -> Result<Option<Compression>, DumpError> {
 const BLOCK: usize = 4096;
 /// Bytes decompressed per step.
 const CHUNK: usize = 1 << 20;
+/// Most bytes asked of a decoder in one read.
+const READ_STEP: usize = 64 << 10;
+
+/// A decompressed core in its temporary file.
+pub struct Decompressed {
+    pub file: File,
+    /// Set when the compressed stream ends early (a copy or upload cut short, systemd's
+    /// size limit): the bytes decoded up to there are a correct prefix of the core, which is
+    /// then read as a truncated core.
+    pub stream_cut: Option<String>,
+}
 
 /// Decompresses `path` (in format `kind`) into an unlinked temporary file and returns it,
 /// positioned anywhere. The decompressed data is checked to start like an ELF file.
 pub fn decompress_to_temp(path: &Path, kind: Compression) -> Result<File, DumpError> {
+    let d = decompress(path, kind)?;
+    match d.stream_cut {
+        None => Ok(d.file),
+        Some(why) => Err(DumpError::Corrupt {
+            path: path.to_path_buf(),
+            what: why,
+        }),
+    }
+}
+
+/// As [`decompress_to_temp`], but a stream that ends early yields what it held.
+pub fn decompress(path: &Path, kind: Compression) -> Result<Decompressed, DumpError> {
     let input =
         BufReader::with_capacity(CHUNK, File::open(path).map_err(|e| DumpError::io(path, e))?);
     let corrupt = |e: std::io::Error| DumpError::Corrupt {
@@ -99,14 +122,30 @@ pub fn decompress_to_temp(path: &Path, kind: Compression) -> Result<File, DumpEr
     let mut buf = vec![0u8; CHUNK];
     let mut total: u64 = 0;
     let mut head = [0u8; 4];
+    let mut stream_cut: Option<String> = None;
     loop {
         // Fill the buffer (the decoders return short reads).
         let mut filled = 0;
         while filled < buf.len() {
-            match reader.read(&mut buf[filled..]) {
+            // Small reads: a decoder that fails mid-read drops what that read produced, so
+            // a cut stream loses at most one step's worth of its decoded bytes.
+            let step = (filled + READ_STEP).min(buf.len());
+            match reader.read(&mut buf[filled..step]) {
                 Ok(0) => break,
                 Ok(k) => filled += k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // The input ended inside the stream: what was decoded is a prefix of the
+                // core. Anything else (corrupt data) fails: its bytes cannot be trusted.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof
+                        && total + filled as u64 > 0 =>
+                {
+                    stream_cut = Some(format!(
+                        "the {}-compressed stream ends early ({e})",
+                        kind.name()
+                    ));
+                    break;
+                }
                 Err(e) => return Err(corrupt(e)),
             }
         }
@@ -151,6 +190,9 @@ pub fn decompress_to_temp(path: &Path, kind: Compression) -> Result<File, DumpEr
             pos = end;
         }
         total += filled as u64;
+        if stream_cut.is_some() {
+            break;
+        }
     }
     if total == 0 {
         return Err(DumpError::Corrupt {
@@ -160,7 +202,10 @@ pub fn decompress_to_temp(path: &Path, kind: Compression) -> Result<File, DumpEr
     }
     // A trailing hole needs the length set explicitly.
     out.set_len(total).map_err(write_err)?;
-    Ok(out)
+    Ok(Decompressed {
+        file: out,
+        stream_cut: stream_cut.map(|why| format!("{why} after {total} bytes of the core")),
+    })
 }
 
 #[cfg(test)]

@@ -75,6 +75,8 @@ pub struct CoreFile {
     pub pid: Option<u32>,
     /// Parts of the file that were cut off (size in the headers vs. on disk), for notices.
     pub truncated_bytes: u64,
+    /// A compressed core whose stream ended early: why (read as a truncated core).
+    pub stream_cut: Option<String>,
 }
 
 pub const AT_PHDR: u64 = 3;
@@ -119,14 +121,22 @@ const USER_REGS_TO_DWARF: [(usize, usize); 17] = [
 impl CoreFile {
     /// Opens a core dump, plain or compressed (zstd, lz4, xz: recognised by magic number).
     pub fn open(path: &Path) -> Result<CoreFile, DumpError> {
-        let file = match crate::compressed::detect_file(path)? {
-            Some(kind) => crate::compressed::decompress_to_temp(path, kind)?,
-            None => std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?,
+        let (file, stream_cut) = match crate::compressed::detect_file(path)? {
+            Some(kind) => {
+                let d = crate::compressed::decompress(path, kind)?;
+                (d.file, d.stream_cut)
+            }
+            None => (
+                std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?,
+                None,
+            ),
         };
         // SAFETY: the mapping is read-only; a core file being rewritten while we read it would
         // only produce garbage values, which every reader below bounds-checks.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| DumpError::io(path, e))?;
-        Self::parse(path, ImageBytes::File(map))
+        let mut core = Self::parse(path, ImageBytes::File(map))?;
+        core.stream_cut = stream_cut;
+        Ok(core)
     }
 
     /// Parses a core dump held in memory; `path` names it in messages.
@@ -228,6 +238,7 @@ impl CoreFile {
             args: core.args,
             pid: core.pid,
             truncated_bytes,
+            stream_cut: None,
         })
     }
 }

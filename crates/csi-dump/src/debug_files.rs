@@ -157,7 +157,11 @@ pub fn crc32(data: &[u8]) -> u32 {
 
 /// Is `candidate` the debug file of the image with `build_id` (or, without one, the
 /// debuglink's `crc`)? `Err` says why not, for a notice.
-pub fn same_build(candidate: &[u8], build_id: Option<&[u8]>, crc: Option<u32>) -> Result<(), String> {
+pub fn same_build(
+    candidate: &[u8],
+    build_id: Option<&[u8]>,
+    crc: Option<u32>,
+) -> Result<(), String> {
     let elf = ElfFile64::<LE>::parse(candidate).map_err(|_| "not an ELF file".to_string())?;
     if !has_debug_sections(&elf) {
         return Err("has no debug info".into());

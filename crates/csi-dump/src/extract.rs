@@ -242,6 +242,12 @@ fn load_parts(
     let mut process = Process::open(exe, core, exe_bytes, &search)?;
     let mut notices: Vec<String> = std::mem::take(&mut process.notices);
     attach_debug_files(&mut process, &opts.debug, &mut notices);
+    if let Some(why) = &process.core.stream_cut {
+        notices.push(format!(
+            "{}: {why}; read as a truncated core",
+            core_path.display()
+        ));
+    }
     if process.core.truncated_bytes > 0 {
         notices.push(format!(
             "the core dump is truncated: {} bytes of memory are missing ({}); values there are shown as unavailable and count as unknown, never as evidence",
