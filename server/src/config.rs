@@ -214,3 +214,38 @@ pub fn resolve_source(
         .suffix_match(p)
         .map(|c| std::fs::canonicalize(&c).unwrap_or(c))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `debugDirs` / `sysroot` (settings) and `debug-dirs` / `sysroot` (`.csi.toml`, relative
+    /// to the workspace root) reach the crash loader as `csi --debug-dir` / `--sysroot` do.
+    #[test]
+    fn debug_dirs_and_sysroot_from_settings_and_csi_toml() {
+        let mut c = Config::default();
+        c.merge_json(&serde_json::json!({"csi": {"debugDirs": ["/dbg"], "sysroot": "/prod"}}))
+            .unwrap();
+        assert_eq!(c.debug_dirs, vec![PathBuf::from("/dbg")]);
+        assert_eq!(c.sysroot, Some(PathBuf::from("/prod")));
+
+        let root = std::env::temp_dir().join(format!("csi-config-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join(".csi.toml"),
+            "debug-dirs = [\"debug\", \"/usr/lib/debug\"]\nsysroot = \"image\"\n",
+        )
+        .unwrap();
+        let mut c = Config {
+            root: Some(root.clone()),
+            ..Config::default()
+        };
+        assert!(c.merge_csi_toml().unwrap());
+        assert_eq!(
+            c.debug_dirs,
+            vec![root.join("debug"), PathBuf::from("/usr/lib/debug")]
+        );
+        assert_eq!(c.sysroot, Some(root.join("image")));
+        std::fs::remove_dir_all(&root).ok();
+    }
+}

@@ -189,6 +189,25 @@ fn map_library(
                 continue;
             }
         };
+        if want.is_none() {
+            // Nothing to match by: any file will do, unless another candidate is of a
+            // different build (then which one ran is unknown).
+            if let Some((q, other)) = &first {
+                if file_build_id(other) != file_build_id(&m) {
+                    return Err(DumpError::Unsupported {
+                        path: recorded,
+                        what: format!(
+                            "the core does not hold its build id (truncated?), and {} and {} are different builds: which one ran is unknown, so neither is used",
+                            q.display(),
+                            p.display()
+                        ),
+                    });
+                }
+                continue;
+            }
+            first = Some((p, m));
+            continue;
+        }
         if matches(&m) {
             return Ok((p, m));
         }
