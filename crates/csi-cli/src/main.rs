@@ -34,11 +34,15 @@ struct Cli {
 #[derive(clap::Args, Clone, Default)]
 struct CrashArgs {
     /// The crashed program (built with csi-cc for traces; any ELF with debug info works).
-    #[arg(long, requires = "core")]
+    #[arg(long)]
     exe: Option<PathBuf>,
-    /// Its core dump.
-    #[arg(long, requires = "exe")]
+    /// Its core dump: plain, or compressed with zstd, lz4 or xz (systemd-coredump, apport);
+    /// a minidump is recognised too.
+    #[arg(long, requires = "exe", conflicts_with = "minidump")]
     core: Option<PathBuf>,
+    /// Its minidump (Breakpad, Crashpad, Sentry Native, minidump-writer), instead of a core.
+    #[arg(long, requires = "exe", value_name = "FILE")]
+    minidump: Option<PathBuf>,
     /// csi-grissom GraphML CFG, for programs built by the original csi-cc 1.4.0.
     #[arg(long)]
     graphml: Option<PathBuf>,
@@ -262,8 +266,14 @@ fn stripped_hint(c: &csi_dump::Crash) -> String {
 }
 
 fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
-    let (exe, core) = match (&args.exe, &args.core) {
+    let (exe, core) = match (&args.exe, args.core.as_ref().or(args.minidump.as_ref())) {
         (Some(e), Some(c)) => (e.clone(), c.clone()),
+        (Some(e), None) => {
+            return Err(Failure::BadInput(format!(
+                "{}: give its core dump with --core or its minidump with --minidump",
+                e.display()
+            )))
+        }
         _ => bundled_crash()?,
     };
     let opts = csi_dump::LoadOptions {

@@ -49,16 +49,19 @@ pub struct FileMapping {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Segment {
-    vaddr: u64,
-    memsz: u64,
+pub(crate) struct Segment {
+    pub(crate) vaddr: u64,
+    pub(crate) memsz: u64,
     /// File offset, bytes the writer dumped (`p_filesz`), and bytes actually present in the
     /// core file (fewer when the file was cut off).
-    offset: u64,
-    filesz: u64,
-    present: u64,
-    executable: bool,
+    pub(crate) offset: u64,
+    pub(crate) filesz: u64,
+    pub(crate) present: u64,
+    pub(crate) executable: bool,
 }
+
+/// A segment as another dump format describes it (see `minidump_file`).
+pub(crate) type SegmentSpec = Segment;
 
 pub struct CoreFile {
     pub path: PathBuf,
@@ -77,6 +80,11 @@ pub struct CoreFile {
     pub truncated_bytes: u64,
     /// A compressed core whose stream ended early: why (read as a truncated core).
     pub stream_cut: Option<String>,
+    /// Build ids by module base address, when the dump lists them (minidumps: the first page
+    /// of a module, where an ELF core holds its build id, is not in a minidump).
+    pub module_build_ids: Vec<(u64, Vec<u8>)>,
+    /// Read from a minidump (only the memory its writer saved is there).
+    pub minidump: bool,
 }
 
 pub const AT_PHDR: u64 = 3;
@@ -119,8 +127,49 @@ const USER_REGS_TO_DWARF: [(usize, usize); 17] = [
 ];
 
 impl CoreFile {
-    /// Opens a core dump, plain or compressed (zstd, lz4, xz: recognised by magic number).
+    /// A core assembled from another dump format's parts.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        path: &Path,
+        bytes: Vec<u8>,
+        mut segments: Vec<Segment>,
+        threads: Vec<ThreadState>,
+        siginfo: Option<SigInfo>,
+        mappings: Vec<FileMapping>,
+        auxv: Vec<(u64, u64)>,
+        command: Option<String>,
+        module_build_ids: Vec<(u64, Vec<u8>)>,
+    ) -> CoreFile {
+        segments.sort_by_key(|s| s.vaddr);
+        CoreFile {
+            path: path.to_path_buf(),
+            map: ImageBytes::Owned(bytes),
+            segments,
+            threads,
+            siginfo,
+            mappings,
+            auxv,
+            command: command.clone(),
+            args: command,
+            pid: None,
+            truncated_bytes: 0,
+            stream_cut: None,
+            module_build_ids,
+            minidump: true,
+        }
+    }
+
+    /// Opens a core dump, plain or compressed (zstd, lz4, xz: recognised by magic number), or
+    /// a minidump (`MDMP`).
     pub fn open(path: &Path) -> Result<CoreFile, DumpError> {
+        {
+            use std::io::Read;
+            let mut head = [0u8; 4];
+            let mut f = std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?;
+            if f.read_exact(&mut head).is_ok() && crate::minidump_file::is_minidump(&head) {
+                return crate::minidump_file::open(path);
+            }
+        }
         let (file, stream_cut) = match crate::compressed::detect_file(path)? {
             Some(kind) => {
                 let d = crate::compressed::decompress(path, kind)?;
@@ -239,6 +288,8 @@ impl CoreFile {
             pid: core.pid,
             truncated_bytes,
             stream_cut: None,
+            module_build_ids: Vec::new(),
+            minidump: false,
         })
     }
 }

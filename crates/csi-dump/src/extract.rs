@@ -242,6 +242,15 @@ fn load_parts(
     let mut process = Process::open(exe, core, exe_bytes, &search)?;
     let mut notices: Vec<String> = std::mem::take(&mut process.notices);
     attach_debug_files(&mut process, &opts.debug, &mut notices);
+    if process.core.minidump {
+        notices.push(
+            "minidump: only the memory its writer saved is available (thread stacks, memory \
+             around registers, ranges the program registered): per-frame path traces and local \
+             coverage are read from the stacks; global coverage arrays are unknown unless the \
+             program registered them (see docs/production.md)"
+                .into(),
+        );
+    }
     if let Some(why) = &process.core.stream_cut {
         notices.push(format!(
             "{}: {why}; read as a truncated core",

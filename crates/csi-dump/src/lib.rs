@@ -15,6 +15,7 @@ pub mod debug_files;
 pub mod dwarf;
 mod error;
 mod extract;
+mod minidump_file;
 pub mod process;
 pub mod unwind;
 

@@ -322,6 +322,9 @@ fn first_load_vaddr(bytes: &[u8]) -> Option<u64> {
 
 /// Reads the build id from an ELF image in the core's memory at `base`.
 fn memory_build_id(core: &CoreFile, base: u64) -> Option<Vec<u8>> {
+    if let Some((_, id)) = core.module_build_ids.iter().find(|(b, _)| *b == base) {
+        return Some(id.clone());
+    }
     let head = core.memory(base, 64);
     let h = object::elf::FileHeader64::<LE>::parse(head).ok()?;
     let phoff = h.e_phoff(LE);
