@@ -16,6 +16,11 @@ pub struct Config {
     pub core: Option<PathBuf>,
     /// csi-grissom GraphML for programs built by the original csi-cc.
     pub graphml: Option<PathBuf>,
+    /// Directories of separate debug files (build-id trees, `.gnu_debuglink` targets), as
+    /// `csi --debug-dir`.
+    pub debug_dirs: Vec<PathBuf>,
+    /// The crashed machine's file system, as `csi --sysroot`.
+    pub sysroot: Option<PathBuf>,
     /// `from` → `to` prefixes for source paths, tried in order.
     pub substitute_paths: Vec<SubstitutePath>,
     /// Send `csi/lineStates` instead of Unnecessary hint diagnostics.
@@ -30,7 +35,8 @@ pub struct SubstitutePath {
     pub to: String,
 }
 
-/// `.csi.toml` in the workspace root: `executable`, `core`, `graphml` (relative to the root),
+/// `.csi.toml` in the workspace root: `executable`, `core`, `graphml`, `debug-dirs`,
+/// `sysroot` (relative to the root),
 /// and `[[substitute-path]] from = "..." to = "..."` tables.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "kebab-case", default)]
@@ -38,6 +44,8 @@ struct CsiToml {
     executable: Option<PathBuf>,
     core: Option<PathBuf>,
     graphml: Option<PathBuf>,
+    debug_dirs: Vec<PathBuf>,
+    sysroot: Option<PathBuf>,
     substitute_path: Vec<SubstitutePath>,
 }
 
@@ -61,6 +69,12 @@ impl Config {
         }
         if has("graphml") {
             self.graphml = incoming.graphml;
+        }
+        if has("debugDirs") {
+            self.debug_dirs = incoming.debug_dirs;
+        }
+        if has("sysroot") {
+            self.sysroot = incoming.sysroot;
         }
         if has("substitutePaths") {
             self.substitute_paths = incoming.substitute_paths;
@@ -95,6 +109,12 @@ impl Config {
         }
         if self.graphml.is_none() {
             self.graphml = t.graphml.map(abs);
+        }
+        if self.debug_dirs.is_empty() {
+            self.debug_dirs = t.debug_dirs.into_iter().map(abs).collect();
+        }
+        if self.sysroot.is_none() {
+            self.sysroot = t.sysroot.map(abs);
         }
         self.substitute_paths.extend(t.substitute_path);
         Ok(true)
@@ -193,4 +213,39 @@ pub fn resolve_source(
     index
         .suffix_match(p)
         .map(|c| std::fs::canonicalize(&c).unwrap_or(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `debugDirs` / `sysroot` (settings) and `debug-dirs` / `sysroot` (`.csi.toml`, relative
+    /// to the workspace root) reach the crash loader as `csi --debug-dir` / `--sysroot` do.
+    #[test]
+    fn debug_dirs_and_sysroot_from_settings_and_csi_toml() {
+        let mut c = Config::default();
+        c.merge_json(&serde_json::json!({"csi": {"debugDirs": ["/dbg"], "sysroot": "/prod"}}))
+            .unwrap();
+        assert_eq!(c.debug_dirs, vec![PathBuf::from("/dbg")]);
+        assert_eq!(c.sysroot, Some(PathBuf::from("/prod")));
+
+        let root = std::env::temp_dir().join(format!("csi-config-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join(".csi.toml"),
+            "debug-dirs = [\"debug\", \"/usr/lib/debug\"]\nsysroot = \"image\"\n",
+        )
+        .unwrap();
+        let mut c = Config {
+            root: Some(root.clone()),
+            ..Config::default()
+        };
+        assert!(c.merge_csi_toml().unwrap());
+        assert_eq!(
+            c.debug_dirs,
+            vec![root.join("debug"), PathBuf::from("/usr/lib/debug")]
+        );
+        assert_eq!(c.sysroot, Some(root.join("image")));
+        std::fs::remove_dir_all(&root).ok();
+    }
 }

@@ -89,6 +89,11 @@ impl Session {
     pub fn open_crash(exe: &Path, core: &Path, config: &Config) -> Result<Session, String> {
         let opts = csi_dump::LoadOptions {
             graphml: config.graphml.clone(),
+            debug: csi_dump::debug_files::DebugSearch {
+                debug_dirs: config.debug_dirs.clone(),
+                ..Default::default()
+            },
+            sysroot: config.sysroot.clone(),
         };
         let crash = Crash::open(exe, core, &opts).map_err(|e| e.to_string())?;
         Ok(Self::from_crash(crash, config))

@@ -558,6 +558,73 @@ async fn csi_toml_opens_the_crash_at_start() {
     assert_eq!(r["result"]["threads"][0]["frames"][0]["uri"], uri(SRC));
 }
 
+/// A crash as it arrives from production: a stripped executable (its debug file in a
+/// build-id tree named by `debug-dirs`) and a zstd-compressed core, from `.csi.toml`.
+#[tokio::test]
+async fn csi_toml_opens_a_stripped_program_with_a_compressed_core() {
+    let tmp = std::env::temp_dir().join(format!("csi-lsp-prod-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let full = fixture("null_deref/realistic-O0/null_deref");
+    let run = |tool: &str, args: &[&str]| {
+        let st = std::process::Command::new(tool)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{tool} {args:?}");
+    };
+    let debug = tmp.join("null_deref.debug");
+    let exe = tmp.join("null_deref");
+    run(
+        "objcopy",
+        &["--only-keep-debug", &full, debug.to_str().unwrap()],
+    );
+    run(
+        "strip",
+        &[
+            "--strip-debug",
+            "--strip-unneeded",
+            &full,
+            "-o",
+            exe.to_str().unwrap(),
+        ],
+    );
+    // The build id: the GNU note's 20 bytes.
+    let bytes = std::fs::read(&exe).unwrap();
+    let pat = [4u8, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, b'G', b'N', b'U', 0];
+    let at = bytes.windows(16).position(|w| w == pat).unwrap() + 16;
+    let id: String = bytes[at..at + 20]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let tree = tmp.join("debug/.build-id").join(&id[..2]);
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::copy(&debug, tree.join(format!("{}.debug", &id[2..]))).unwrap();
+    let core = tmp.join("core.zst");
+    let st = std::process::Command::new("zstd")
+        .args(["-q", "-c"])
+        .stdin(std::fs::File::open(fixture("null_deref/realistic-O0/core")).unwrap())
+        .stdout(std::fs::File::create(&core).unwrap())
+        .status()
+        .expect("zstd (scripts/test installs it)");
+    assert!(st.success());
+    std::fs::write(
+        tmp.join(".csi.toml"),
+        format!(
+            "executable = \"null_deref\"\ncore = \"core.zst\"\ndebug-dirs = [\"debug\"]\n[[substitute-path]]\nfrom = \"./src\"\nto = \"{}\"\n",
+            root().join("fixtures/src").display()
+        ),
+    )
+    .unwrap();
+    let mut c = in_process_at(&tmp).await;
+    c.wait_notification("textDocument/publishDiagnostics", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let r = c.request("csi/stack", json!({})).await;
+    let f0 = &r["result"]["threads"][0]["frames"][0];
+    assert_eq!(f0["function"], "charge");
+    assert_eq!(f0["uri"], uri(SRC));
+}
+
 /// The real binary over stdio, the way editors run it.
 #[tokio::test]
 async fn stdio_binary_end_to_end() {

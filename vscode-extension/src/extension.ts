@@ -465,7 +465,9 @@ export class Controller implements vscode.Disposable {
     }
     const executable = await pickFile('CSI: the crashed executable');
     if (!executable) return undefined;
-    const core = await pickFile('CSI: its core dump', undefined, path.dirname(executable));
+    // Any file: plain cores, compressed ones (systemd-coredump's .zst, .lz4, .xz; apport's
+    // CoreDump) — the server tells them apart by their magic bytes.
+    const core = await pickFile('CSI: its core dump (plain or .zst / .lz4 / .xz)', undefined, path.dirname(executable));
     if (!core) return undefined;
     return { executable, core };
   }
@@ -672,6 +674,10 @@ export function initializationOptions(): Record<string, unknown> {
   if (subs.length > 0) o.substitutePaths = subs;
   const graphml = c.get<string>('graphml', '');
   if (graphml) o.graphml = graphml;
+  const debugDirs = c.get<string[]>('debugDirs', []);
+  if (debugDirs.length > 0) o.debugDirs = debugDirs;
+  const sysroot = c.get<string>('sysroot', '');
+  if (sysroot) o.sysroot = sysroot;
   return o;
 }
 

@@ -85,7 +85,9 @@ fn coverage_reduce(
 
 pub fn active_nodes_edges(g: &ProgramGraph, report: &FailureReport) -> ActiveSet {
     let n = g.node_count();
-    let mut on_stack = vec![false; g.functions.len()];
+    // Unknown outer frames (a truncated core) may be activations of any function.
+    let hidden_frames = report.threads.iter().any(|t| t.outer_frames_unknown);
+    let mut on_stack = vec![hidden_frames; g.functions.len()];
     for t in &report.threads {
         for fr in &t.frames {
             if let Some(f) = fr.function {
@@ -172,8 +174,28 @@ pub fn active_nodes_edges(g: &ProgramGraph, report: &FailureReport) -> ActiveSet
     let mut seen = vec![false; n];
     let mut stack: Vec<NodeId> = Vec::new();
     let mut call_sites = calls;
-    while let Some(site) = call_sites.pop() {
-        for &callee in g.callees(site) {
+    if hidden_frames {
+        // Hidden activations began at the program entry or where library code calls in.
+        let roots = g
+            .program_entry
+            .map(|e| g.node(e).function)
+            .into_iter()
+            .chain(g.async_roots.iter().copied());
+        for f in roots {
+            let entry = g.function(f).entry;
+            if alive[entry as usize] && !std::mem::replace(&mut entered[f as usize], true) {
+                seen[entry as usize] = true;
+                stack.push(entry);
+            }
+        }
+    }
+    loop {
+        let site = call_sites.pop();
+        if site.is_none() && stack.is_empty() {
+            break;
+        }
+        for &callee in site.map_or(&[][..], |s| g.callees(s)) {
+            let site = site.expect("callees only of a site");
             let entry = g.function(callee).entry;
             if !alive[entry as usize] {
                 continue;

@@ -280,7 +280,14 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
     // reached from a thread start the stack walk could not get past, or jumped to garbage):
     // then there is no crashing walk, only what any thread may have run.
     let walk = crashing.frames.iter().any(|f| f.function.is_some());
-    if !walk && report.threads.iter().all(|t| t.frames.is_empty()) {
+    // A stack with unknown outer frames (a truncated core) still bounds the run through the
+    // global coverage, even with no program frame seen.
+    if !walk
+        && report
+            .threads
+            .iter()
+            .all(|t| t.frames.is_empty() && !t.outer_frames_unknown)
+    {
         return Err(ReportError::NoFrames);
     }
     if walk && crashing.frames.first().is_none_or(|f| f.point.is_empty()) {
@@ -494,6 +501,14 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
     // Library code may have run the async roots at any time, in any thread.
     for x in reach_from(&ctx, None) {
         elsewhere[x as usize] = true;
+    }
+    // A stack whose outer frames are unknown (a truncated core) hides activations that began
+    // at `main` or a thread start and may have run anything reachable from there before the
+    // part of the walk that is seen.
+    if report.threads.iter().any(|t| t.outer_frames_unknown) {
+        for x in reach_from(&ctx, g.program_entry.map(|e| g.node(e).function)) {
+            elsewhere[x as usize] = true;
+        }
     }
     let mut observed_in_walk = vec![false; n];
     for (&x, &ran) in &report.global_coverage {

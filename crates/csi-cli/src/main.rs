@@ -36,14 +36,27 @@ struct Cli {
 #[derive(clap::Args, Clone, Default)]
 struct CrashArgs {
     /// The crashed program (built with csi-cc for traces; any ELF with debug info works).
-    #[arg(long, requires = "core")]
+    #[arg(long)]
     exe: Option<PathBuf>,
-    /// Its core dump.
-    #[arg(long, requires = "exe")]
+    /// Its core dump: plain, or compressed with zstd, lz4 or xz (systemd-coredump, apport);
+    /// a minidump is recognised too.
+    #[arg(long, requires = "exe", conflicts_with = "minidump")]
     core: Option<PathBuf>,
+    /// Its minidump (Breakpad, Crashpad, Sentry Native, minidump-writer), instead of a core.
+    #[arg(long, requires = "exe", value_name = "FILE")]
+    minidump: Option<PathBuf>,
     /// csi-grissom GraphML CFG, for programs built by the original csi-cc 1.4.0.
     #[arg(long)]
     graphml: Option<PathBuf>,
+    /// Directory of separate debug files of stripped binaries: a build-id tree
+    /// (`DIR/.build-id/ab/cdef….debug`) and `.gnu_debuglink` targets (repeatable; default
+    /// /usr/lib/debug). Then debuginfod servers from DEBUGINFOD_URLS are asked.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+    /// The crashed machine's file system (a copy of the production image): libraries are
+    /// read from it by the paths the core records, matched by build id.
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -234,13 +247,50 @@ fn bundled_crash() -> Result<(PathBuf, PathBuf), Failure> {
     )))
 }
 
+/// For a stripped executable without a debug file: where csi looked and what failed, so the
+/// one error line says what to do.
+fn stripped_hint(c: &csi_dump::Crash) -> String {
+    if !c
+        .notices
+        .iter()
+        .any(|n| n.contains("no debug file was found"))
+    {
+        return String::new();
+    }
+    let tried: Vec<&str> = c
+        .notices
+        .iter()
+        .filter(|n| n.starts_with("debuginfod") || n.contains("debug file for"))
+        .map(String::as_str)
+        .collect();
+    format!(
+        " (stripped, and no debug file was found: give --debug-dir DIR or set DEBUGINFOD_URLS{})",
+        if tried.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", tried.join("; "))
+        }
+    )
+}
+
 fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
-    let (exe, core) = match (&args.exe, &args.core) {
+    let (exe, core) = match (&args.exe, args.core.as_ref().or(args.minidump.as_ref())) {
         (Some(e), Some(c)) => (e.clone(), c.clone()),
+        (Some(e), None) => {
+            return Err(Failure::BadInput(format!(
+                "{}: give its core dump with --core or its minidump with --minidump",
+                e.display()
+            )))
+        }
         _ => bundled_crash()?,
     };
     let opts = csi_dump::LoadOptions {
         graphml: args.graphml.clone(),
+        debug: csi_dump::debug_files::DebugSearch {
+            debug_dirs: args.debug_dirs.clone(),
+            ..Default::default()
+        },
+        sysroot: args.sysroot.clone(),
     };
     let crash = csi_dump::Crash::open(&exe, &core, &opts)?;
     Ok(crash)
@@ -306,8 +356,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let Some(cov) = analyse_crash(&mut c, stack_only)? else {
                 return Err(Failure::BadInput(format!(
-                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack",
-                    c.exe.display()
+                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack{}",
+                    c.exe.display(),
+                    stripped_hint(&c)
                 )));
             };
             let active = active_nodes_edges(&c.graph, &c.report);
@@ -361,8 +412,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let c = open_crash(&crash)?;
             if c.metadata == csi_dump::Metadata::None {
                 return Err(Failure::BadInput(format!(
-                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to slice",
-                    c.exe.display()
+                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to slice{}",
+                    c.exe.display(),
+                    stripped_hint(&c)
                 )));
             }
             for n in &c.notices {

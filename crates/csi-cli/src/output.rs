@@ -112,6 +112,7 @@ pub fn json(i: &Inputs) -> String {
         doc["threads"] = threads_json(c);
         doc["notices"] = json!(c.notices);
         doc["metadata"] = json!(c.metadata);
+        doc["modules"] = json!(c.modules());
     }
     let mut s = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
     s.push('\n');
@@ -153,6 +154,10 @@ pub fn threads_json(c: &Crash) -> Value {
                 "crashed": t.crashed,
                 "report_thread": t.report_thread,
                 "walk_problem": t.walk_problem,
+                "outer_frames_unknown": t
+                    .report_thread
+                    .and_then(|k| c.report.threads.get(k))
+                    .is_some_and(|rt| rt.outer_frames_unknown),
                 "frames": frames,
             })
         })

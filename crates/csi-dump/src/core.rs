@@ -49,14 +49,19 @@ pub struct FileMapping {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Segment {
-    vaddr: u64,
-    memsz: u64,
-    /// File offset and number of bytes actually present in the core file.
-    offset: u64,
-    present: u64,
-    executable: bool,
+pub(crate) struct Segment {
+    pub(crate) vaddr: u64,
+    pub(crate) memsz: u64,
+    /// File offset, bytes the writer dumped (`p_filesz`), and bytes actually present in the
+    /// core file (fewer when the file was cut off).
+    pub(crate) offset: u64,
+    pub(crate) filesz: u64,
+    pub(crate) present: u64,
+    pub(crate) executable: bool,
 }
+
+/// A segment as another dump format describes it (see `minidump_file`).
+pub(crate) type SegmentSpec = Segment;
 
 pub struct CoreFile {
     pub path: PathBuf,
@@ -73,6 +78,13 @@ pub struct CoreFile {
     pub pid: Option<u32>,
     /// Parts of the file that were cut off (size in the headers vs. on disk), for notices.
     pub truncated_bytes: u64,
+    /// A compressed core whose stream ended early: why (read as a truncated core).
+    pub stream_cut: Option<String>,
+    /// Build ids by module base address, when the dump lists them (minidumps: the first page
+    /// of a module, where an ELF core holds its build id, is not in a minidump).
+    pub module_build_ids: Vec<(u64, Vec<u8>)>,
+    /// Read from a minidump (only the memory its writer saved is there).
+    pub minidump: bool,
 }
 
 pub const AT_PHDR: u64 = 3;
@@ -115,12 +127,65 @@ const USER_REGS_TO_DWARF: [(usize, usize); 17] = [
 ];
 
 impl CoreFile {
+    /// A core assembled from another dump format's parts.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        path: &Path,
+        bytes: Vec<u8>,
+        mut segments: Vec<Segment>,
+        threads: Vec<ThreadState>,
+        siginfo: Option<SigInfo>,
+        mappings: Vec<FileMapping>,
+        auxv: Vec<(u64, u64)>,
+        command: Option<String>,
+        module_build_ids: Vec<(u64, Vec<u8>)>,
+    ) -> CoreFile {
+        segments.sort_by_key(|s| s.vaddr);
+        CoreFile {
+            path: path.to_path_buf(),
+            map: ImageBytes::Owned(bytes),
+            segments,
+            threads,
+            siginfo,
+            mappings,
+            auxv,
+            command: command.clone(),
+            args: command,
+            pid: None,
+            truncated_bytes: 0,
+            stream_cut: None,
+            module_build_ids,
+            minidump: true,
+        }
+    }
+
+    /// Opens a core dump, plain or compressed (zstd, lz4, xz: recognised by magic number), or
+    /// a minidump (`MDMP`).
     pub fn open(path: &Path) -> Result<CoreFile, DumpError> {
-        let file = std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?;
+        {
+            use std::io::Read;
+            let mut head = [0u8; 4];
+            let mut f = std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?;
+            if f.read_exact(&mut head).is_ok() && crate::minidump_file::is_minidump(&head) {
+                return crate::minidump_file::open(path);
+            }
+        }
+        let (file, stream_cut) = match crate::compressed::detect_file(path)? {
+            Some(kind) => {
+                let d = crate::compressed::decompress(path, kind)?;
+                (d.file, d.stream_cut)
+            }
+            None => (
+                std::fs::File::open(path).map_err(|e| DumpError::io(path, e))?,
+                None,
+            ),
+        };
         // SAFETY: the mapping is read-only; a core file being rewritten while we read it would
         // only produce garbage values, which every reader below bounds-checks.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| DumpError::io(path, e))?;
-        Self::parse(path, ImageBytes::File(map))
+        let mut core = Self::parse(path, ImageBytes::File(map))?;
+        core.stream_cut = stream_cut;
+        Ok(core)
     }
 
     /// Parses a core dump held in memory; `path` names it in messages.
@@ -174,6 +239,7 @@ impl CoreFile {
                     vaddr: ph.p_vaddr(LE),
                     memsz: ph.p_memsz(LE),
                     offset: off,
+                    filesz,
                     present,
                     executable: ph.p_flags(LE).0 & elf::PF_X.0 != 0,
                 });
@@ -221,6 +287,9 @@ impl CoreFile {
             args: core.args,
             pid: core.pid,
             truncated_bytes,
+            stream_cut: None,
+            module_build_ids: Vec::new(),
+            minidump: false,
         })
     }
 }
@@ -325,6 +394,36 @@ impl CoreFile {
         let n = (len as u64).min(s.present - rel) as usize;
         let start = (s.offset + rel) as usize;
         &self.map[start..start + n]
+    }
+
+    /// Was `addr` dumped by the core's writer but cut off from the file? Such memory is
+    /// unknown: it must not be read from the mapped file instead (the process may have written
+    /// it), nor taken as zero.
+    pub fn is_cut_off(&self, addr: u64) -> bool {
+        let i = self.segments.partition_point(|s| s.vaddr <= addr);
+        i > 0 && {
+            let s = &self.segments[i - 1];
+            let rel = addr - s.vaddr;
+            rel >= s.present && rel < s.filesz
+        }
+    }
+
+    /// Do `a` and `b` lie in the same dumped mapping?
+    pub fn same_segment(&self, a: u64, b: u64) -> bool {
+        let seg = |x: u64| {
+            let i = self.segments.partition_point(|s| s.vaddr <= x);
+            (i > 0 && x - self.segments[i - 1].vaddr < self.segments[i - 1].memsz).then_some(i)
+        };
+        seg(a).is_some() && seg(a) == seg(b)
+    }
+
+    /// Address ranges `[start, end)` that were dumped but are missing from a truncated file.
+    pub fn cut_off_ranges(&self) -> Vec<(u64, u64)> {
+        self.segments
+            .iter()
+            .filter(|s| s.present < s.filesz)
+            .map(|s| (s.vaddr + s.present, s.vaddr + s.filesz))
+            .collect()
     }
 
     /// Is `addr` inside some mapping of the process (dumped or not)?

@@ -19,6 +19,11 @@ use crate::unwind::{UnwindMethod, Unwinder, WalkEnd};
 pub struct LoadOptions {
     /// A csi-grissom GraphML CFG for binaries from the original csi-cc (no `.debug_CSI_CFG`).
     pub graphml: Option<PathBuf>,
+    /// Where to find debug files of stripped modules (`--debug-dir`, debuginfod).
+    pub debug: crate::debug_files::DebugSearch,
+    /// The crashed machine's file system (`--sysroot`): libraries are looked up under it by
+    /// the path the core records, and matched by build id.
+    pub sysroot: Option<PathBuf>,
 }
 
 /// Where the program graph came from.
@@ -31,6 +36,17 @@ pub enum Metadata {
     GraphMl,
     /// None: the stack only, without must/may/never.
     None,
+}
+
+/// A module of the crashed process, for the JSON and the editor.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ModuleInfo {
+    pub name: String,
+    /// The file read for it on this machine.
+    pub file: Option<PathBuf>,
+    pub build_id: Option<String>,
+    /// Where its debug info came from.
+    pub debug: crate::debug_files::DebugSource,
 }
 
 /// One step of a decoded path trace.
@@ -127,6 +143,30 @@ impl Crash {
         lines.all(|&l| l == first).then_some(first)
     }
 
+    /// Every module of the process with its build id and where its debug info came from.
+    pub fn modules(&self) -> Vec<ModuleInfo> {
+        self.process
+            .modules
+            .iter()
+            .filter(|m| m.bytes.is_some() || m.problem.is_some())
+            .map(|m| ModuleInfo {
+                name: m.name.clone(),
+                file: m.file.clone(),
+                build_id: m
+                    .build_id
+                    .as_deref()
+                    .or(m.core_build_id.as_deref())
+                    .map(crate::process::hex),
+                debug: m.debug_source.clone(),
+            })
+            .collect()
+    }
+
+    /// The crashing (first) thread's stack pointer as the core recorded it.
+    pub fn crashing_stack_pointer(&self) -> Option<u64> {
+        self.process.core.threads.first()?.regs[crate::core::RSP]
+    }
+
     /// Globals are looked up in the executable first, then in the libraries in load order
     /// (the dynamic linker's search order).
     pub fn global_values(&self, names: &[String]) -> Vec<Option<String>> {
@@ -195,12 +235,33 @@ fn load_parts(
 ) -> Result<Crash, DumpError> {
     let core_path = core.path.clone();
     let core_path = core_path.as_path();
-    let process = Process::open(exe, core, exe_bytes)?;
-    let mut notices: Vec<String> = Vec::new();
+    let search = crate::process::LibrarySearch {
+        sysroot: opts.sysroot.clone(),
+        debuginfod: opts.debug.clone(),
+    };
+    let mut process = Process::open(exe, core, exe_bytes, &search)?;
+    let mut notices: Vec<String> = std::mem::take(&mut process.notices);
+    attach_debug_files(&mut process, &opts.debug, &mut notices);
+    if process.core.minidump {
+        notices.push(
+            "minidump: only the memory its writer saved is available (thread stacks, memory \
+             around registers, ranges the program registered): per-frame path traces and local \
+             coverage are read from the stacks; global coverage arrays are unknown unless the \
+             program registered them (see docs/production.md)"
+                .into(),
+        );
+    }
+    if let Some(why) = &process.core.stream_cut {
+        notices.push(format!(
+            "{}: {why}; read as a truncated core",
+            core_path.display()
+        ));
+    }
     if process.core.truncated_bytes > 0 {
         notices.push(format!(
-            "the core dump is truncated: {} bytes of memory are missing; values there are shown as unavailable",
-            process.core.truncated_bytes
+            "the core dump is truncated: {} bytes of memory are missing ({}); values there are shown as unavailable and count as unknown, never as evidence",
+            process.core.truncated_bytes,
+            describe_cut_off(&process)
         ));
     }
     for m in &process.modules {
@@ -209,7 +270,10 @@ fn load_parts(
         }
     }
     let exe_mod = process.exe();
-    let elf = exe_mod.elf().ok_or_else(|| DumpError::NotElf {
+    exe_mod.elf().ok_or_else(|| DumpError::NotElf {
+        path: exe.to_path_buf(),
+    })?;
+    let elf = exe_mod.debug_elf().ok_or_else(|| DumpError::NotElf {
         path: exe.to_path_buf(),
     })?;
     let exe_debug = if crate::dwarf::has_debug_info(&elf) {
@@ -225,7 +289,7 @@ fn load_parts(
         }
     } else {
         notices.push(format!(
-            "{} has no debug info (stripped?); frames show symbols only and no lines can be analysed",
+            "{} has no debug info (stripped?) and no debug file was found (build-id tree, .gnu_debuglink, debuginfod): frames show symbols only and no lines can be analysed",
             exe.display()
         ));
         None
@@ -329,11 +393,29 @@ fn load_parts(
             WalkEnd::Limit(n) => Some(format!("stack walk stopped after {n} frames")),
             WalkEnd::Stuck(why) => Some(format!("stack walk stopped: {why}")),
         };
+        let walk_complete = walk_problem.is_none();
         let mut frames: Vec<CrashFrame> = Vec::with_capacity(phys.len());
         let mut rframes: Vec<Frame> = Vec::new();
+        // Frames whose own stack memory was cut off with the end of a truncated core.
+        let mut lost_frames: Vec<String> = Vec::new();
         for pf in &phys {
             let (cf, rf) = ctx.frame(pf, t.fs_base, &mut notices);
             let mut cf = cf;
+            let sp = pf.regs[crate::core::RSP];
+            if sp.is_some_and(|sp| process.core.is_cut_off(sp))
+                || pf
+                    .cfa
+                    .is_some_and(|c| process.core.is_cut_off(c.wrapping_sub(8)))
+            {
+                lost_frames.push(format!("#{} {}", frames.len(), cf.display_name()));
+                if rf.is_some() {
+                    cf.path_note = Some(
+                        "this frame's stack memory is missing from the truncated core: its path \
+                         trace and local coverage are unknown"
+                            .into(),
+                    );
+                }
+            }
             if let Some(rf) = rf {
                 cf.report_frame = Some(rframes.len());
                 rframes.push(rf);
@@ -367,16 +449,57 @@ fn load_parts(
                 }
             }
         }
+        // Where the walk stopped early, the frames beyond it are unknown — unless it had
+        // already passed the program's entry function into the runtime that called it.
+        let entry_function = graph.program_entry.map(|e| graph.node(e).function);
+        let outer_frames_unknown = !walk_complete
+            && !frames
+                .iter()
+                .rposition(|f| f.report_frame.is_some())
+                .is_some_and(|k| {
+                    frames[k].graph_function == entry_function && k + 1 < frames.len()
+                });
+        if !walk_complete {
+            let sp = phys.last().and_then(|f| f.regs[crate::core::RSP]);
+            let missing = sp.is_some_and(|sp| {
+                process
+                    .core
+                    .cut_off_ranges()
+                    .iter()
+                    .any(|&(a, b)| process.core.same_segment(sp, a) && b > sp)
+            });
+            if missing || !lost_frames.is_empty() {
+                notices.push(format!(
+                    "thread {}: stack memory is missing from the truncated core{}; frames beyond #{} are unknown and the analysis assumes any function may be active there",
+                    t.tid,
+                    if lost_frames.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (frames {})", lost_frames.join(", "))
+                    },
+                    frames.len().saturating_sub(1)
+                ));
+            }
+        } else if !lost_frames.is_empty() {
+            notices.push(format!(
+                "thread {}: stack memory of frames {} is missing from the truncated core; their variables, path traces and local coverage are unknown",
+                t.tid,
+                lost_frames.join(", ")
+            ));
+        }
         let crashed = ti == 0 && signal.is_some();
         // The crashing thread is always the report's first, even without program frames
         // (then the analysis has no crashing walk, rather than taking another thread's).
-        let report_thread = (!rframes.is_empty() || crashed).then_some(report.threads.len());
+        // So is a thread whose stack may hide program frames.
+        let report_thread = (!rframes.is_empty() || crashed || outer_frames_unknown)
+            .then_some(report.threads.len());
         if report_thread.is_some() {
             report.threads.push(Thread {
                 id: Some(t.tid as u64),
                 name: None,
                 signal: if crashed { signal.clone() } else { None },
                 frames: rframes,
+                outer_frames_unknown,
             });
         }
         threads.push(CrashThread {
@@ -432,6 +555,88 @@ fn load_parts(
     })
 }
 
+/// Separate debug files for the modules whose images lack debug info: the executable and the
+/// program's own libraries (system libraries' debug info would only name libc's lines, and is
+/// not downloaded). Each one found is said in a notice.
+fn attach_debug_files(
+    process: &mut Process,
+    search: &crate::debug_files::DebugSearch,
+    notices: &mut Vec<String>,
+) {
+    use crate::debug_files::{find, has_debug_sections, DebugSource};
+    let exe = process.exe;
+    for (mi, m) in process.modules.iter_mut().enumerate() {
+        if m.mismatched() || m.name == "[vdso]" {
+            continue;
+        }
+        let Some(elf) = m.elf() else { continue };
+        if has_debug_sections(&elf) {
+            m.debug_source = DebugSource::Embedded;
+            continue;
+        }
+        let system = is_system_path(&m.name);
+        if mi != exe && system && search.debug_dirs.is_empty() {
+            continue;
+        }
+        let image: &[u8] = m.bytes.as_deref().unwrap_or(&[]);
+        let Some(found) = find(
+            image,
+            m.file.as_deref(),
+            search,
+            !system || mi == exe,
+            notices,
+        ) else {
+            continue;
+        };
+        notices.push(format!(
+            "{}: stripped; debug info {}",
+            m.name,
+            found.source.describe()
+        ));
+        m.debug_source = found.source;
+        m.debug_file = Some(found.bytes);
+    }
+}
+
+/// Installed by the system's package manager.
+fn is_system_path(p: &str) -> bool {
+    ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+        .iter()
+        .any(|d| p.starts_with(d))
+}
+
+/// What the memory cut off from a truncated core held: thread stacks, a module's data
+/// (where csi-cc's coverage arrays live), or other anonymous memory.
+fn describe_cut_off(process: &Process) -> String {
+    let core = &process.core;
+    let mut parts: Vec<(String, u64, u64)> = Vec::new();
+    for (start, end) in core.cut_off_ranges() {
+        let stacks: Vec<String> = core
+            .threads
+            .iter()
+            .filter(|t| t.regs[crate::core::RSP].is_some_and(|sp| core.same_segment(sp, start)))
+            .map(|t| t.tid.to_string())
+            .collect();
+        let what = if !stacks.is_empty() {
+            format!("the stack of thread {}", stacks.join(", "))
+        } else if let Some(m) = process.module_at(start) {
+            format!("data of {}", m.name)
+        } else {
+            "anonymous memory (heap, other mappings)".to_string()
+        };
+        // Adjacent mappings of the same kind read as one range.
+        match parts.last_mut() {
+            Some((w, _, e)) if *w == what && *e == start => *e = end,
+            _ => parts.push((what, start, end)),
+        }
+    }
+    parts
+        .iter()
+        .map(|(what, start, end)| format!("{what} at {start:#x}..{end:#x}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The `.debug_CSI_CFG` records of every instrumented module, the executable's first.
 #[derive(Default)]
 struct LinkedCfg {
@@ -466,11 +671,7 @@ fn modules_without_lines(
     debug: &[Option<DebugInfo>],
     threads: &[CrashThread],
 ) -> Vec<String> {
-    let system = |p: &str| {
-        ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
-            .iter()
-            .any(|d| p.starts_with(d))
-    };
+    let system = is_system_path;
     let mut with_frames: Vec<usize> = threads
         .iter()
         .flat_map(|t| &t.frames)
@@ -485,7 +686,7 @@ fn modules_without_lines(
         .filter(|m| !m.mismatched() && !system(&m.name) && m.name != "[vdso]")
         // Unreadable debug info or metadata got their own notice.
         .filter(|m| {
-            m.elf().is_some_and(|e| {
+            m.debug_elf().is_some_and(|e| {
                 !crate::dwarf::has_debug_info(&e) && e.section_by_name(".debug_CSI_CFG").is_none()
             })
         })
@@ -511,7 +712,7 @@ fn library_metadata(
     if m.mismatched() {
         return (None, None); // the module's own notice says so
     }
-    let Some(elf) = m.elf() else {
+    let Some(elf) = m.debug_elf() else {
         return (None, None);
     };
     let cfg_bytes = elf
@@ -610,7 +811,7 @@ impl<'a> Extract<'a> {
         instrumented.dedup();
         for mi in instrumented {
             let m = &process.modules[mi];
-            let Some(elf) = m.elf() else { continue };
+            let Some(elf) = m.debug_elf() else { continue };
             for s in elf.symbols() {
                 if let Ok(n) = s.name() {
                     if n.starts_with("__CC_arr_")

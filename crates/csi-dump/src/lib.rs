@@ -9,10 +9,13 @@
 //! # Ok::<(), csi_dump::DumpError>(())
 //! ```
 
+pub mod compressed;
 pub mod core;
+pub mod debug_files;
 pub mod dwarf;
 mod error;
 mod extract;
+mod minidump_file;
 pub mod process;
 pub mod unwind;
 
@@ -20,7 +23,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::DumpError;
 pub use extract::{
-    load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, PathStep,
+    load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, ModuleInfo,
+    PathStep,
 };
 
 /// Values of global variables by name (see [`Crash::global_values`]).

@@ -57,6 +57,11 @@ pub struct Module {
     pub unwind: Option<UnwindSections>,
     /// Why the image could not be used, if so (shown as a notice).
     pub problem: Option<String>,
+    /// A separate debug file (the image is stripped): DWARF, symbols and CSI metadata come
+    /// from it.
+    pub debug_file: Option<ImageBytes>,
+    /// Where the module's debug info came from.
+    pub debug_source: crate::debug_files::DebugSource,
 }
 
 impl Module {
@@ -68,6 +73,15 @@ impl Module {
         ElfFile64::parse(&**self.bytes.as_ref()?).ok()
     }
 
+    /// The ELF file holding the module's debug info, symbol table and CSI metadata: the
+    /// separate debug file when one was found, else the image itself.
+    pub fn debug_elf(&self) -> Option<ElfFile64<'_, LE>> {
+        match &self.debug_file {
+            Some(d) => ElfFile64::parse(&**d).ok(),
+            None => self.elf(),
+        }
+    }
+
     /// Does the image on disk differ from what was loaded?
     pub fn mismatched(&self) -> bool {
         matches!((&self.build_id, &self.core_build_id), (Some(a), Some(b)) if a != b)
@@ -76,9 +90,15 @@ impl Module {
     /// Symbol containing the runtime address `addr`, with the offset into it.
     pub fn symbolize(&self, addr: u64) -> Option<(String, u64)> {
         let elf = self.elf()?;
+        let debug = self.debug_file.as_ref().and_then(|_| self.debug_elf());
         let svma = addr.wrapping_sub(self.bias);
         let mut best: Option<(String, u64)> = None;
-        for table in [elf.symbols(), elf.dynamic_symbols()] {
+        let tables = debug
+            .as_ref()
+            .map(|d| d.symbols())
+            .into_iter()
+            .chain([elf.symbols(), elf.dynamic_symbols()]);
+        for table in tables {
             for s in table {
                 if s.kind() != object::SymbolKind::Text || s.address() > svma {
                     continue;
@@ -101,6 +121,10 @@ impl Module {
 
 /// The whole process image.
 pub struct Process {
+    /// Where libraries are looked for.
+    pub search: LibrarySearch,
+    /// Things found while locating libraries (sysroot files of another build), for notices.
+    pub notices: Vec<String>,
     pub core: CoreFile,
     pub modules: Vec<Module>,
     /// Index of the executable in `modules`.
@@ -113,30 +137,112 @@ fn map_file(path: &Path) -> Result<Mmap, DumpError> {
     unsafe { Mmap::map(&f) }.map_err(|e| DumpError::io(path, e))
 }
 
-/// A library the core names, from its recorded path, else from the executable's directory
-/// (a crash copied elsewhere together with its libraries, as `rpath $ORIGIN` finds them). When
-/// the recorded file's build id is not `want` (the core's copy), a file beside the executable
-/// that has it wins; otherwise the build-id check reports the difference.
-fn map_library(path: &str, exe: &Path, want: Option<&[u8]>) -> Result<(PathBuf, Mmap), DumpError> {
+/// Where libraries of the crashed process are looked for besides the paths the core records.
+#[derive(Clone, Debug, Default)]
+pub struct LibrarySearch {
+    /// The crashed machine's file system (`--sysroot`): `SYSROOT/<recorded path>`, then
+    /// `SYSROOT/<file name>` (a flat directory of the production image's libraries).
+    pub sysroot: Option<PathBuf>,
+    /// debuginfod servers (`GET /buildid/<hex>/executable`) for a library found nowhere.
+    pub debuginfod: crate::debug_files::DebugSearch,
+}
+
+/// A library the core names, matched by build id `want` (the core's copy of its first page):
+/// from the sysroot, its recorded path, the executable's directory (a crash copied elsewhere
+/// together with its libraries, as `rpath $ORIGIN` finds them), then a debuginfod server. The
+/// first with the build id wins; without any, the first file found is used and the build-id
+/// check reports the difference. Each sysroot file of another build gets a notice.
+fn map_library(
+    path: &str,
+    exe: &Path,
+    want: Option<&[u8]>,
+    search: &LibrarySearch,
+    notices: &mut Vec<String>,
+) -> Result<(PathBuf, Mmap), DumpError> {
     let recorded = PathBuf::from(path);
     let matches = |m: &Mmap| want.is_none_or(|w| file_build_id(m).as_deref() == Some(w));
-    let first = map_file(&recorded);
-    if let Ok(m) = &first {
-        if matches(m) {
-            return first.map(|m| (recorded, m));
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(root) = &search.sysroot {
+        candidates.push(root.join(recorded.strip_prefix("/").unwrap_or(&recorded)));
+        if let Some(name) = recorded.file_name() {
+            candidates.push(root.join(name));
         }
     }
-    let beside = exe
-        .parent()
-        .zip(recorded.file_name())
-        .map(|(dir, name)| dir.join(name))
-        .filter(|p| p.is_file() && *p != recorded)
-        .and_then(|p| map_file(&p).ok().map(|m| (p, m)));
-    match (first, beside) {
-        (_, Some((p, m))) if matches(&m) => Ok((p, m)),
-        (Ok(m), _) => Ok((recorded, m)),
-        (Err(_), Some(found)) => Ok(found),
-        (Err(e), None) => Err(e),
+    candidates.push(recorded.clone());
+    if let (Some(dir), Some(name)) = (exe.parent(), recorded.file_name()) {
+        candidates.push(dir.join(name));
+    }
+    candidates.dedup();
+    let mut first: Option<(PathBuf, Mmap)> = None;
+    let mut first_err: Option<DumpError> = None;
+    for p in candidates {
+        if !p.is_file() {
+            if first_err.is_none() {
+                first_err = map_file(&p).err();
+            }
+            continue;
+        }
+        let m = match map_file(&p) {
+            Ok(m) => m,
+            Err(e) => {
+                first_err.get_or_insert(e);
+                continue;
+            }
+        };
+        if want.is_none() {
+            // Nothing to match by: any file will do, unless another candidate is of a
+            // different build (then which one ran is unknown).
+            if let Some((q, other)) = &first {
+                if file_build_id(other) != file_build_id(&m) {
+                    return Err(DumpError::Unsupported {
+                        path: recorded,
+                        what: format!(
+                            "the core does not hold its build id (truncated?), and {} and {} are different builds: which one ran is unknown, so neither is used",
+                            q.display(),
+                            p.display()
+                        ),
+                    });
+                }
+                continue;
+            }
+            first = Some((p, m));
+            continue;
+        }
+        if matches(&m) {
+            return Ok((p, m));
+        }
+        let in_sysroot = search.sysroot.as_ref().is_some_and(|r| p.starts_with(r));
+        if in_sysroot {
+            notices.push(format!(
+                "sysroot: {} is not the {} the program ran (build id {}, the core's is {}); not used",
+                p.display(),
+                path,
+                file_build_id(&m).as_deref().map_or("none".into(), hex),
+                want.map_or("unknown".into(), hex)
+            ));
+        } else if first.is_none() {
+            first = Some((p, m));
+        }
+    }
+    // Found nowhere with the right build: ask the debuginfod servers for the binary itself.
+    if let Some(id) = want {
+        if let Some((_, p)) =
+            crate::debug_files::debuginfod_fetch(&search.debuginfod, id, "executable", notices)
+        {
+            if let Ok(m) = map_file(&p) {
+                if matches(&m) {
+                    return Ok((p, m));
+                }
+            }
+        }
+    }
+    match (first, first_err) {
+        (Some(found), _) => Ok(found),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(DumpError::io(
+            &recorded,
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )),
     }
 }
 
@@ -216,6 +322,9 @@ fn first_load_vaddr(bytes: &[u8]) -> Option<u64> {
 
 /// Reads the build id from an ELF image in the core's memory at `base`.
 fn memory_build_id(core: &CoreFile, base: u64) -> Option<Vec<u8>> {
+    if let Some((_, id)) = core.module_build_ids.iter().find(|(b, _)| *b == base) {
+        return Some(id.clone());
+    }
     let head = core.memory(base, 64);
     let h = object::elf::FileHeader64::<LE>::parse(head).ok()?;
     let phoff = h.e_phoff(LE);
@@ -266,7 +375,13 @@ pub fn hex(b: &[u8]) -> String {
 impl Process {
     /// Opens the process image of `core`, with `exe` as its executable. Refuses a core that
     /// another executable produced.
-    pub fn open(exe: &Path, core: CoreFile, exe_bytes: ImageBytes) -> Result<Process, DumpError> {
+    pub fn open(
+        exe: &Path,
+        core: CoreFile,
+        exe_bytes: ImageBytes,
+        search: &LibrarySearch,
+    ) -> Result<Process, DumpError> {
+        let mut notices: Vec<String> = Vec::new();
         // Group NT_FILE mappings by file.
         let mut by_path: BTreeMap<String, Vec<(u64, u64, u64)>> = BTreeMap::new();
         for m in &core.mappings {
@@ -304,7 +419,7 @@ impl Process {
             let (file, bytes, problem) = if is_exe {
                 (Some(exe.to_path_buf()), None, None)
             } else {
-                match map_library(&path, exe, core_build_id.as_deref()) {
+                match map_library(&path, exe, core_build_id.as_deref(), search, &mut notices) {
                     Ok((f, m)) => (Some(f), Some(ImageBytes::File(m)), None),
                     Err(e) => (None, None, Some(format!("cannot read {path}: {e}"))),
                 }
@@ -326,6 +441,8 @@ impl Process {
                 core_build_id,
                 unwind: None,
                 problem,
+                debug_file: None,
+                debug_source: crate::debug_files::DebugSource::None,
             };
             if is_exe {
                 exe_index = Some(modules.len());
@@ -437,10 +554,14 @@ impl Process {
                     unwind: unwind_sections(&bytes),
                     bytes: Some(ImageBytes::Owned(bytes)),
                     problem: None,
+                    debug_file: None,
+                    debug_source: crate::debug_files::DebugSource::None,
                 });
             }
         }
         let mut process = Process {
+            search: search.clone(),
+            notices,
             core,
             modules,
             exe: exe_index,
@@ -538,7 +659,14 @@ impl Process {
             // A shared object's first PT_LOAD is at link-time address 0: its header is at
             // the bias.
             let want = memory_build_id(&self.core, entry.bias);
-            let Ok((file, map)) = map_library(&entry.name, exe, want.as_deref()) else {
+            let found = map_library(
+                &entry.name,
+                exe,
+                want.as_deref(),
+                &self.search,
+                &mut self.notices,
+            );
+            let Ok((file, map)) = found else {
                 self.modules.push(Module {
                     name: entry.name.clone(),
                     file: None,
@@ -554,6 +682,8 @@ impl Process {
                         "cannot read {} (loaded by the dynamic linker)",
                         entry.name
                     )),
+                    debug_file: None,
+                    debug_source: crate::debug_files::DebugSource::None,
                 });
                 continue;
             };
@@ -574,6 +704,8 @@ impl Process {
                 unwind: None,
                 bytes: None,
                 problem: None,
+                debug_file: None,
+                debug_source: crate::debug_files::DebugSource::None,
             };
             if m.mismatched() {
                 m.problem = Some(format!(
@@ -614,6 +746,9 @@ impl Process {
                 done += got.len();
                 continue;
             }
+            if self.core.is_cut_off(a) {
+                return false; // dumped, then lost with the end of a truncated core
+            }
             let Some(n) = self.read_file_backed(a, &mut buf[done..]) else {
                 return false;
             };
@@ -651,7 +786,11 @@ impl Process {
     pub fn exe_symbol(&self, name: &str) -> Option<(u64, u64)> {
         let m = self.exe();
         let elf = m.elf()?;
-        elf.symbols()
+        let debug = m.debug_file.as_ref().and_then(|_| m.debug_elf());
+        debug
+            .iter()
+            .flat_map(|d| d.symbols())
+            .chain(elf.symbols())
             .chain(elf.dynamic_symbols())
             .find(|s| s.name() == Ok(name))
             .map(|s| (s.address().wrapping_add(m.bias), s.size()))
@@ -670,7 +809,7 @@ mod tests {
         let exe = d.join(program);
         let core = CoreFile::open(&d.join("core")).unwrap();
         let bytes = ImageBytes::File(map_file(&exe).unwrap());
-        Process::open(&exe, core, bytes).unwrap()
+        Process::open(&exe, core, bytes, &LibrarySearch::default()).unwrap()
     }
 
     /// A library `NT_FILE` does not name is mapped from the link map at the linker's bias,

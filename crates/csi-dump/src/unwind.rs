@@ -286,6 +286,15 @@ impl<'p> Unwinder<'p> {
                 _ => None,
             };
             if r as usize == ra_reg {
+                // A return address saved in memory that cannot be read (stack memory missing
+                // from a truncated core) is not the end of the stack: the walk is stuck.
+                let saved = matches!(rule, RegisterRule::Offset(_) | RegisterRule::Expression(_));
+                if value.is_none() && saved {
+                    return Err(CfiMiss::Broken(format!(
+                        "the return address of the frame at pc {:#x} is not in the core (stack memory missing)",
+                        f.pc
+                    )));
+                }
                 ra = Some(value);
             } else if (r as usize) < 17 {
                 regs[r as usize] = value;

@@ -47,6 +47,11 @@ pub struct Thread {
     pub signal: Option<SignalInfo>,
     /// Innermost first.
     pub frames: Vec<Frame>,
+    /// The stack walk stopped before the thread's outermost program frame (stack memory
+    /// missing from a truncated core or minidump, no unwind information): frames beyond the
+    /// last of `frames` are unknown, so any function may be active there and may have run
+    /// before the walk the analysis sees.
+    pub outer_frames_unknown: bool,
 }
 
 /// Everything recovered from one failing run.

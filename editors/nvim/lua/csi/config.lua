@@ -13,7 +13,7 @@ M.defaults = {
   root_dir = nil,
   root_markers = { '.csi.toml', 'compile_commands.json', '.git' },
   -- Extra server settings (initializationOptions): executable, core, substitutePaths,
-  -- statusHints, ... (docs/protocol.md).
+  -- debugDirs, sysroot, statusHints, ... (docs/protocol.md).
   settings = {},
   -- Ask for csi/lineStates (signs and line highlights) instead of faded-line diagnostics.
   line_states = true,
