@@ -16,6 +16,7 @@
 #        REDO=1                       redo crash runs and analyses (builds are kept; delete
 #                                     $REAL_DIR/build/<prog>/<config>* to rebuild one)
 #        RECOMPARE=1                  only redo compare.py on existing analyses
+#        REANALYZE=1                  redo csi analyze/show and compare.py on existing crashes
 #        RESULTS=FILE                 where the Markdown report goes (default bench/real/RESULTS.md)
 # Output: a table on stdout and in bench/real/RESULTS.md; per-crash details under
 #         $REAL_DIR/runs/<program>/<config>/N<n>/ (core, analysis json, oracle lines, compare).
@@ -358,6 +359,18 @@ csi_crash() {
     shift 4
     local exe="$1"
     RUN_DIR="$W/runs/$prog-$variant/$cfg/N$N"
+    if [ "${REANALYZE:-0}" = 1 ] && [ -f "$RUN_DIR/core" ] && [ -f "$RUN_DIR/oracle_n" ]; then
+        # The same crash and oracle, analysed again by this tree's csi.
+        [ "$(cat "$RUN_DIR/oracle_n")" != none ] && orc="$W/runs/$prog-$variant/oracle/N$(cat "$RUN_DIR/oracle_n")"
+        /usr/bin/time -v -o "$RUN_DIR/analyze.time" "$CSI" analyze --exe "$b/$exe" --core "$RUN_DIR/core" \
+            --format json >"$RUN_DIR/analyze.json" 2>"$RUN_DIR/analyze.err"
+        echo $? >"$RUN_DIR/analyze.rc"
+        /usr/bin/time -v -o "$RUN_DIR/show.time" "$CSI" show --exe "$b/$exe" --core "$RUN_DIR/core" \
+            >"$RUN_DIR/show.txt" 2>"$RUN_DIR/show.err"
+        "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
+            --oracle-root "$W/build/$prog/oracle" --code "$(dirname "$orc")/code.json" >"$RUN_DIR/compare.json"
+        return
+    fi
     if [ "${RECOMPARE:-0}" = 1 ] && [ -f "$RUN_DIR/analyze.json" ]; then
         [ -f "$RUN_DIR/oracle_n" ] && [ "$(cat "$RUN_DIR/oracle_n")" != none ] && orc="$W/runs/$prog-$variant/oracle/N$(cat "$RUN_DIR/oracle_n")"
         "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
