@@ -9,13 +9,13 @@
 //! The reader takes the closure: what may have run inside a function that may have run.
 
 use llvm_sys::core::*;
-use llvm_sys::debuginfo::*;
+use llvm_sys::debuginfo::LLVMGetSubprogram;
 use llvm_sys::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::CStr;
 use std::ptr;
 
-use crate::instrument::{blocks, di_file_path, instructions, is_call, loc, value_name};
+use crate::instrument::{blocks, instructions, is_call, loc, scope_file_path, value_name};
 
 /// A callee that stands for any function in [`UnitCalls::address_taken`] (an indirect call).
 pub const ANY_ADDRESS_TAKEN: &str = "*";
@@ -127,11 +127,7 @@ pub unsafe fn unit_calls(m: LLVMModuleRef) -> UnitCalls {
             .collect();
         let name = value_name(f);
         let sp = LLVMGetSubprogram(f);
-        let own_file = if sp.is_null() {
-            String::new()
-        } else {
-            di_file_path(LLVMDIScopeGetFile(sp))
-        };
+        let own_file = scope_file_path(sp);
         for bb in blocks(f) {
             for i in instructions(bb) {
                 if let Some((line, _, file)) = loc(i) {

@@ -197,13 +197,16 @@ pub(crate) unsafe fn loc(i: LLVMValueRef) -> Option<(u32, u32, String)> {
         return None;
     }
     let col = LLVMDILocationGetColumn(md);
-    let scope = LLVMDILocationGetScope(md);
-    let file = if scope.is_null() {
+    Some((line, col, scope_file_path(LLVMDILocationGetScope(md))))
+}
+
+/// The file of a debug-info scope (a subprogram, a lexical block); empty without one.
+pub(crate) unsafe fn scope_file_path(scope: LLVMMetadataRef) -> String {
+    if scope.is_null() {
         String::new()
     } else {
         di_file_path(LLVMDIScopeGetFile(scope))
-    };
-    Some((line, col, file))
+    }
 }
 
 pub(crate) unsafe fn di_file_path(file: LLVMMetadataRef) -> String {
@@ -657,11 +660,7 @@ unsafe fn instrument_module(
         if mech != Mechanisms::default() && csi_dedicate_landing_pads(f) == 0 {
             return unsupported("funclet-based exception handling (catchswitch/cleanuppad)");
         }
-        let fn_file = if sp.is_null() {
-            String::new()
-        } else {
-            di_file_path(LLVMDIScopeGetFile(sp))
-        };
+        let fn_file = scope_file_path(sp);
         let bbs = blocks(f);
         let index: HashMap<LLVMBasicBlockRef, u32> = bbs
             .iter()
