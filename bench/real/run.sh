@@ -7,7 +7,7 @@
 # the same N under callgrind, every executed (file, line) compared with `csi analyze`'s lines.
 #
 # Usage: bench/real/run.sh            (as root: it runs apt-get for sources and build deps)
-# Env:   PROGRAMS="lua jq yaml-cpp"   which programs
+# Env:   PROGRAMS="lua jq yaml-cpp"   which programs (also: sqlite — Debian's sqlite3, 250k lines)
 #        OPTS="O0 O2"                 which csi builds to crash
 #        NS="..."                     allocation numbers to crash at (default: per program)
 #        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
@@ -49,7 +49,7 @@ setup_apt() {
         apt-get update -qq
     fi
     for p in clang-19 llvm-19-dev valgrind gdb autoconf automake libtool cmake bison flex \
-        libreadline-dev libgtest-dev libgmock-dev dpkg-dev time; do
+        libreadline-dev libgtest-dev libgmock-dev dpkg-dev time tcl; do
         dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
     done
     if [ ${#need[@]} -gt 0 ]; then
@@ -173,7 +173,10 @@ build_lua() {
 test_lua() {
     local b="$1"
     make -C "$b/src" test V=5.4 LIBTOOL="$b/debian/libtool/libtool" >/dev/null 2>&1 && echo "make-test PASS" || echo "make-test FAIL"
-    for s in "$HERE"/workloads/*.lua "$ROOT"/crates/csi-cc/bench/lua/programs.lua; do
+    # programs.lua from a copy in $W: its error messages name the script's path, which must
+    # not depend on the checkout the harness runs from.
+    cp -f "$ROOT"/crates/csi-cc/bench/lua/programs.lua "$W/programs.lua"
+    for s in "$HERE"/workloads/*.lua "$W/programs.lua"; do
         # (programs.lua ends with os.exit(3): the exit code is part of the expected output)
         (cd "$(dirname "$s")" && env -i PATH=$CLEAN_PATH "$b/src/lua5.4" "$s") >"$b/out.$(basename "$s")" 2>&1
         echo "$(basename "$s") exit $? output $(md5sum <"$b/out.$(basename "$s")" | cut -c1-12)"
@@ -236,6 +239,24 @@ test_yaml_cpp() {
     "$b/test/yaml-cpp-tests" --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED) ' | sort | uniq
 }
 
+# ---------------------------------------------------------------- sqlite3
+# Debian's sqlite3 the default way: configure (out of tree) and `make sqlite3`, which makes
+# the 250k-line amalgamation (tclsh) and links the shell against libsqlite3.so. Its own test
+# suite needs the Tcl extension; the harness compares the workload's output instead.
+build_sqlite() {
+    local cfg="$1" b="$2"
+    rm -rf "$b" && mkdir -p "$b"
+    (cd "$b" && "$(ls -d "$W"/src/sqlite3-*/)configure" CC="$(cfg_cc "$cfg")" \
+        CFLAGS="$(cfg_flags "$cfg")" --disable-tcl --disable-readline) || return 1
+    make -C "$b" -j"$JOBS" sqlite3
+}
+test_sqlite() {
+    local b="$1"
+    env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$b/.libs" "$b/.libs/sqlite3" :memory: \
+        <"$HERE/workloads/workload.sql" >"$b/out.workload" 2>&1
+    echo "workload.sql exit $? output $(md5sum <"$b/out.workload" | cut -c1-12)"
+}
+
 # ---------------------------------------------------------------- workloads
 # crash_targets PROG: "variant exe-relative-to-build-dir args..." one per line; stdin from
 # $HERE/workloads when the variant names one.
@@ -246,6 +267,7 @@ crash_targets() {
         echo "jq-static jq/jq-static -f filter.jq data.json"
         echo "jq jq/.libs/jq -f filter.jq data.json"
         ;;
+    sqlite) echo "sqlite3 .libs/sqlite3 :memory: STDIN=workload.sql" ;;
     yaml-cpp)
         echo "parse-static util/yaml-cpp-parse-static STDIN=data.yaml"
         echo "parse util/parse STDIN=data.yaml"
@@ -257,12 +279,14 @@ default_ns() {
     lua) echo "100 700 1200 1500 2000 2400 2700" ;;
     jq) echo "200 2500 6000 9000 12000 15000 17500" ;;
     yaml-cpp) echo "100 1500 3500 5500 7500 9000 9900" ;;
+    sqlite) echo "500 1500 3000 4500 6000 7000 8000" ;;
     esac
 }
 lib_path() { # LD_LIBRARY_PATH for shared-library variants
     case "$1" in
     jq) echo "$2/jq/.libs:$2/onig-inst/lib" ;;
     yaml-cpp) echo "$2" ;;
+    sqlite) echo "$2/.libs" ;;
     esac
 }
 
@@ -353,6 +377,19 @@ align_oracle() {
 }
 
 # csi_crash PROG VARIANT CFG N EXE ARGS: the csi build crashed, analysed, compared.
+# analyse_run PROG BUILD EXE ORACLE_DIR: csi analyze and show on $RUN_DIR's core, timed, and the
+# comparison with the oracle's lines.
+analyse_run() {
+    local prog="$1" b="$2" exe="$3" orc="$4"
+    /usr/bin/time -v -o "$RUN_DIR/analyze.time" "$CSI" analyze --exe "$b/$exe" --core "$RUN_DIR/core" \
+        --format json >"$RUN_DIR/analyze.json" 2>"$RUN_DIR/analyze.err"
+    echo $? >"$RUN_DIR/analyze.rc"
+    /usr/bin/time -v -o "$RUN_DIR/show.time" "$CSI" show --exe "$b/$exe" --core "$RUN_DIR/core" \
+        >"$RUN_DIR/show.txt" 2>"$RUN_DIR/show.err"
+    "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
+        --oracle-root "$W/build/$prog/oracle" --code "$(dirname "$orc")/code.json" >"$RUN_DIR/compare.json"
+}
+
 csi_crash() {
     local prog="$1" variant="$2" cfg="$3" b="$W/build/$1/$3" orc="$W/runs/$1-$2/oracle/N$4"
     N="$4"
@@ -362,13 +399,7 @@ csi_crash() {
     if [ "${REANALYZE:-0}" = 1 ] && [ -f "$RUN_DIR/core" ] && [ -f "$RUN_DIR/oracle_n" ]; then
         # The same crash and oracle, analysed again by this tree's csi.
         [ "$(cat "$RUN_DIR/oracle_n")" != none ] && orc="$W/runs/$prog-$variant/oracle/N$(cat "$RUN_DIR/oracle_n")"
-        /usr/bin/time -v -o "$RUN_DIR/analyze.time" "$CSI" analyze --exe "$b/$exe" --core "$RUN_DIR/core" \
-            --format json >"$RUN_DIR/analyze.json" 2>"$RUN_DIR/analyze.err"
-        echo $? >"$RUN_DIR/analyze.rc"
-        /usr/bin/time -v -o "$RUN_DIR/show.time" "$CSI" show --exe "$b/$exe" --core "$RUN_DIR/core" \
-            >"$RUN_DIR/show.txt" 2>"$RUN_DIR/show.err"
-        "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
-            --oracle-root "$W/build/$prog/oracle" --code "$(dirname "$orc")/code.json" >"$RUN_DIR/compare.json"
+        analyse_run "$prog" "$b" "$exe" "$orc"
         return
     fi
     if [ "${RECOMPARE:-0}" = 1 ] && [ -f "$RUN_DIR/analyze.json" ]; then
@@ -391,13 +422,7 @@ csi_crash() {
             RUN_DIR="$here" N="$n0"
         fi
         orc="$W/runs/$prog-$variant/oracle/N${on:-$N}"
-        /usr/bin/time -v -o "$RUN_DIR/analyze.time" "$CSI" analyze --exe "$b/$exe" --core "$RUN_DIR/core" \
-            --format json >"$RUN_DIR/analyze.json" 2>"$RUN_DIR/analyze.err"
-        echo $? >"$RUN_DIR/analyze.rc"
-        /usr/bin/time -v -o "$RUN_DIR/show.time" "$CSI" show --exe "$b/$exe" --core "$RUN_DIR/core" \
-            >"$RUN_DIR/show.txt" 2>"$RUN_DIR/show.err"
-        "$PY" "$HERE/compare.py" --root "$b" --oracle "$orc" --run "$RUN_DIR" \
-            --oracle-root "$W/build/$prog/oracle" --code "$(dirname "$orc")/code.json" >"$RUN_DIR/compare.json"
+        analyse_run "$prog" "$b" "$exe" "$orc"
     fi
 }
 
@@ -430,6 +455,7 @@ main() {
     fetch_source jq 'jq-1*/'
     fetch_source libonig 'libonig-*/'
     fetch_source yaml-cpp 'yaml-cpp-*/'
+    case " $PROGRAMS " in *" sqlite "*) fetch_source sqlite3 'sqlite3-*/' ;; esac
     setup_tools
     "$PY" "$HERE/workloads/make_data.py" "$HERE/workloads"
     local prog cfg line variant exe n opt
