@@ -474,9 +474,12 @@ impl Session {
         let slicer = slicer.get_or_insert_with(|| Slicer::new(g));
         let pair = slicer.slice_pair(g, &self.report, cov, criterion);
         let c = &pair.criterion;
+        // The line asked for (a node can span several lines: its first line is not it), else
+        // the node's first line.
         let criterion = c.nodes.first().and_then(|&n| {
             let f = g.file_of(n)?;
-            Some((g.file_name(f).to_string(), g.node(n).lines().next()?))
+            let line = c.line.or_else(|| g.node(n).lines().next())?;
+            Some((g.file_name(f).to_string(), line))
         });
         Ok(ShownSlice {
             restricted: pair.restricted.lines.clone(),

@@ -758,6 +758,8 @@ async fn slice_from_the_crash_and_from_a_line() {
     let got = scrub(&r["result"]);
     assert_eq!(got["criterion"]["frame"], 1);
     assert_eq!(got["criterion"]["function"], "main");
+    // The line asked for, not the first line of its node (which starts on line 38's code).
+    assert_eq!(got["criterion"]["line"], 38);
     assert_eq!(got["unknownVariables"], json!(["nope"]));
     assert_eq!(got["restricted"][0]["lines"], json!([8, 31, 38]));
     // Bad requests are errors, not crashes.
