@@ -351,9 +351,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             ..
         } if crash.exe.is_some() => {
             let mut c = open_crash(&crash)?;
-            for n in &c.notices {
-                eprintln!("csi: note: {n}");
-            }
+            // Nothing to analyse is one line of error; notices only go with an answer.
             let Some(cov) = analyse_crash(&mut c, stack_only)? else {
                 return Err(Failure::BadInput(format!(
                     "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack{}",
@@ -361,6 +359,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     stripped_hint(&c)
                 )));
             };
+            for n in &c.notices {
+                eprintln!("csi: note: {n}");
+            }
             let active = active_nodes_edges(&c.graph, &c.report);
             let inputs = output::Inputs {
                 graph_path: &c.exe,
