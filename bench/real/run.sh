@@ -279,7 +279,7 @@ default_ns() {
     lua) echo "100 700 1200 1500 2000 2400 2700" ;;
     jq) echo "200 2500 6000 9000 12000 15000 17500" ;;
     yaml-cpp) echo "100 1500 3500 5500 7500 9000 9900" ;;
-    sqlite) echo "500 1500 3000 4500 6000 7000 8000" ;;
+    sqlite) echo "500 1500 3000 4500 5000 5200 5300" ;;
     esac
 }
 lib_path() { # LD_LIBRARY_PATH for shared-library variants
