@@ -86,19 +86,18 @@ fn stopped_at(cuts: &[(NodeId, SourcePos)], node: NodeId, pos: SourcePos) -> boo
 
 /// Subprogram names (and linkage names) some copy of which may have run: functions that
 /// may have started (or have inlined copies DWARF knows of), every subprogram inlined into
-/// one of them, and — for units csi-cc optimized — everything their calls that optimization
-/// removed may have brought in: the callees, transitively over the unit's call graph before
-/// optimization (an indirect call there: any function whose address the unit took, since it
-/// may have become direct and then been inlined). At -O1 and up the executed copy of a line
-/// can keep no instruction (folded into its caller, merged with a neighbour) while a copy
-/// that never ran kept it, and an inlined callee can leave no instruction and no DWARF at
-/// all: lines of these subprograms are never "never" in optimized code.
+/// one of them, and — for units csi-cc optimized — the callees inlined without a trace: at
+/// -O1 and up an inlined callee can leave no instruction and no DWARF of its own (folded into
+/// its caller's lines), while a copy that never ran keeps the line. Such a callee shows in
+/// the counts: a function that may have started has fewer call sites of it than it had
+/// before optimization plus those its inlined callees brought ([`inlined_without_trace`]).
 fn subprograms_that_may_have_run<'g>(
     g: &'g ProgramGraph,
     entry_no: &[bool],
 ) -> std::collections::HashSet<&'g str> {
     let mut out = std::collections::HashSet::new();
-    let mut work: Vec<&'g str> = Vec::new();
+    // Names whose every callee, transitively, may have been inlined (no exact counts).
+    let mut closure_roots: Vec<&'g str> = Vec::new();
     for (i, f) in g.functions.iter().enumerate() {
         if entry_no[i] && !f.inlined_elsewhere {
             continue;
@@ -108,27 +107,92 @@ fn subprograms_that_may_have_run<'g>(
             out.insert(l.as_str());
         }
         out.extend(f.inlined.iter().map(String::as_str));
-        work.extend(f.optimized_away_calls.iter().map(String::as_str));
-        work.extend(f.inlined.iter().map(String::as_str));
+        match g.calls_before_optimization.get(&f.name) {
+            Some(before) if before.exact => {
+                inlined_without_trace(g, f, before, &mut out, &mut closure_roots)
+            }
+            _ => {
+                closure_roots.extend(f.optimized_away_calls.iter().map(String::as_str));
+                if !f.optimized_away_calls.is_empty() {
+                    closure_roots.extend(f.inlined.iter().map(String::as_str));
+                }
+            }
+        }
     }
     let mut expanded = std::collections::HashSet::new();
     let mut any_address_taken = false;
-    while let Some(name) = work.pop() {
+    while let Some(name) = closure_roots.pop() {
         if name == "*" {
             if !any_address_taken {
                 any_address_taken = true;
-                work.extend(g.address_taken_before_optimization.iter().map(String::as_str));
+                closure_roots.extend(g.address_taken_before_optimization.iter().map(String::as_str));
             }
             continue;
         }
         out.insert(name);
         if expanded.insert(name) {
-            if let Some(callees) = g.calls_before_optimization.get(name) {
-                work.extend(callees.iter().map(String::as_str));
+            if let Some(before) = g.calls_before_optimization.get(name) {
+                closure_roots.extend(before.counts.keys().map(String::as_str));
             }
         }
     }
     out
+}
+
+/// Callees of `f` inlined (or deleted) by optimization, from call-site counts: `f` had
+/// `before[T]` direct calls of T; each copy of an inlined callee S brought S's own calls;
+/// `f`'s optimized body (its CFG's call nodes) has `after[T]`. Fewer after than expected means
+/// that many copies of T were inlined (or deleted — the same for a sound answer), and their
+/// calls are expected in turn. Indirect calls (`*`) that vanished may have become direct and
+/// been inlined: any address-taken function, with everything it calls (`closure_roots`), as
+/// does a callee inlined in more copies than a recursion bound.
+fn inlined_without_trace<'g>(
+    g: &'g ProgramGraph,
+    f: &'g csi_model::Function,
+    before: &'g csi_model::graph::CallsBefore,
+    out: &mut std::collections::HashSet<&'g str>,
+    closure_roots: &mut Vec<&'g str>,
+) {
+    const MAX_COPIES: i64 = 64;
+    let mut after: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
+    for &n in &f.nodes {
+        if let Some(c) = &g.node(n).call {
+            let callee = if c.indirect { Some("*") } else { c.name.as_deref() };
+            if let Some(callee) = callee {
+                *after.entry(callee).or_default() += 1;
+            }
+        }
+    }
+    let mut expected: std::collections::HashMap<&'g str, i64> = before
+        .counts
+        .iter()
+        .map(|(k, &n)| (k.as_str(), n as i64))
+        .collect();
+    let mut copies: std::collections::HashMap<&'g str, i64> = std::collections::HashMap::new();
+    let mut queue: Vec<&'g str> = expected.keys().copied().collect();
+    while let Some(t) = queue.pop() {
+        let lost = expected[t] - after.get(t).copied().unwrap_or(0);
+        let had = copies.get(t).copied().unwrap_or(0);
+        if lost <= had {
+            continue;
+        }
+        copies.insert(t, lost);
+        if t == "*" || lost > MAX_COPIES {
+            closure_roots.push(t);
+            continue;
+        }
+        out.insert(t);
+        match g.calls_before_optimization.get(t) {
+            Some(b) if b.exact => {
+                for (u, &c) in &b.counts {
+                    *expected.entry(u.as_str()).or_default() += (lost - had) * c as i64;
+                    queue.push(u.as_str());
+                }
+            }
+            Some(_) => closure_roots.push(t),
+            None => {}
+        }
+    }
 }
 
 /// Lines (file, line) of the code before optimization of every subprogram that may have
@@ -366,5 +430,55 @@ mod tests {
         assert_eq!(o.must, vec![3, 6]);
         assert_eq!(o.may, vec![4, 5, 7]);
         assert!(o.never.is_empty());
+    }
+
+    /// Call-site accounting: `f` called `g` twice and `h` once before optimization; one call
+    /// of `g` is left, so one copy of `g` was inlined and brought its call of `h`, of which
+    /// `f` still has two — `h` was not inlined. `k` (never called by `f`) is not either, and
+    /// the indirect call that vanished from `f` lets every address-taken function in.
+    #[test]
+    fn inlined_callees_are_counted_by_call_sites() {
+        use csi_model::graph::{Call, CallsBefore};
+        let mut b = ProgramGraphBuilder::new();
+        let file = b.intern_file("/src/o.c");
+        let f = b.add_function("f", Some(file));
+        b.function_mut(f).optimized = true;
+        let mut calls = |name: &str, b: &mut ProgramGraphBuilder| {
+            let mut n = Node::new(format!("f.{name}.{}", rand_id()), f, NodeKind::CallSite);
+            n.call = Some(Call {
+                name: Some(name.into()),
+                ..Default::default()
+            });
+            b.add_node(n).unwrap();
+        };
+        b.add_node(Node::new("f.entry", f, NodeKind::Entry)).unwrap();
+        calls("g", &mut b);
+        calls("h", &mut b);
+        calls("h", &mut b);
+        b.add_node(Node::new("f.exit", f, NodeKind::Exit)).unwrap();
+        let counts = |v: &[(&str, u32)]| CallsBefore {
+            counts: v.iter().map(|&(k, n)| (k.to_string(), n)).collect(),
+            exact: true,
+        };
+        let mut g = b.build().unwrap();
+        g.calls_before_optimization.insert("f".into(), counts(&[("g", 2), ("h", 1)]));
+        g.calls_before_optimization.insert("g".into(), counts(&[("h", 1), ("k", 0)]));
+        let alive = subprograms_that_may_have_run(&g, &[false]);
+        assert!(alive.contains("g"));
+        assert!(!alive.contains("h"));
+        assert!(!alive.contains("k"));
+        // An indirect call that was there before optimization and is gone now.
+        g.calls_before_optimization
+            .insert("f".into(), counts(&[("g", 1), ("h", 2), ("*", 1)]));
+        g.address_taken_before_optimization = vec!["k".into()];
+        let alive = subprograms_that_may_have_run(&g, &[false]);
+        assert!(!alive.contains("g") && !alive.contains("h"));
+        assert!(alive.contains("k"));
+    }
+
+    fn rand_id() -> u32 {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        N.fetch_add(1, Ordering::Relaxed)
     }
 }

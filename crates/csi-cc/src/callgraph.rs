@@ -36,11 +36,16 @@ pub struct UnitCalls {
 
 impl UnitCalls {
     /// The module record's `calls_before_optimization`.
-    pub fn record(&self) -> BTreeMap<String, Vec<String>> {
+    pub fn record(&self) -> BTreeMap<String, csi_model::sections::cfg::CallsBefore> {
         self.calls
             .iter()
             .filter(|(_, c)| !c.is_empty())
-            .map(|(f, c)| (f.clone(), c.keys().cloned().collect()))
+            .map(|(f, c)| {
+                (
+                    f.clone(),
+                    csi_model::sections::cfg::CallsBefore::Counts(c.clone()),
+                )
+            })
             .collect()
     }
 

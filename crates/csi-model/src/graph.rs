@@ -158,6 +158,14 @@ impl Function {
     }
 }
 
+/// A function's direct call sites before optimization, by callee (`*`: indirect).
+#[derive(Clone, Debug, Default)]
+pub struct CallsBefore {
+    pub counts: std::collections::BTreeMap<String, u32>,
+    /// The counts are exact (else each callee may have been inlined any number of times).
+    pub exact: bool,
+}
+
 /// The immutable program graph. Build it with [`ProgramGraphBuilder`].
 #[derive(Clone, Debug, Default)]
 pub struct ProgramGraph {
@@ -178,7 +186,7 @@ pub struct ProgramGraph {
     /// Optimized units' call graphs before optimization, merged by name (same-named statics
     /// of several units merge: more callees, which only widens what may have been inlined):
     /// caller → callees it defines, `*` for "any of `address_taken_before_optimization`".
-    pub calls_before_optimization: HashMap<String, Vec<String>>,
+    pub calls_before_optimization: HashMap<String, CallsBefore>,
     pub address_taken_before_optimization: Vec<String>,
     /// Optimized units' functions → (file, `[first, last]` line runs) of their code before
     /// optimization (see `.debug_CSI_CFG`'s `code_before_optimization`).
@@ -365,7 +373,7 @@ impl ProgramGraphBuilder {
     /// [`ProgramGraph::calls_before_optimization`]).
     pub fn add_calls_before_optimization(
         &mut self,
-        calls: &std::collections::BTreeMap<String, Vec<String>>,
+        calls: &std::collections::BTreeMap<String, crate::sections::cfg::CallsBefore>,
         address_taken: &[String],
         code: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<[u32; 2]>>>,
     ) {
@@ -378,12 +386,31 @@ impl ProgramGraphBuilder {
                     .push((file.clone(), runs.clone()));
             }
         }
+        // Same-named functions of several units (statics) add up: more call sites before
+        // optimization only make more of them look removed, which is the sound direction.
         for (caller, callees) in calls {
-            self.g
+            let first = !self.g.calls_before_optimization.contains_key(caller);
+            let e = self
+                .g
                 .calls_before_optimization
                 .entry(caller.clone())
-                .or_default()
-                .extend(callees.iter().cloned());
+                .or_default();
+            if first {
+                e.exact = true;
+            }
+            match callees {
+                crate::sections::cfg::CallsBefore::Counts(m) => {
+                    for (callee, &n) in m {
+                        *e.counts.entry(callee.clone()).or_default() += n;
+                    }
+                }
+                crate::sections::cfg::CallsBefore::Names(v) => {
+                    e.exact = false;
+                    for callee in v {
+                        *e.counts.entry(callee.clone()).or_default() += 1;
+                    }
+                }
+            }
         }
         self.g
             .address_taken_before_optimization

@@ -43,12 +43,14 @@ pub struct CfgModule {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub init_fini: Vec<String>,
     /// The unit's call graph before optimization, for units csi-cc optimized: every function
-    /// the unit defines → the functions it defines that it called directly (`*` for an
-    /// indirect call: any of `address_taken_before_optimization`). Inlining can leave no
-    /// instruction of a callee in its caller (folded into the caller's own lines), so this
-    /// is what says which subprograms may have run inside a function that ran.
+    /// the unit defines → the functions it defines that it called directly, with their number
+    /// of call sites (`*` for indirect calls: any of `address_taken_before_optimization`).
+    /// Inlining can leave no instruction of a callee in its caller (folded into the caller's
+    /// own lines), so this is what says which subprograms may have run inside a function that
+    /// ran: a callee whose call sites are fewer after optimization than before (counting
+    /// those its inlined callers brought) was inlined or deleted.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub calls_before_optimization: std::collections::BTreeMap<String, Vec<String>>,
+    pub calls_before_optimization: std::collections::BTreeMap<String, CallsBefore>,
     /// Functions the unit defines whose address it took before optimization (indirect calls
     /// may have become direct, then inlined).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -61,6 +63,18 @@ pub struct CfgModule {
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub code_before_optimization:
         std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<[u32; 2]>>>,
+}
+
+/// One function's direct callees before optimization (see
+/// [`CfgModule::calls_before_optimization`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum CallsBefore {
+    /// Callee → number of call sites.
+    Counts(std::collections::BTreeMap<String, u32>),
+    /// Callees without counts (records of an earlier csi-cc): every callee may have been
+    /// inlined any number of times.
+    Names(Vec<String>),
 }
 
 impl CfgModule {
