@@ -60,6 +60,11 @@ struct State {
     slicer: Mutex<Option<csi_analysis::slice::Slicer>>,
     /// The slice shown in hints and lenses.
     slice: RwLock<Option<session::ShownSlice>>,
+    /// Held from `initialize` until the crash named by `.csi.toml` / the settings is open
+    /// (in `initialized`): a command arriving meanwhile (the editor asking for the stack at
+    /// once) waits for that crash instead of answering "no crash is open".
+    opening_at_start: Arc<tokio::sync::Mutex<()>>,
+    opening_guard: Mutex<Option<tokio::sync::OwnedMutexGuard<()>>>,
 }
 
 pub struct Backend {
@@ -151,11 +156,26 @@ async fn isolated<T>(what: &str, fut: impl std::future::Future<Output = Result<T
                 .unwrap_or_else(|| "unknown panic".into());
             Err(Error {
                 code: ErrorCode::InternalError,
-                message: format!("csi-lsp: {what} failed (internal error: {msg}); the server goes on")
-                    .into(),
+                message: format!(
+                    "csi-lsp: {what} failed (internal error: {msg}); the server goes on"
+                )
+                .into(),
                 data: None,
             })
         }
+    }
+}
+
+/// A notification handler run like a request's (`isolated`): a panic is logged to the client
+/// (there is no one to answer) and the server goes on.
+async fn quietly<T>(client: &Client, what: &str, fut: impl std::future::Future<Output = T>) {
+    let r = isolated(what, async {
+        fut.await;
+        Ok(())
+    })
+    .await;
+    if let Err(e) = r {
+        client.log_message(MessageType::ERROR, e.message).await;
     }
 }
 
@@ -164,6 +184,25 @@ fn invalid(msg: impl Into<String>) -> Error {
         code: ErrorCode::InvalidParams,
         message: msg.into().into(),
         data: None,
+    }
+}
+
+/// A 0-based line parameter as the 1-based line of the analysis: `None` when absent or not
+/// a number, an error when negative or beyond any file (rather than a wrapped line).
+fn line_param(arg: &Value, key: &str) -> Result<Option<u32>> {
+    match arg.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v
+            .as_u64()
+            .and_then(|l| u32::try_from(l).ok())
+            .filter(|&l| l < u32::MAX)
+        {
+            Some(l) => Ok(Some(l + 1)),
+            None => Err(invalid(format!(
+                "`{key}` must be a 0-based line number (0 to {}), not {v}",
+                u32::MAX - 1
+            ))),
+        },
     }
 }
 
@@ -213,6 +252,7 @@ impl Backend {
     }
 
     async fn command_unisolated(&self, name: &str, arg: Value) -> Result<Value> {
+        drop(self.state.opening_at_start.lock().await);
         // Test hook (CSI_LSP_TEST_HOOKS=1 only): a handler that panics, to prove isolation.
         if name == "csi.test.panic" && std::env::var_os("CSI_LSP_TEST_HOOKS").is_some() {
             panic!("csi.test.panic requested");
@@ -301,7 +341,7 @@ impl Backend {
                         return Err(invalid("the selected frame has no path trace"));
                     }
                     let cur = sel.step.unwrap_or(n - 1) as i64;
-                    sel.step = Some((cur + delta).clamp(0, n as i64 - 1) as usize);
+                    sel.step = Some(cur.saturating_add(delta).clamp(0, n as i64 - 1) as usize);
                     *sel
                 };
                 self.after_selection().await;
@@ -312,7 +352,7 @@ impl Backend {
                     "of": f.path.len(),
                     "file": step.file,
                     "uri": to_proto::uri_of(s, &step.file).map(|u| u.as_str().to_string()),
-                    "line": step.line - 1,
+                    "line": step.line.saturating_sub(1),
                 }))
             }
             "csi.pathTrace" => {
@@ -352,7 +392,7 @@ impl Backend {
         .filter(|v| !v.is_empty());
         let at = match (
             arg.get("uri").and_then(Value::as_str),
-            arg.get("line").and_then(Value::as_u64),
+            line_param(arg, "line")?,
         ) {
             (Some(uri), Some(line)) => {
                 let path = uri
@@ -366,7 +406,7 @@ impl Backend {
                         "{uri} is not a source file of the crashed program"
                     )));
                 }
-                Some((keys, line as u32 + 1))
+                Some((keys, line))
             }
             (None, None) => None,
             _ => return Err(invalid("csi/slice needs both `uri` and `line`, or neither")),
@@ -395,10 +435,7 @@ impl Backend {
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(format!("query needs `{uk}`")))?;
             let line =
-                arg.get(lk)
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| invalid(format!("query needs `{lk}`")))? as u32
-                    + 1;
+                line_param(arg, lk)?.ok_or_else(|| invalid(format!("query needs `{lk}`")))?;
             let path = uri
                 .parse::<Uri>()
                 .ok()
@@ -623,18 +660,28 @@ impl LanguageServer for Backend {
                 #[allow(deprecated)]
                 params.root_uri.as_ref().and_then(path_of)
             });
-        let err = {
+        let (errs, crash_at_start) = {
             let mut c = write(&self.state.config);
             c.root = root;
-            params
+            let mut errs: Vec<String> = params
                 .initialization_options
                 .as_ref()
                 .and_then(|o| c.merge_json(o).err())
+                .into_iter()
+                .collect();
+            // `.csi.toml` is read here (not in `initialized`) so that the answer can say a
+            // crash is being opened, and commands wait for it.
+            errs.extend(c.merge_csi_toml().err());
+            (errs, c.executable.is_some() && c.core.is_some())
         };
-        if let Some(e) = err {
+        for e in errs {
             self.client
                 .show_message(MessageType::ERROR, format!("CSI: {e}"))
                 .await;
+        }
+        if crash_at_start {
+            *lock(&self.state.opening_guard) =
+                self.state.opening_at_start.clone().try_lock_owned().ok();
         }
         let caps = &params.capabilities;
         *write(&self.state.caps) = ClientCaps {
@@ -674,7 +721,14 @@ impl LanguageServer for Backend {
                     commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
                     ..Default::default()
                 }),
-                experimental: Some(json!({"csi": {"lineStates": true, "version": 1}})),
+                experimental: Some(json!({"csi": {
+                    "lineStates": true,
+                    "version": 1,
+                    // A crash (from `.csi.toml` or the settings) is opened after `initialized`;
+                    // `csi/stack` then answers it (waiting for the open): a client shows it
+                    // without waiting for a source file to be opened.
+                    "crashAtStart": crash_at_start,
+                }})),
                 ..Default::default()
             },
             ..Default::default()
@@ -682,20 +736,19 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
+        // Released when this returns (or unwinds): commands waiting for the crash go on.
+        let _gate = lock(&self.state.opening_guard).take();
         let (exe, core) = {
-            let mut c = write(&self.state.config);
-            if let Err(e) = c.merge_csi_toml() {
-                let client = self.client.clone();
-                tokio::spawn(async move {
-                    client
-                        .show_message(MessageType::ERROR, format!("CSI: {e}"))
-                        .await
-                });
-            }
+            let c = read(&self.state.config);
             (c.executable.clone(), c.core.clone())
         };
         if let (Some(exe), Some(core)) = (exe, core) {
-            let _ = self.open(Source::Crash(exe, core)).await;
+            quietly(
+                &self.client,
+                "opening the crash",
+                self.open(Source::Crash(exe, core)),
+            )
+            .await;
         }
     }
 
@@ -704,6 +757,46 @@ impl LanguageServer for Backend {
     }
 
     async fn did_open(&self, p: DidOpenTextDocumentParams) {
+        quietly(&self.client, "did_open", self.did_open_unisolated(p)).await;
+    }
+
+    async fn did_change(&self, p: DidChangeTextDocumentParams) {
+        quietly(&self.client, "did_change", self.did_change_unisolated(p)).await;
+    }
+
+    async fn did_close(&self, p: DidCloseTextDocumentParams) {
+        quietly(&self.client, "did_close", self.did_close_unisolated(p)).await;
+    }
+
+    async fn did_change_configuration(&self, p: DidChangeConfigurationParams) {
+        quietly(
+            &self.client,
+            "did_change_configuration",
+            self.did_change_configuration_unisolated(p),
+        )
+        .await;
+    }
+
+    async fn execute_command(&self, p: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        let arg = Value::Array(p.arguments);
+        self.command(&p.command, arg).await.map(Some)
+    }
+
+    async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        isolated("inlay hints", self.inlay_hint_unisolated(p)).await
+    }
+
+    async fn code_lens(&self, p: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        isolated("code lenses", self.code_lens_unisolated(p)).await
+    }
+
+    async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
+        isolated("hover", self.hover_unisolated(p)).await
+    }
+}
+
+impl Backend {
+    async fn did_open_unisolated(&self, p: DidOpenTextDocumentParams) {
         self.state.docs.insert(
             p.text_document.uri.as_str().to_string(),
             Doc {
@@ -729,7 +822,7 @@ impl LanguageServer for Backend {
         }
     }
 
-    async fn did_change(&self, p: DidChangeTextDocumentParams) {
+    async fn did_change_unisolated(&self, p: DidChangeTextDocumentParams) {
         let uri = p.text_document.uri;
         if let Some(mut d) = self.state.docs.get_mut(uri.as_str()) {
             let new_text = p.content_changes.into_iter().last().map(|c| c.text);
@@ -753,11 +846,11 @@ impl LanguageServer for Backend {
         self.spawn_refresh();
     }
 
-    async fn did_close(&self, p: DidCloseTextDocumentParams) {
+    async fn did_close_unisolated(&self, p: DidCloseTextDocumentParams) {
         self.state.docs.remove(p.text_document.uri.as_str());
     }
 
-    async fn did_change_configuration(&self, p: DidChangeConfigurationParams) {
+    async fn did_change_configuration_unisolated(&self, p: DidChangeConfigurationParams) {
         let (reopen, err) = {
             let mut c = write(&self.state.config);
             let before = (c.executable.clone(), c.core.clone());
@@ -785,25 +878,6 @@ impl LanguageServer for Backend {
         }
     }
 
-    async fn execute_command(&self, p: ExecuteCommandParams) -> Result<Option<LSPAny>> {
-        let arg = Value::Array(p.arguments);
-        self.command(&p.command, arg).await.map(Some)
-    }
-
-    async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
-        isolated("inlay hints", self.inlay_hint_unisolated(p)).await
-    }
-
-    async fn code_lens(&self, p: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
-        isolated("code lenses", self.code_lens_unisolated(p)).await
-    }
-
-    async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
-        isolated("hover", self.hover_unisolated(p)).await
-    }
-}
-
-impl Backend {
     async fn inlay_hint_unisolated(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
         let Some((s, keys, text)) = self.view(&p.text_document.uri) else {
             return Ok(None);
@@ -832,15 +906,20 @@ impl Backend {
 
     async fn hover_unisolated(&self, p: HoverParams) -> Result<Option<Hover>> {
         let pos = p.text_document_position_params;
-        let Some((s, keys, _)) = self.view(&pos.text_document.uri) else {
+        let Some((s, keys, text)) = self.view(&pos.text_document.uri) else {
             return Ok(None);
         };
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let word = text
+            .lines()
+            .nth(pos.position.line as usize)
+            .and_then(|l| to_proto::identifier_at(l, pos.position.character));
         Ok(to_proto::hover(
             &s,
             self.selection(),
             &keys,
-            pos.position.line + 1,
+            pos.position.line.saturating_add(1),
+            word,
         ))
     }
 }

@@ -531,26 +531,144 @@ pub fn path_trace(s: &Session, sel: Selection) -> Value {
     })
 }
 
-fn var_lines(vars: &[csi_dump::dwarf::Variable], kind: csi_dump::dwarf::VarKind) -> String {
-    let mut out = String::new();
-    for v in vars.iter().filter(|v| v.kind == kind) {
-        let mut value = v.value.clone();
-        if value.chars().count() > 120 {
-            value = value.chars().take(117).collect::<String>() + "...";
-        }
-        let inl = v
-            .inlined_in
-            .as_deref()
-            .map(|f| format!(" (in inlined {f})"))
-            .unwrap_or_default();
-        out.push_str(&format!("    {} {} = {value}{inl}\n", v.type_name, v.name));
-    }
-    out
+/// The instrumentation's own variables (csi-cc's path trace and coverage state): shown after
+/// the program's, in a "CSI trace" part, so the values that matter come first.
+pub fn is_instrumentation(name: &str) -> bool {
+    ["__PT_", "__CC_", "__FC_"]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
-/// Hover on a line: the frame(s) stopped there with their variables, or the line's status
-/// and the evidence for it.
-pub fn hover(s: &Session, sel: Selection, keys: &[&str], line1: u32) -> Option<Hover> {
+fn var_line(v: &csi_dump::dwarf::Variable) -> String {
+    let mut value = v.value.clone();
+    if value.chars().count() > 120 {
+        value = value.chars().take(117).collect::<String>() + "...";
+    }
+    let inl = v
+        .inlined_in
+        .as_deref()
+        .map(|f| format!(" (in inlined {f})"))
+        .unwrap_or_default();
+    format!("    {} {} = {value}{inl}\n", v.type_name, v.name)
+}
+
+fn var_lines<'a>(vars: impl Iterator<Item = &'a csi_dump::dwarf::Variable>) -> String {
+    vars.map(var_line).collect()
+}
+
+fn code_block(md: &mut String, title: &str, body: &str) {
+    if !body.is_empty() {
+        md.push_str(title);
+        md.push_str(":\n```c\n");
+        md.push_str(body);
+        md.push_str("```\n");
+    }
+}
+
+/// The C identifier at a 0-based UTF-16 column of a line (the cursor touching it on either
+/// side), if any.
+pub fn identifier_at(line: &str, character: u32) -> Option<&str> {
+    let is_id = |c: char| c == '_' || c.is_ascii_alphanumeric();
+    // The byte offset of the UTF-16 column (clamped to the line).
+    let mut at = line.len();
+    let mut units = 0u32;
+    for (i, c) in line.char_indices() {
+        if units >= character {
+            at = i;
+            break;
+        }
+        units += c.len_utf16() as u32;
+    }
+    let start = line[..at]
+        .char_indices()
+        .rev()
+        .take_while(|&(_, c)| is_id(c))
+        .last()
+        .map_or(at, |(i, _)| i);
+    let end = line[at..]
+        .char_indices()
+        .find(|&(_, c)| !is_id(c))
+        .map_or(line.len(), |(i, _)| at + i);
+    let word = &line[start..end];
+    (!word.is_empty() && !word.starts_with(|c: char| c.is_ascii_digit())).then_some(word)
+}
+
+/// Hover on a name: the variable of that name in the frame stopped on this line (the selected
+/// frame first), else in a frame whose function holds the line — its value at the crash.
+fn variable_hover(
+    s: &Session,
+    sel: Selection,
+    keys: &[&str],
+    line1: u32,
+    name: &str,
+) -> Option<String> {
+    let in_file =
+        |f: &crate::session::FrameView| f.file.as_deref().is_some_and(|x| keys.contains(&x));
+    let holds_line = |f: &crate::session::FrameView| {
+        in_file(f)
+            && (f.line == Some(line1)
+                || s.functions.iter().any(|fv| {
+                    Some(fv.id) == f.graph_function && fv.first <= line1 && line1 <= fv.last
+                }))
+    };
+    let mut candidates: Vec<(usize, usize)> = Vec::new();
+    if s.frame(sel).is_some_and(holds_line) {
+        candidates.push((sel.thread, sel.frame));
+    }
+    for pass_on_line in [true, false] {
+        for (ti, t) in s.threads.iter().enumerate() {
+            for (k, f) in t.frames.iter().enumerate() {
+                let ok = if pass_on_line {
+                    in_file(f) && f.line == Some(line1)
+                } else {
+                    holds_line(f)
+                };
+                if ok && !candidates.contains(&(ti, k)) {
+                    candidates.push((ti, k));
+                }
+            }
+        }
+    }
+    for (ti, k) in candidates {
+        let t = &s.threads[ti];
+        let f = &t.frames[k];
+        // Innermost scope first: a block's local shadows an argument of the same name.
+        let Some(v) = f.variables.iter().rev().find(|v| v.name == name) else {
+            continue;
+        };
+        let what = match v.kind {
+            csi_dump::dwarf::VarKind::Parameter => "argument",
+            csi_dump::dwarf::VarKind::Local => "local",
+        };
+        return Some(format!(
+            "`{name}` — {what} of **frame #{k}** `{}` (thread {}), at the crash\n```c\n{}```\n",
+            f.function.as_deref().unwrap_or("??"),
+            ti + 1,
+            var_line(v).trim_start()
+        ));
+    }
+    None
+}
+
+/// Hover on a line: the hovered variable when the cursor is on a name of a frame's variable;
+/// else the frame(s) stopped there with their variables (the program's first, the
+/// instrumentation's last), or the line's status and the evidence for it.
+pub fn hover(
+    s: &Session,
+    sel: Selection,
+    keys: &[&str],
+    line1: u32,
+    word: Option<&str>,
+) -> Option<Hover> {
+    if let Some(md) = word.and_then(|w| variable_hover(s, sel, keys, line1, w)) {
+        return Some(Hover {
+            contents: HoverContents::Markup(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value: md,
+            }),
+            range: None,
+        });
+    }
     let mut md = String::new();
     for (ti, t) in s.threads.iter().enumerate() {
         for (k, f) in t.frames.iter().enumerate() {
@@ -570,18 +688,16 @@ pub fn hover(s: &Session, sel: Selection, keys: &[&str], line1: u32) -> Option<H
                     String::new()
                 }
             ));
-            let args = var_lines(&f.variables, csi_dump::dwarf::VarKind::Parameter);
-            let locals = var_lines(&f.variables, csi_dump::dwarf::VarKind::Local);
-            if !args.is_empty() {
-                md.push_str("Arguments:\n```c\n");
-                md.push_str(&args);
-                md.push_str("```\n");
-            }
-            if !locals.is_empty() {
-                md.push_str("Locals:\n```c\n");
-                md.push_str(&locals);
-                md.push_str("```\n");
-            }
+            use csi_dump::dwarf::VarKind;
+            let program = |kind: VarKind| {
+                var_lines(
+                    f.variables
+                        .iter()
+                        .filter(move |v| v.kind == kind && !is_instrumentation(&v.name)),
+                )
+            };
+            code_block(&mut md, "Arguments", &program(VarKind::Parameter));
+            code_block(&mut md, "Locals", &program(VarKind::Local));
             if !f.path.is_empty() {
                 let tail: Vec<String> = f
                     .path
@@ -630,6 +746,11 @@ pub fn hover(s: &Session, sel: Selection, keys: &[&str], line1: u32) -> Option<H
                     ));
                 }
             }
+            code_block(
+                &mut md,
+                "CSI trace (the instrumentation's state)",
+                &var_lines(f.variables.iter().filter(|v| is_instrumentation(&v.name))),
+            );
         }
     }
     if md.is_empty() {

@@ -208,11 +208,38 @@ async fn open_crash_then_hints_lenses_hover_diagnostics() {
         json!({"contents": {"kind": "markdown", "value":
             "**frame #0** `charge` — thread 1 (tid 14082), **SIGSEGV at 0x8**\n\n\
              Arguments:\n```c\n    struct account * list = 0x7ffc19116f58\n    const char * who = 0x55db0fd4402a \"zed\"\n    int kind = 1\n```\n\
-             Locals:\n```c\n    volatile long __PT_current_path = 0\n    volatile long __PT_counter_idx = 0\n    \
-             volatile long [10] __PT_counter_arr = {0, 0, 0, 0, 0, 0, 0, 0, 0, -1}\n    volatile __csi_bool [3] __CC_arr = {true, true, false}\n    \
-             int f = 5\n    struct account * a = 0x0\n```\n\
+             Locals:\n```c\n    int f = 5\n    struct account * a = 0x0\n```\n\
              Path trace (4 steps, last 4): 27 → 28 → 29 → 31\n\n\
-             Call sites in this activation: fee@27: yes, find@28: yes, puts@30: no\n\n"}})
+             Call sites in this activation: fee@27: yes, find@28: yes, puts@30: no\n\n\
+             CSI trace (the instrumentation's state):\n```c\n    volatile long __PT_current_path = 0\n    volatile long __PT_counter_idx = 0\n    \
+             volatile long [10] __PT_counter_arr = {0, 0, 0, 0, 0, 0, 0, 0, 0, -1}\n    volatile __csi_bool [3] __CC_arr = {true, true, false}\n```\n"}})
+    );
+    // On a name: that variable only (the program's `a`, not the whole frame), also on a line
+    // of the frame's function other than where it stopped, and an argument by its name.
+    let at = |line: u32, ch: u32| json!({"textDocument": {"uri": uri(SRC)}, "position": {"line": line, "character": ch}});
+    let h = c.request("textDocument/hover", at(30, 2)).await;
+    assert_eq!(
+        h["result"]["contents"]["value"],
+        "`a` — local of **frame #0** `charge` (thread 1), at the crash\n```c\nstruct account * a = 0x0\n```\n"
+    );
+    let h = c.request("textDocument/hover", at(26, 7)).await;
+    assert_eq!(
+        h["result"]["contents"]["value"],
+        "`f` — local of **frame #0** `charge` (thread 1), at the crash\n```c\nint f = 5\n```\n"
+    );
+    let h = c.request("textDocument/hover", at(27, 35)).await;
+    assert_eq!(
+        h["result"]["contents"]["value"],
+        "`who` — argument of **frame #0** `charge` (thread 1), at the crash\n```c\nconst char * who = 0x55db0fd4402a \"zed\"\n```\n"
+    );
+    // A name that is no variable of a frame there (a field): the frame, as before.
+    let h = c.request("textDocument/hover", at(30, 6)).await;
+    assert!(
+        h["result"]["contents"]["value"]
+            .as_str()
+            .unwrap()
+            .starts_with("**frame #0**"),
+        "{h}"
     );
     let h = c.request("textDocument/hover", hover(25)).await;
     assert_eq!(
@@ -558,6 +585,47 @@ async fn csi_toml_opens_the_crash_at_start() {
     assert_eq!(r["result"]["threads"][0]["frames"][0]["uri"], uri(SRC));
 }
 
+/// With `.csi.toml`, the editor learns from `initialize` that a crash is being opened and
+/// asks for the stack at once — before any source file is open (VS Code showed "no crash"
+/// until a C file was opened): the request waits for the open and answers the crash.
+#[tokio::test]
+async fn csi_toml_crash_is_answered_right_after_initialized() {
+    let tmp = std::env::temp_dir().join(format!("csi-lsp-toml-start-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        tmp.join(".csi.toml"),
+        format!(
+            "executable = \"{}\"\ncore = \"{}\"\n",
+            fixture("null_deref/realistic-O0/null_deref"),
+            fixture("null_deref/realistic-O0/core"),
+        ),
+    )
+    .unwrap();
+    let mut c = spawn_in_process();
+    let init = c
+        .request("initialize", json!({"processId": null, "rootUri": format!("file://{}", tmp.display()), "capabilities": {}}))
+        .await;
+    assert_eq!(
+        init["result"]["capabilities"]["experimental"]["csi"]["crashAtStart"], true,
+        "{init}"
+    );
+    c.notify("initialized", json!({})).await;
+    let r = c.request("csi/stack", json!({})).await;
+    assert_eq!(
+        r["result"]["threads"][0]["frames"][0]["function"], "charge",
+        "{r}"
+    );
+    // Without a crash to open, it says so.
+    let mut c = spawn_in_process();
+    let init = c
+        .request("initialize", json!({"processId": null, "capabilities": {}}))
+        .await;
+    assert_eq!(
+        init["result"]["capabilities"]["experimental"]["csi"]["crashAtStart"], false,
+        "{init}"
+    );
+}
+
 /// A crash as it arrives from production: a stripped executable (its debug file in a
 /// build-id tree named by `debug-dirs`) and a zstd-compressed core, from `.csi.toml`.
 #[tokio::test]
@@ -875,5 +943,285 @@ async fn a_panicking_request_answers_an_error_and_the_server_goes_on() {
         let r = c.request("csi/stack", json!({})).await;
         assert!(r.get("error").is_none(), "{r}");
         assert!(!r["result"].is_null(), "{r}");
+    }
+}
+
+/// The malformed-request suite against the real binary over stdio: every custom request and
+/// every command, with wrong types, missing parameters, nulls, negative, huge, out-of-range and
+/// reversed values, before and after a crash is open. Each is answered — a result or an
+/// `InvalidParams`-style error, never an internal error (which would mean a handler panicked
+/// and was caught) — and the server is alive and right at the end.
+#[tokio::test]
+async fn malformed_requests_over_stdio_are_answered_and_the_server_lives() {
+    const SLICES: &str = "fixtures/src/slices.c";
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_csi-lsp"))
+        .env("CSI_LSP_TEST_HOOKS", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut c = Client::new(stdout, stdin);
+    c.initialize(json!({})).await;
+
+    let huge = json!(1u64 << 40);
+    let max = json!(u64::MAX);
+    let src = uri(SLICES);
+    // Values of every JSON type, and the numbers that break index arithmetic.
+    let junk = [
+        json!(null),
+        json!(true),
+        json!(-1),
+        json!(-9223372036854775808i64),
+        huge.clone(),
+        max.clone(),
+        json!(1e308),
+        json!(0.5),
+        json!("x"),
+        json!(""),
+        json!([]),
+        json!([null]),
+        json!([1, 2]),
+        json!({}),
+        json!({"a": {"b": [1]}}),
+    ];
+    let fields = [
+        "thread",
+        "frame",
+        "delta",
+        "range",
+        "uri",
+        "line",
+        "uri2",
+        "line2",
+        "kind",
+        "variables",
+        "clear",
+        "executable",
+        "core",
+        "graph",
+        "report",
+    ];
+    let mut params: Vec<Value> = junk.to_vec();
+    for f in fields {
+        for j in &junk {
+            params.push(json!({ f: j }));
+        }
+    }
+    // Ranges reversed, out of range, negative and huge; lines beyond files and beyond u32.
+    for (from, to) in [
+        (5, 1),
+        (1u64 << 40, 0),
+        (0, 1u64 << 40),
+        (u64::MAX, u64::MAX),
+        (3, 3),
+    ] {
+        params.push(json!({"range": {"thread": 0, "from": from, "to": to}}));
+        params.push(json!({"range": {"thread": u64::MAX, "from": from, "to": to}}));
+    }
+    params.push(json!({"range": {"from": 2, "to": -1}}));
+    params.push(json!({"range": {"from": -5, "to": -1}}));
+    params.push(json!({"range": {"from": "a", "to": null}}));
+    for line in [
+        json!(-1),
+        json!(0),
+        json!(10_000),
+        json!(u32::MAX),
+        json!(4294967296u64 + 28),
+        huge.clone(),
+        max.clone(),
+        json!("28"),
+        json!(28.5),
+    ] {
+        params.push(json!({"uri": src, "line": line}));
+        params.push(json!({"uri": src, "line": line, "variables": ["total", 5]}));
+        for kind in ["mayRun", "mayNotRun", "mayRunBefore", "nonsense"] {
+            params
+                .push(json!({"kind": kind, "uri": src, "line": line, "uri2": src, "line2": line}));
+        }
+    }
+    params.push(json!({"uri": "not a uri", "line": 3}));
+    params.push(json!({"uri": "file:///nonexistent/x.c", "line": 3}));
+    params.push(json!({"uri": src}));
+    params.push(json!({"line": 3}));
+    params.push(json!({"variables": "total"}));
+    params.push(json!({"variables": [null, {}]}));
+    params.push(json!({"clear": "yes"}));
+    for (t, f) in [(0, u64::MAX), (u64::MAX, 0), (0, 1u64 << 40), (7, 0)] {
+        params.push(json!({"thread": t, "frame": f}));
+    }
+    for d in [i64::MIN, i64::MAX, -1, 1, 0] {
+        params.push(json!({ "delta": d }));
+    }
+    for (exe, core) in [
+        ("", ""),
+        ("/", "/"),
+        ("/dev/null", "/dev/null"),
+        ("/nonexistent", "/nonexistent"),
+    ] {
+        params.push(json!({"executable": exe, "core": core}));
+        params.push(json!({"graph": exe, "report": core}));
+    }
+    let methods = [
+        "csi/stack",
+        "csi/selectFrame",
+        "csi/stepPath",
+        "csi/pathTrace",
+        "csi/query",
+        "csi/slice",
+        "csi/openCrash",
+        "csi/openReport",
+    ];
+    let mut answered = 0;
+    for crash_open in [false, true] {
+        if crash_open {
+            let r = c
+                .request(
+                    "workspace/executeCommand",
+                    open_args("slices/realistic-O0", "slices"),
+                )
+                .await;
+            assert!(r.get("error").is_none(), "{r}");
+        }
+        for p in &params {
+            // Each custom request, and each command (plain and wrapped in `arguments`).
+            let mut calls: Vec<(&str, Value)> = methods.iter().map(|m| (*m, p.clone())).collect();
+            for cmd in csi_lsp::COMMANDS.iter().filter(|c| **c != "csi.clear") {
+                calls.push((
+                    "workspace/executeCommand",
+                    json!({"command": cmd, "arguments": [p]}),
+                ));
+            }
+            for (method, params) in calls {
+                let r = c.request(method, params.clone()).await;
+                assert!(
+                    r.get("result").is_some() || r["error"]["code"].is_i64(),
+                    "{method} {params}: {r}"
+                );
+                assert_ne!(
+                    r["error"]["code"], -32603,
+                    "{method} {params}: a handler panicked: {r}"
+                );
+                answered += 1;
+            }
+            // Malformed openCrash/openReport do not drop the open crash.
+            if crash_open {
+                let r = c.request("csi/stack", json!({})).await;
+                assert!(r["result"]["threads"].is_array(), "after {p}: {r}");
+            }
+        }
+        // Standard requests with out-of-range positions and reversed ranges.
+        for (line, ch) in [
+            (0u64, 0u64),
+            (u32::MAX as u64, u32::MAX as u64),
+            (10_000, 3),
+            (28, 10_000),
+        ] {
+            let r = c
+                .request(
+                    "textDocument/hover",
+                    json!({"textDocument": {"uri": src}, "position": {"line": line, "character": ch}}),
+                )
+                .await;
+            assert!(r.get("result").is_some(), "hover {line}:{ch}: {r}");
+        }
+        let r = c
+            .request(
+                "textDocument/inlayHint",
+                json!({"textDocument": {"uri": src}, "range": {"start": {"line": 50, "character": 0}, "end": {"line": 2, "character": 0}}}),
+            )
+            .await;
+        assert!(r.get("result").is_some(), "{r}");
+        let r = c
+            .request(
+                "textDocument/codeLens",
+                json!({"textDocument": {"uri": "file:///nonexistent.c"}}),
+            )
+            .await;
+        assert!(r.get("result").is_some(), "{r}");
+        // Wrong parameter types for a standard request: an error, not a dead server.
+        let r = c
+            .request("textDocument/hover", json!({"position": "x"}))
+            .await;
+        assert!(r["error"]["code"].is_i64(), "{r}");
+        let r = c.request("csi/nonexistent", json!({})).await;
+        assert_eq!(r["error"]["code"], -32601, "{r}");
+        // Notifications with nonsense are dropped, not fatal.
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": src, "version": -1}, "contentChanges": [{"text": 5}]}),
+        )
+        .await;
+        c.notify("textDocument/didClose", json!({"textDocument": {"uri": 7}}))
+            .await;
+        c.notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": {"csi": {"substitutePaths": 3}}}),
+        )
+        .await;
+        // A handler that panics (test hook): an internal error, and the server goes on.
+        let r = c
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "csi.test.panic", "arguments": []}),
+            )
+            .await;
+        assert_eq!(r["error"]["code"], -32603, "{r}");
+    }
+    assert!(answered > 2000, "{answered}");
+    // A line beyond u32 is refused, not truncated into another line (2^32 + 28 was line 28).
+    for method in ["csi/slice", "csi/query"] {
+        let r = c
+            .request(method, json!({"uri": src, "line": 4294967296u64 + 28}))
+            .await;
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("0-based line number"),
+            "{method}: {r}"
+        );
+    }
+    // Alive, and still right: the crash's stack and a slice from a line.
+    let r = c.request("csi/stack", json!({})).await;
+    assert_eq!(
+        r["result"]["threads"][0]["frames"][0]["function"], "boom",
+        "{r}"
+    );
+    let r = c
+        .request("csi/slice", json!({"uri": src, "line": 32}))
+        .await;
+    assert_eq!(r["result"]["criterion"]["line"], 32, "{r}");
+    let r = c.request("shutdown", Value::Null).await;
+    assert!(r.get("error").is_none());
+    c.notify("exit", Value::Null).await;
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The criterion of a slice from a line is that line (VS Code asked for 0-based 28 of
+/// null_deref.c and got 27 back: `if (f > 50)` shares a node with the line above, and the
+/// node's first line was reported).
+#[tokio::test]
+async fn slice_criterion_is_the_line_asked_for() {
+    let mut c = in_process(json!({})).await;
+    c.request(
+        "workspace/executeCommand",
+        open_args("null_deref/realistic-O0", "null_deref"),
+    )
+    .await;
+    for line in [26u32, 27, 28, 30] {
+        let r = c
+            .request("csi/slice", json!({"uri": uri(SRC), "line": line}))
+            .await;
+        assert_eq!(r["result"]["criterion"]["line"], line, "{r}");
+        assert_eq!(r["result"]["criterion"]["uri"], uri(SRC), "{r}");
     }
 }

@@ -19,6 +19,8 @@ import {
   type Stack,
   type StepResult,
 } from './logic/protocol';
+import { crashArg, frameArg, lineArg, reportArg } from './logic/args';
+import { legendMarkdown, legendText } from './logic/legend';
 import { findServer } from './logic/server';
 import { parseVariables, sliceMessage, sliceParams, sliceTooltip } from './logic/slice';
 import { PAGE, type StackNode, ViewCommands, frameChildren, itemView, roots, splitOmitted, stepChildren } from './logic/stackTree';
@@ -40,6 +42,7 @@ export const Commands = {
   sliceCrash: 'csi.vscode.sliceCrash',
   sliceLine: 'csi.vscode.sliceLine',
   sliceClear: 'csi.vscode.sliceClear',
+  showLegend: 'csi.vscode.showLegend',
 } as const;
 
 /** Context key: a slice is shown (menus offer *Clear Slice*). */
@@ -292,6 +295,10 @@ export class Controller implements vscode.Disposable {
   readonly status: vscode.StatusBarItem;
   /** `slice: 4 lines (static 6, −33 %)` while a slice is shown; click clears it. */
   readonly sliceStatus: vscode.StatusBarItem;
+  /** `must · may · never`: its hover explains the colours. */
+  readonly legendStatus: vscode.StatusBarItem;
+  /** Showing the crash the server opened at start (`crashAtStart`); tests await it. */
+  startup: Promise<void> = Promise.resolve();
   private sliceShown = false;
   private readonly disposables: vscode.Disposable[] = [];
   private treeTimer: ReturnType<typeof setTimeout> | undefined;
@@ -306,6 +313,8 @@ export class Controller implements vscode.Disposable {
     this.status.command = Commands.selectFrame;
     this.sliceStatus = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 49);
     this.sliceStatus.command = Commands.sliceClear;
+    this.legendStatus = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 48);
+    this.legendStatus.command = Commands.showLegend;
     this.state.onChange(() => this.render());
   }
 
@@ -316,6 +325,15 @@ export class Controller implements vscode.Disposable {
     this.status.tooltip = this.state.stack ? `${this.state.stack.title}\nClick to select a frame` : 'CSI: open a crash';
     this.status.command = this.state.isOpen ? Commands.selectFrame : Commands.openCrash;
     if (this.state.isOpen || this.client) this.status.show();
+    if (this.state.isOpen && this.scope !== 'off') {
+      this.legendStatus.text = '$(symbol-color) must · may · never';
+      const md = new vscode.MarkdownString(legendMarkdown(this.scope));
+      md.supportHtml = true;
+      this.legendStatus.tooltip = md;
+      this.legendStatus.show();
+    } else {
+      this.legendStatus.hide();
+    }
     const slice = this.state.slice;
     if (slice) {
       this.sliceStatus.text = `$(list-filter) ${this.state.sliceText()}`;
@@ -417,8 +435,9 @@ export class Controller implements vscode.Disposable {
     }
   }
 
-  async openCrash(arg?: RecentCrash): Promise<Stack | undefined> {
-    let crash = arg;
+  /** `arg` when it is a crash; anything else (a tree item from the view's title bar) asks. */
+  async openCrash(arg?: unknown): Promise<Stack | undefined> {
+    let crash: RecentCrash | undefined = crashArg(arg);
     if (!crash) crash = await this.pickCrash();
     if (!crash) return undefined;
     const stack = await this.requireClient().sendRequest<Stack>(Methods.openCrash, crash);
@@ -428,8 +447,8 @@ export class Controller implements vscode.Disposable {
     return stack;
   }
 
-  async openReport(arg?: { graph: string; report: string }): Promise<Stack | undefined> {
-    let a = arg;
+  async openReport(arg?: unknown): Promise<Stack | undefined> {
+    let a = reportArg(arg);
     if (!a) {
       const graph = await pickFile('CSI: csi-grissom GraphML of the program', { GraphML: ['graphml', 'xml'] });
       if (!graph) return undefined;
@@ -487,8 +506,8 @@ export class Controller implements vscode.Disposable {
     if (f?.uri && f.line !== null) await this.reveal(f.uri, f.line);
   }
 
-  async selectFrame(arg?: { thread: number; frame: number }): Promise<PathTrace | undefined> {
-    let a = arg;
+  async selectFrame(arg?: unknown): Promise<PathTrace | undefined> {
+    let a = frameArg(arg);
     if (!a) a = await this.pickFrame();
     if (!a) return undefined;
     const trace = await this.requireClient().sendRequest<PathTrace>(Methods.selectFrame, a);
@@ -579,8 +598,11 @@ export class Controller implements vscode.Disposable {
    * box (`csi.slice.askVariables`); empty input slices for every variable used on the line,
    * Escape cancels.
    */
-  async sliceLine(arg?: { uri: string; line: number; variables?: string[] }): Promise<SliceResult | null | undefined> {
-    if (arg) return this.runSlice(sliceParams({ uri: arg.uri, line: arg.line }, arg.variables ?? []), false);
+  async sliceLine(arg?: unknown): Promise<SliceResult | null | undefined> {
+    // From the editor's context menu the argument is the document's Uri: the line is the
+    // cursor's (and the variables are asked), as when run from the palette.
+    const given = lineArg(arg);
+    if (given) return this.runSlice(sliceParams({ uri: given.uri, line: given.line }, given.variables ?? []), false);
     const editor = vscode.window.activeTextEditor;
     if (!editor) {
       void vscode.window.showInformationMessage('CSI: put the cursor on a line of a C or C++ file to slice from it.');
@@ -623,6 +645,26 @@ export class Controller implements vscode.Disposable {
     if (this.client && this.state.isOpen) await this.client.sendRequest(Methods.slice, { clear: true });
   }
 
+  /** The crash the server opened itself at start (`.csi.toml`): shown without waiting for a
+   * source file to be opened (the server answers `csi/stack` once the crash is open). */
+  async showServerCrash(): Promise<void> {
+    if (!this.client || this.state.isOpen) return;
+    let stack: Stack;
+    try {
+      stack = await this.client.sendRequest<Stack>(Methods.stack, {});
+    } catch {
+      return; // it did not open; the server said why
+    }
+    if (!this.state.isOpen) await this.opened(stack);
+  }
+
+  /** *CSI: Legend*: what the colours mean. */
+  async showLegend(): Promise<string> {
+    const text = legendText(this.scope);
+    void vscode.window.showInformationMessage('CSI line colours', { modal: true, detail: text });
+    return text;
+  }
+
   toggleScope(): Scope {
     this.scope = nextScope(this.scope);
     void vscode.window.setStatusBarMessage(`CSI colours: ${this.scope === 'local' ? 'selected frame' : this.scope}`, 3000);
@@ -635,6 +677,7 @@ export class Controller implements vscode.Disposable {
     for (const d of this.disposables) d.dispose();
     this.status.dispose();
     this.sliceStatus.dispose();
+    this.legendStatus.dispose();
   }
 }
 
@@ -737,9 +780,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
       }
     };
   const reg = (id: string, f: (...a: any[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, run(f)));
-  reg(Commands.openCrash, (a?: RecentCrash) => controller.openCrash(a));
-  reg(Commands.openReport, (a?: { graph: string; report: string }) => controller.openReport(a));
-  reg(Commands.selectFrame, (a?: { thread: number; frame: number }) => controller.selectFrame(a));
+  reg(Commands.openCrash, (a?: unknown) => controller.openCrash(a));
+  reg(Commands.openReport, (a?: unknown) => controller.openReport(a));
+  reg(Commands.selectFrame, (a?: unknown) => controller.selectFrame(a));
   reg(Commands.goToStep, (a: { thread: number; frame: number; step: number }) => controller.goToStep(a));
   reg(Commands.stepBack, () => controller.step(-1));
   reg(Commands.stepForward, () => controller.step(1));
@@ -749,8 +792,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   reg(Commands.revealLine, (uri: string, line: number) => controller.reveal(uri, line));
   reg(Commands.refresh, () => controller.syncStack());
   reg(Commands.sliceCrash, () => controller.sliceCrash());
-  reg(Commands.sliceLine, (a?: { uri: string; line: number; variables?: string[] }) => controller.sliceLine(a));
+  reg(Commands.sliceLine, (a?: unknown) => controller.sliceLine(a));
   reg(Commands.sliceClear, () => controller.sliceClear());
+  reg(Commands.showLegend, () => controller.showLegend());
 
   context.subscriptions.push(
     controller,
@@ -777,6 +821,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
     controller.client = lc as unknown as CsiClient;
     try {
       await lc.start();
+      // A crash named by .csi.toml (or the settings) is being opened by the server: show it
+      // now, not when the first C file happens to be opened.
+      const csiCaps = (lc.initializeResult?.capabilities?.experimental as { csi?: { crashAtStart?: boolean } } | undefined)?.csi;
+      if (csiCaps?.crashAtStart) controller.startup = controller.showServerCrash();
     } catch (e) {
       controller.client = undefined;
       out.appendLine(`csi-lsp did not start: ${e instanceof Error ? e.message : String(e)}`);

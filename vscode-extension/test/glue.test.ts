@@ -33,12 +33,13 @@ const bg = (id: string) => (o: any) => o.backgroundColor?.id === id;
 
 let lastCtx: any;
 
-async function start() {
+async function start(initializeResult: any = { capabilities: {} }) {
   // The previous test's extension goes away first (its listeners are on the shared stub).
   await deactivate();
   for (const d of lastCtx?.subscriptions ?? []) d.dispose();
   vscode.recorded.reset();
   LanguageClient.instances = [];
+  LanguageClient.initializeResult = initializeResult;
   LanguageClient.answers = new Map<string, any>([
     ['csi/openCrash', rec.stack],
     ['csi/stack', rec.stack],
@@ -454,4 +455,100 @@ test('the slice csi-lsp answers on the fixture crash (recorded): marks, status, 
       (m) => m.kind === 'warning' && m.text === 'CSI: slice from charge() line 31 for f: 20 lines (static 22, −9 %). Not used there: nosuch',
     ),
   );
+});
+
+// ---- regressions of issue 20 (seen in a real VS Code) -----------------------------------------
+
+test('every command the menus and key bindings use is contributed (goToStep, revealLine were not)', async () => {
+  await start();
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+  const contributed = new Set(pkg.contributes.commands.map((c: any) => c.command));
+  const used: string[] = [
+    ...Object.values(pkg.contributes.menus as Record<string, Array<{ command: string }>>).flat().map((m) => m.command),
+    ...pkg.contributes.keybindings.map((k: any) => k.command),
+    ...Object.values(Commands),
+  ];
+  for (const id of used) assert.ok(contributed.has(id), `${id} is used but not contributed`);
+  assert.ok(used.includes(Commands.goToStep) && used.includes(Commands.revealLine));
+  // Links in the welcome texts name contributed commands too.
+  for (const w of pkg.contributes.viewsWelcome) {
+    for (const m of w.contents.matchAll(/\(command:([\w.]+)\)/g)) assert.ok(contributed.has(m[1]), m[1]);
+  }
+});
+
+test('Open Crash from the CSI Stack title bar with a frame selected asks for the crash (the tree item is no crash)', async () => {
+  const { client } = await start();
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: `${ROOT}/x/null_deref`, core: `${ROOT}/x/core` });
+  const tree = vscode.recorded.treeProviders.get('csiStack');
+  const [thread] = await tree.getChildren();
+  const [frame] = await tree.getChildren(thread);
+  // VS Code passes the selected tree element to a view/title command.
+  client.requests.length = 0;
+  vscode.recorded.quickPicks.push((items) => items[0]); // browse…
+  vscode.recorded.openDialogs.push('/c/app', '/c/core');
+  await vscode.commands.executeCommand(Commands.openCrash, frame);
+  assert.deepEqual(client.requests[0], { method: 'csi/openCrash', params: { executable: '/c/app', core: '/c/core' } });
+  assert.ok(!vscode.recorded.messages.some((m) => m.kind === 'error'), JSON.stringify(vscode.recorded.messages));
+  // Select Frame and Open Report from a menu with a foreign argument ask too.
+  client.requests.length = 0;
+  vscode.recorded.quickPicks.push((items) => items[1]);
+  await vscode.commands.executeCommand(Commands.selectFrame, frame);
+  assert.deepEqual(client.requests[0], { method: 'csi/selectFrame', params: { thread: 0, frame: 1 } });
+  client.requests.length = 0;
+  await vscode.commands.executeCommand(Commands.openReport, frame); // the dialog is cancelled
+  assert.deepEqual(client.requests, []);
+});
+
+test('Slice from This Line from the editor context menu slices from the cursor line and asks for variables', async () => {
+  const { client } = await start();
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  const editor = vscode.window.activeTextEditor!;
+  editor.selection = new vscode.Selection(28, 4, 28, 4);
+  client.requests.length = 0;
+  vscode.recorded.inputBoxes.push('f a');
+  // The context menu passes the document's Uri.
+  await vscode.commands.executeCommand(Commands.sliceLine, editor.document.uri);
+  assert.equal(vscode.recorded.inputBoxOptions.length, 1, 'the variables were asked');
+  assert.deepEqual(client.requests[0], { method: 'csi/slice', params: { uri: SRC_URI, line: 28, variables: ['f', 'a'] } });
+  // A malformed argument is not a line either.
+  client.requests.length = 0;
+  vscode.recorded.inputBoxes.push('');
+  await vscode.commands.executeCommand(Commands.sliceLine, { uri: SRC_URI, line: -3 });
+  assert.deepEqual(client.requests[0], { method: 'csi/slice', params: { uri: SRC_URI, line: 28 } });
+});
+
+test('with .csi.toml the crash is shown at activation, before any C file is opened (crashAtStart)', async () => {
+  const { controller, client } = await start({ capabilities: { experimental: { csi: { lineStates: true, version: 1, crashAtStart: true } } } });
+  await controller.startup;
+  assert.deepEqual(client.requests.map((r: { method: string }) => r.method), ['csi/stack', 'csi/pathTrace']);
+  assert.equal(controller.state.isOpen, true);
+  assert.equal(vscode.window.activeTextEditor?.document.uri.toString(), SRC_URI, 'the crash file is opened');
+  assert.equal(vscode.window.activeTextEditor?.selection.active.line, 30, 'at the crash line');
+  assert.match(vscode.recorded.statusItems[0].text, /null_deref SIGSEGV · #0 charge/);
+  // Without a crash at start nothing is asked (no "no crash is open" warning from the server).
+  const again = await start();
+  await again.controller.startup;
+  assert.deepEqual(again.client.requests, []);
+  assert.equal(again.controller.state.isOpen, false);
+});
+
+test('the legend: a status bar item whose hover explains must / may / never; the legend command', async () => {
+  const { controller } = await start();
+  const legend = vscode.recorded.statusItems[2];
+  assert.equal(legend.visible, false, 'no crash, no legend');
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  assert.equal(legend.visible, true);
+  assert.equal(legend.text, '$(symbol-color) must · may · never');
+  assert.equal(legend.command, Commands.showLegend);
+  assert.ok(legend.tooltip instanceof vscode.MarkdownString && legend.tooltip.supportHtml);
+  const md: string = legend.tooltip.value;
+  for (const w of ['**must**', '**may**', '**never**', 'the whole program', '#2ea043', '#d2a822', '#f85149']) assert.ok(md.includes(w), w);
+  const text = await vscode.commands.executeCommand(Commands.showLegend);
+  assert.match(text, /^must: ran before the crash in every execution/);
+  assert.ok(vscode.recorded.messages.some((m) => m.text === 'CSI line colours'));
+  await vscode.commands.executeCommand(Commands.toggleScope);
+  assert.match(legend.tooltip.value, /selected frame's own activation/);
+  await vscode.commands.executeCommand(Commands.toggleScope); // off: no colours to explain
+  assert.equal(legend.visible, false);
+  assert.equal(controller.scope, 'off');
 });

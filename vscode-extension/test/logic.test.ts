@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'fs';
 import * as path from 'path';
 
+import { crashArg, frameArg, lineArg, reportArg } from '../src/logic/args';
+import { LEGEND, legendMarkdown, legendText } from '../src/logic/legend';
 import { emptyPlan, lineCount, linesFor, nextScope, plan, toRanges } from '../src/logic/decorations';
 import { countIn, fileOverview, findFunctions, ratioBar, stripCode } from '../src/logic/overview';
 import type { LineStates, PathTrace, SliceResult, Stack } from '../src/logic/protocol';
@@ -424,5 +426,43 @@ describe('slice', () => {
     s.setSlice(DOC);
     s.setSlice(null);
     assert.equal(s.sliceLines(SRC, true), null);
+  });
+});
+
+describe('command arguments', () => {
+  test('only arguments of the expected shape are used (menus pass tree items and Uris)', () => {
+    assert.deepEqual(crashArg({ executable: 'a', core: 'c', extra: 1 }), { executable: 'a', core: 'c' });
+    for (const bad of [undefined, null, 'a', [], { kind: 'frame', thread: 0, frame: { index: 0 } }, { executable: 'a' }, { executable: '', core: 'c' }, { executable: 1, core: 'c' }]) {
+      assert.equal(crashArg(bad), undefined, JSON.stringify(bad));
+    }
+    assert.deepEqual(reportArg({ graph: 'g', report: 'r' }), { graph: 'g', report: 'r' });
+    assert.equal(reportArg({ graph: 'g' }), undefined);
+    assert.deepEqual(frameArg({ thread: 0, frame: 3 }), { thread: 0, frame: 3 });
+    for (const bad of [{ thread: 0, frame: { index: 1 } }, { thread: -1, frame: 0 }, { thread: 0, frame: 1.5 }, { thread: '0', frame: 0 }]) {
+      assert.equal(frameArg(bad), undefined, JSON.stringify(bad));
+    }
+    assert.deepEqual(lineArg({ uri: 'file:///a.c', line: 28 }), { uri: 'file:///a.c', line: 28 });
+    assert.deepEqual(lineArg({ uri: 'file:///a.c', line: 0, variables: ['x'] }), { uri: 'file:///a.c', line: 0, variables: ['x'] });
+    // A vscode.Uri (what the editor context menu passes) has no `uri`/`line`.
+    for (const bad of [{ scheme: 'file', fsPath: '/a.c', path: '/a.c' }, { uri: 'u', line: -1 }, { uri: 'u', line: 2 ** 60 }, { uri: 'u', line: 1, variables: [1] }]) {
+      assert.equal(lineArg(bad), undefined, JSON.stringify(bad));
+    }
+  });
+});
+
+describe('legend', () => {
+  test('explains must, may and never with the contributed colours, and what the colours show', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+    const colours = new Map<string, any>(pkg.contributes.colors.map((c: any) => [c.id, c.defaults]));
+    assert.deepEqual(LEGEND.map((e) => e.name), ['must', 'may', 'never']);
+    for (const e of LEGEND) {
+      assert.ok(colours.has(e.colour), e.colour);
+      // The swatch is the colour's opaque dark-theme hue (the backgrounds are it with alpha).
+      assert.equal(colours.get(e.colour).dark.slice(0, 7), e.swatch);
+    }
+    assert.match(legendMarkdown('global'), /whole program/);
+    assert.match(legendMarkdown('local'), /selected frame/);
+    assert.equal(legendText('off').split('\n').length, 5);
+    assert.match(legendText('global'), /^must: .*\nmay: .*\nnever: ran in no consistent execution/);
   });
 });

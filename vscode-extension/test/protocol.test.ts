@@ -345,3 +345,50 @@ test('the extension session against csi-lsp on null_deref', { skip }, async (t) 
     await assert.rejects(conn.sendRequest('csi/stack', {}), /no crash is open/);
   });
 });
+
+// Issue 20: with .csi.toml and no C file open, the extension asks csi/stack as soon as the
+// server says crashAtStart; a slice from 0-based line 28 keeps line 28 as its criterion; a
+// hover on a name shows that variable, the instrumentation's variables last.
+test('a second server: .csi.toml crash at start, slice criterion line, hover on a name', { skip }, async () => {
+  const os = await import('os');
+  const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'csi-vscode-toml-'));
+  fs.writeFileSync(
+    path.join(ws, '.csi.toml'),
+    `executable = "${path.join(crashDir, 'null_deref')}"\ncore = "${path.join(crashDir, 'core')}"\n` +
+      `[[substitute-path]]\nfrom = "./src"\nto = "${path.join(root, 'fixtures', 'src')}"\n`,
+  );
+  const p = spawn(binary, [], { cwd: ws, stdio: ['pipe', 'pipe', 'inherit'] });
+  const c = createMessageConnection(new StreamMessageReader(p.stdout!), new StreamMessageWriter(p.stdin!));
+  c.onNotification('window/showMessage', () => {});
+  c.onNotification('csi/lineStates', () => {});
+  c.listen();
+  try {
+    const init: any = await c.sendRequest('initialize', {
+      processId: process.pid,
+      rootUri: `file://${ws}`,
+      capabilities: {},
+      initializationOptions: { lineStates: true },
+    });
+    assert.equal(init.capabilities.experimental.csi.crashAtStart, true);
+    await c.sendNotification('initialized', {});
+    const stack: Stack = await c.sendRequest('csi/stack', {});
+    assert.equal(stack.threads[0].frames[0].function, 'charge');
+    assert.equal(stack.threads[0].frames[0].uri, srcUri);
+    const r: SliceResult = await c.sendRequest('csi/slice', { uri: srcUri, line: 28 });
+    assert.equal(r.criterion.line, 28);
+    await c.sendNotification('textDocument/didOpen', {
+      textDocument: { uri: srcUri, languageId: 'c', version: 1, text: fs.readFileSync(srcPath, 'utf8') },
+    });
+    const onName: any = await c.sendRequest('textDocument/hover', { textDocument: { uri: srcUri }, position: { line: 30, character: 2 } });
+    assert.equal(onName.contents.value, '`a` — local of **frame #0** `charge` (thread 1), at the crash\n```c\nstruct account * a = 0x0\n```\n');
+    const frame: any = await c.sendRequest('textDocument/hover', { textDocument: { uri: srcUri }, position: { line: 30, character: 4 } });
+    const v: string = frame.contents.value;
+    assert.ok(v.indexOf('struct account * a = 0x0') < v.indexOf('CSI trace'), v);
+    assert.ok(v.indexOf('CSI trace') < v.indexOf('__PT_current_path'), v);
+    await c.sendRequest('shutdown');
+    await c.sendNotification('exit');
+  } finally {
+    c.dispose();
+    p.kill();
+  }
+});

@@ -131,3 +131,15 @@ end, {
 cmd('CsiSliceClear', function()
   require('csi').slice_clear()
 end, { nargs = 0, desc = 'CSI: hide the slice' })
+
+cmd('CsiLegend', function()
+  local chunks = {}
+  for _, line in ipairs(require('csi.lines').legend()) do
+    for _, c in ipairs(line) do
+      table.insert(chunks, c)
+    end
+    table.insert(chunks, { '\n' })
+  end
+  chunks[#chunks] = nil -- no newline after the last line
+  vim.api.nvim_echo(chunks, false, {})
+end, { nargs = 0, desc = 'CSI: what the must / may / never signs and highlights mean' })

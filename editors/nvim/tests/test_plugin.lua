@@ -76,6 +76,36 @@ test('hover on the crash line shows frame #0 and its locals', function()
   H.contains(h, 'int f = 5', 'hover')
   H.contains(h, 'struct account * a = 0x0', 'hover')
   H.contains(h, 'const char * who = ', 'hover')
+  -- The program's locals before the instrumentation's state, which comes last.
+  local a_at, trace_at, pt_at = h:find('struct account * a = 0x0', 1, true), h:find('CSI trace', 1, true), h:find('__PT_current_path', 1, true)
+  H.truthy(a_at and trace_at and pt_at and a_at < trace_at and trace_at < pt_at, 'locals, then CSI trace: ' .. h)
+end)
+
+test('hover on a name shows that variable (K on `a`)', function()
+  local h = H.hover(bufnr, 30, 2)
+  eq(h, '`a` — local of **frame #0** `charge` (thread 1), at the crash\n```c\nstruct account * a = 0x0\n```\n', 'hover on a')
+  -- vim.lsp.buf.hover() sends the cursor position: the same answer for the cursor on `a`.
+  vim.api.nvim_win_set_cursor(0, { 31, 2 })
+  local params = vim.lsp.util.make_position_params()
+  eq(params.position, { line = 30, character = 2 }, 'cursor position')
+end)
+
+test(':CsiLegend explains must / may / never in their own highlights', function()
+  eq(vim.fn.exists(':CsiLegend'), 2, ':CsiLegend')
+  local legend = lines.legend()
+  eq(#legend, 6, 'title, four states, scope')
+  local names = {}
+  for i = 2, 5 do
+    table.insert(names, vim.trim(legend[i][2][1]))
+    eq(legend[i][2][2], ({ 'CsiMust', 'CsiMay', 'CsiNever', 'CsiPartial' })[i - 1], 'highlight of ' .. names[#names])
+    eq(legend[i][1][2], legend[i][2][2] .. 'Sign', 'sign highlight')
+  end
+  eq(names, { 'must', 'may', 'never', 'partial' }, 'states')
+  H.contains(legend[4][3][1], 'did not run before the crash', 'never')
+  H.contains(legend[6][1][1], "selected frame's own activation", 'scope')
+  local out = vim.api.nvim_exec('CsiLegend', true)
+  H.contains(out, ' must     ran before the crash in every execution', ':CsiLegend output')
+  H.contains(out, 'never', ':CsiLegend output')
 end)
 
 test('code lenses arrive', function()

@@ -9,6 +9,9 @@ export class LanguageClient {
   static instances: LanguageClient[] = [];
   /** method → answer (a function of the params, or a value). */
   static answers = new Map<string, any>();
+  /** What the server answers to `initialize` (the test sets it before activation). */
+  static initializeResult: any = { capabilities: {} };
+  initializeResult: any;
   readonly requests: Array<{ method: string; params: any }> = [];
   readonly notificationsSent: Array<{ method: string; params: any }> = [];
   private handlers = new Map<string, (p: any) => void>();
@@ -26,6 +29,7 @@ export class LanguageClient {
 
   async start(): Promise<void> {
     this.started = true;
+    this.initializeResult = structuredClone(LanguageClient.initializeResult);
   }
 
   async stop(): Promise<void> {

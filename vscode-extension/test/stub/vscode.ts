@@ -68,6 +68,12 @@ export class Uri {
   }
 }
 
+export class MarkdownString {
+  supportHtml = false;
+  isTrusted = false;
+  constructor(readonly value = '') {}
+}
+
 export class ThemeColor {
   constructor(readonly id: string) {}
 }

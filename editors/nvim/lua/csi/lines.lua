@@ -36,6 +36,33 @@ function M.define()
   M.define_marks(LINKS, STATES, M.sign, M.hl, config.get().sign_text)
 end
 
+-- What each state means (the legend: :CsiLegend).
+M.MEANING = {
+  must = 'ran before the crash in every execution consistent with the core (stack, path traces, coverage bits)',
+  may = 'ran in some consistent executions and not in others: the evidence does not decide it',
+  never = 'ran in no consistent execution: this code did not run before the crash',
+  partial = 'only part of the line decided: some of its code must have run, some not',
+}
+
+--- The legend as lines of `{text, highlight group}` chunks: each state's sign and name in its
+--- own highlight (so it shows the colours of this colour scheme), then its meaning, then
+--- which answer the signs and the line highlights show.
+function M.legend()
+  local cfg = config.get()
+  local out = { { { 'CSI line states: which lines ran before the crash', 'Title' } } }
+  for _, s in ipairs(STATES) do
+    table.insert(out, {
+      { ' ' .. (cfg.sign_text[s] or ' ') .. ' ', M.hl[s] .. 'Sign' },
+      { (' %-8s'):format(s), M.hl[s] },
+      { ' ' .. M.MEANING[s], 'Normal' },
+    })
+  end
+  local scope = cfg.highlight_scope == 'global' and 'the whole program (every thread and frame)'
+    or "the selected frame's own activation (the whole program when it has no analysis)"
+  table.insert(out, { { 'Signs: the whole program. Line highlights: ' .. scope .. '.', 'Comment' } })
+  return out
+end
+
 local function is_null(x)
   return x == nil or x == vim.NIL
 end

@@ -1,0 +1,55 @@
+// What a command was called with. VS Code passes its own things to commands run from menus:
+// a view's title button gets the tree item selected in the view, the editor context menu the
+// document's Uri. Only arguments of the expected shape are used; anything else means "ask"
+// (or "the cursor"), never "send it to the server as it is".
+
+export interface CrashArg {
+  executable: string;
+  core: string;
+}
+
+export interface ReportArg {
+  graph: string;
+  report: string;
+}
+
+export interface FrameArg {
+  thread: number;
+  frame: number;
+}
+
+export interface LineArg {
+  uri: string;
+  line: number;
+  variables?: string[];
+}
+
+function isObject(a: unknown): a is Record<string, unknown> {
+  return typeof a === 'object' && a !== null && !Array.isArray(a);
+}
+
+const isIndex = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+const isPath = (x: unknown): x is string => typeof x === 'string' && x.length > 0;
+
+/** `{executable, core}` (both non-empty strings), else undefined. */
+export function crashArg(a: unknown): CrashArg | undefined {
+  return isObject(a) && isPath(a.executable) && isPath(a.core) ? { executable: a.executable, core: a.core } : undefined;
+}
+
+/** `{graph, report}` (both non-empty strings), else undefined. */
+export function reportArg(a: unknown): ReportArg | undefined {
+  return isObject(a) && isPath(a.graph) && isPath(a.report) ? { graph: a.graph, report: a.report } : undefined;
+}
+
+/** `{thread, frame}` (non-negative integers), else undefined. */
+export function frameArg(a: unknown): FrameArg | undefined {
+  return isObject(a) && isIndex(a.thread) && isIndex(a.frame) ? { thread: a.thread, frame: a.frame } : undefined;
+}
+
+/** `{uri, line, variables?}` (a URI string, a 0-based line, strings), else undefined. */
+export function lineArg(a: unknown): LineArg | undefined {
+  if (!isObject(a) || !isPath(a.uri) || !isIndex(a.line)) return undefined;
+  const v = a.variables;
+  if (v !== undefined && !(Array.isArray(v) && v.every((x) => typeof x === 'string'))) return undefined;
+  return v === undefined ? { uri: a.uri, line: a.line } : { uri: a.uri, line: a.line, variables: v as string[] };
+}
