@@ -19,6 +19,8 @@ pub mod synthetic;
 pub mod utl;
 
 pub use active::{active_nodes_edges, ActiveSet, EdgeKind};
-pub use becp::{best_effort_coverage, best_effort_coverage_compared, Coverages, FrameCoverage, ReportError};
+pub use becp::{
+    best_effort_coverage, best_effort_coverage_compared, Coverages, FrameCoverage, ReportError,
+};
 pub use lines::{nodes_on_line, project_lines, FileLines};
 pub use query::{answer_query, Query};

@@ -125,7 +125,11 @@ fn subprograms_that_may_have_run<'g>(
         if name == "*" {
             if !any_address_taken {
                 any_address_taken = true;
-                closure_roots.extend(g.address_taken_before_optimization.iter().map(String::as_str));
+                closure_roots.extend(
+                    g.address_taken_before_optimization
+                        .iter()
+                        .map(String::as_str),
+                );
             }
             continue;
         }
@@ -157,7 +161,11 @@ fn inlined_without_trace<'g>(
     let mut after: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
     for &n in &f.nodes {
         if let Some(c) = &g.node(n).call {
-            let callee = if c.indirect { Some("*") } else { c.name.as_deref() };
+            let callee = if c.indirect {
+                Some("*")
+            } else {
+                c.name.as_deref()
+            };
             if let Some(callee) = callee {
                 *after.entry(callee).or_default() += 1;
             }
@@ -451,7 +459,8 @@ mod tests {
             });
             b.add_node(n).unwrap();
         };
-        b.add_node(Node::new("f.entry", f, NodeKind::Entry)).unwrap();
+        b.add_node(Node::new("f.entry", f, NodeKind::Entry))
+            .unwrap();
         calls("g", &mut b);
         calls("h", &mut b);
         calls("h", &mut b);
@@ -461,8 +470,10 @@ mod tests {
             exact: true,
         };
         let mut g = b.build().unwrap();
-        g.calls_before_optimization.insert("f".into(), counts(&[("g", 2), ("h", 1)]));
-        g.calls_before_optimization.insert("g".into(), counts(&[("h", 1), ("k", 0)]));
+        g.calls_before_optimization
+            .insert("f".into(), counts(&[("g", 2), ("h", 1)]));
+        g.calls_before_optimization
+            .insert("g".into(), counts(&[("h", 1), ("k", 0)]));
         let alive = subprograms_that_may_have_run(&g, &[false]);
         assert!(alive.contains("g"));
         assert!(!alive.contains("h"));

@@ -330,8 +330,7 @@ impl UtlProblem<'_> {
             // witnesses): a candidate there needs no re-check of its own.
             let mut avoidable: Option<Vec<bool>> = None;
             let groups = local.must_check(&is_required);
-            let found_walk = |avoidable: &mut Option<Vec<bool>>, w: Vec<bool>| match avoidable
-            {
+            let found_walk = |avoidable: &mut Option<Vec<bool>>, w: Vec<bool>| match avoidable {
                 None => *avoidable = Some(w.into_iter().map(|on| !on).collect()),
                 Some(a) => {
                     for (x, on) in a.iter_mut().zip(w) {

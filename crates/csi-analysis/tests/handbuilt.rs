@@ -182,7 +182,10 @@ fn fig_6_1_query_e_is_impossible() {
     assert_eq!(status(&g, &c, "main.E"), No);
     // The context-insensitive graph alone cannot see it: bar's exit also returns into main's
     // loop, so csi-grissom's question says Maybe.
-    assert_eq!(c.context_insensitive.as_ref().unwrap()[id(&g, "main.E") as usize], Maybe);
+    assert_eq!(
+        c.context_insensitive.as_ref().unwrap()[id(&g, "main.E") as usize],
+        Maybe
+    );
     for n in ["main.A", "main.C", "foo.H", "foo.J", "bar.M", "bar.N"] {
         assert_eq!(status(&g, &c, n), Yes, "{n}");
     }

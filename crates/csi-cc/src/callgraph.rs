@@ -136,7 +136,11 @@ pub unsafe fn unit_calls(m: LLVMModuleRef) -> UnitCalls {
         for bb in blocks(f) {
             for i in instructions(bb) {
                 if let Some((line, _, file)) = loc(i) {
-                    let file = if file.is_empty() { own_file.clone() } else { file };
+                    let file = if file.is_empty() {
+                        own_file.clone()
+                    } else {
+                        file
+                    };
                     if !file.is_empty() {
                         out.code
                             .entry(file)

@@ -1297,8 +1297,7 @@ fn settle_positions(
         .or_else(|| pending.first().map(|p| norm(&p.2)))
         .unwrap_or_else(|| fn_file.to_string());
     let mut seen: BTreeSet<[u32; 2]> = BTreeSet::new();
-    let in_file: Vec<&PendingPosition> =
-        pending.iter().filter(|p| norm(&p.2) == file).collect();
+    let in_file: Vec<&PendingPosition> = pending.iter().filter(|p| norm(&p.2) == file).collect();
     let kept: Vec<([u32; 2], u32)> = in_file
         .iter()
         .map(|p| ([p.0, p.1], p.3))

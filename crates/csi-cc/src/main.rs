@@ -581,7 +581,13 @@ fn main() {
             let mut middle = Command::new(driver.compiler());
             middle
                 .args(&backend_flags)
-                .args(["-g", "-Wno-unused-command-line-argument", "-c", "-emit-llvm", "-o"])
+                .args([
+                    "-g",
+                    "-Wno-unused-command-line-argument",
+                    "-c",
+                    "-emit-llvm",
+                    "-o",
+                ])
                 .arg(&bc)
                 .arg(&pre);
             let code = run(&mut middle);

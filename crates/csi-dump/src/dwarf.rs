@@ -161,7 +161,9 @@ impl DebugInfo {
                 let id = match ids.get(&index) {
                     Some(&id) => id,
                     None => {
-                        let Some(file) = row.file(header) else { continue };
+                        let Some(file) = row.file(header) else {
+                            continue;
+                        };
                         let Ok(name) = self.dwarf.attr_string(unit, file.path_name()) else {
                             continue;
                         };

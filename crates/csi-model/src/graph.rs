@@ -375,7 +375,10 @@ impl ProgramGraphBuilder {
         &mut self,
         calls: &std::collections::BTreeMap<String, crate::sections::cfg::CallsBefore>,
         address_taken: &[String],
-        code: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<[u32; 2]>>>,
+        code: &std::collections::BTreeMap<
+            String,
+            std::collections::BTreeMap<String, Vec<[u32; 2]>>,
+        >,
     ) {
         for (file, funcs) in code {
             for (f, runs) in funcs {
