@@ -32,7 +32,7 @@ pub struct InlineFrame {
 /// A subprogram containing some pc.
 #[derive(Clone, Copy, Debug)]
 pub struct Subprogram {
-    unit: usize,
+    pub(crate) unit: usize,
     offset: UnitOffset<usize>,
 }
 
@@ -57,6 +57,9 @@ pub struct Variable {
     pub inlined_in: Option<String>,
     #[serde(skip)]
     pub bytes: Option<Vec<u8>>,
+    /// The variable's DWARF type (unit index, DIE), for expanding and evaluating it.
+    #[serde(skip)]
+    pub(crate) ty: Option<(usize, UnitOffset<usize>)>,
 }
 
 /// Registers and CFA of a frame, for location evaluation.
@@ -69,11 +72,14 @@ pub struct FrameRegs<'a> {
 pub struct DebugInfo {
     dwarf: Arc<gimli::Dwarf<Rd>>,
     ctx: addr2line::Context<Rd>,
-    units: Vec<gimli::Unit<Rd>>,
+    pub(crate) units: Vec<gimli::Unit<Rd>>,
     /// (low, high, unit, subprogram DIE) of every out-of-line subprogram, sorted by `low`.
     subprograms: Vec<(u64, u64, usize, UnitOffset<usize>)>,
+    /// Named types by their C spelling (`struct node`, `size_t`, `unsigned int`): (unit, DIE),
+    /// built on first use (casts in expressions).
+    type_index: std::sync::OnceLock<HashMap<String, (usize, UnitOffset<usize>)>>,
     /// Global variables by name: (unit, DIE).
-    globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>>,
+    pub(crate) globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>>,
     /// Names of functions with inlined instances somewhere.
     pub inlined: std::collections::HashSet<String>,
     /// Declaration lines of out-of-line functions, by name (several for same-named statics).
@@ -286,6 +292,7 @@ impl DebugInfo {
             ctx,
             units,
             subprograms,
+            type_index: Default::default(),
             globals,
             inlined: Default::default(),
             decl_lines: HashMap::new(),
@@ -400,7 +407,7 @@ impl DebugInfo {
     }
 
     /// An attribute, looked up through `DW_AT_abstract_origin` / `DW_AT_specification`.
-    fn follow_attr(
+    pub(crate) fn follow_attr(
         &self,
         unit: &gimli::Unit<Rd>,
         e: &gimli::DebuggingInformationEntry<Rd>,
@@ -422,7 +429,7 @@ impl DebugInfo {
         None
     }
 
-    fn die_name(
+    pub(crate) fn die_name(
         &self,
         unit: &gimli::Unit<Rd>,
         e: &gimli::DebuggingInformationEntry<Rd>,
@@ -474,6 +481,7 @@ impl DebugInfo {
         inlined_in: Option<&str>,
         out: &mut Vec<Variable>,
     ) {
+        let unit_index = self.unit_index(unit);
         let mut children = node.children();
         while let Ok(Some(child)) = children.next() {
             let e = child.entry().clone();
@@ -535,6 +543,7 @@ impl DebugInfo {
                         address,
                         inlined_in: inlined_in.map(str::to_string),
                         bytes,
+                        ty: ty.map(|t| (unit_index, t)),
                     });
                 }
                 gimli::DW_TAG_lexical_block
@@ -584,7 +593,7 @@ impl DebugInfo {
 
     /// Evaluates a location attribute (expression or location list) at `svma`.
     #[allow(clippy::too_many_arguments)]
-    fn eval_location(
+    pub(crate) fn eval_location(
         &self,
         unit: &gimli::Unit<Rd>,
         attr: AttributeValue<Rd>,
@@ -715,7 +724,7 @@ impl DebugInfo {
     }
 
     /// A value of type `t` held in `bytes`, as gdb prints it.
-    fn format(
+    pub(crate) fn format(
         &self,
         unit: &gimli::Unit<Rd>,
         t: UnitOffset<usize>,
@@ -730,7 +739,7 @@ impl DebugInfo {
         .value(t, bytes, 0)
     }
 
-    fn strip(
+    pub(crate) fn strip(
         &self,
         unit: &gimli::Unit<Rd>,
         mut t: UnitOffset<usize>,
@@ -752,7 +761,12 @@ impl DebugInfo {
         None
     }
 
-    fn type_size(&self, unit: &gimli::Unit<Rd>, t: UnitOffset<usize>, depth: u32) -> Option<u64> {
+    pub(crate) fn type_size(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        t: UnitOffset<usize>,
+        depth: u32,
+    ) -> Option<u64> {
         if depth > 16 {
             return None;
         }
@@ -778,7 +792,11 @@ impl DebugInfo {
         }
     }
 
-    fn array_dims(&self, unit: &gimli::Unit<Rd>, t: UnitOffset<usize>) -> Vec<Option<u64>> {
+    pub(crate) fn array_dims(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        t: UnitOffset<usize>,
+    ) -> Vec<Option<u64>> {
         let mut dims = Vec::new();
         let Some((t, _)) = self.strip(unit, t) else {
             return dims;
@@ -830,6 +848,31 @@ impl DebugInfo {
                 format!("enum {}", name.unwrap_or_else(|| "{...}".into()))
             }
             gimli::DW_TAG_pointer_type => {
+                // Pointers to functions and arrays are spelled around the star, as gdb does:
+                // `int (*)(int, char *)`, `int (*)[4]`.
+                if let Some(AttributeValue::UnitRef(o)) = e.attr_value(gimli::DW_AT_type) {
+                    if let Ok(pe) = unit.entry(o) {
+                        match pe.tag() {
+                            gimli::DW_TAG_subroutine_type => {
+                                return format!(
+                                    "{} (*){}",
+                                    inner(&pe),
+                                    self.parameter_list(unit, o, depth)
+                                );
+                            }
+                            gimli::DW_TAG_array_type => {
+                                let (elem, dims) = self
+                                    .type_name(unit, o, depth + 1)
+                                    .split_once(" [")
+                                    .map_or((String::new(), String::new()), |(a, b)| {
+                                        (a.to_string(), format!("[{b}"))
+                                    });
+                                return format!("{elem} (*){dims}");
+                            }
+                            _ => {}
+                        }
+                    }
+                }
                 let i = inner(&e);
                 if i.ends_with('*') {
                     format!("{i}*")
@@ -849,15 +892,98 @@ impl DebugInfo {
                     .collect();
                 format!("{} {dims}", inner(&e))
             }
-            gimli::DW_TAG_subroutine_type => format!("{} (...)", inner(&e)),
+            gimli::DW_TAG_subroutine_type => {
+                format!("{} {}", inner(&e), self.parameter_list(unit, t, depth))
+            }
             _ => name.unwrap_or_else(|| "?".into()),
         }
     }
 }
 
+impl DebugInfo {
+    /// `(int, char *)` of a subroutine type; `(void)` for a prototype without parameters.
+    fn parameter_list(&self, unit: &gimli::Unit<Rd>, t: UnitOffset<usize>, depth: u32) -> String {
+        let mut params = Vec::new();
+        let mut variadic = false;
+        if let Ok(mut tree) = unit.entries_tree(Some(t)) {
+            if let Ok(root) = tree.root() {
+                let mut ch = root.children();
+                while let Ok(Some(c)) = ch.next() {
+                    match c.entry().tag() {
+                        gimli::DW_TAG_formal_parameter => {
+                            params.push(match c.entry().attr_value(gimli::DW_AT_type) {
+                                Some(AttributeValue::UnitRef(o)) => {
+                                    self.type_name(unit, o, depth + 1)
+                                }
+                                _ => "?".into(),
+                            })
+                        }
+                        gimli::DW_TAG_unspecified_parameters => variadic = true,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if variadic {
+            params.push("...".into());
+        }
+        let prototyped = unit
+            .entry(t)
+            .ok()
+            .and_then(|e| e.attr_value(gimli::DW_AT_prototyped))
+            .is_some_and(|a| matches!(a, AttributeValue::Flag(true)));
+        if params.is_empty() && prototyped {
+            return "(void)".into();
+        }
+        format!("({})", params.join(", "))
+    }
+
+    /// Index of `unit` in `self.units` (units are only ever borrowed from there).
+    pub(crate) fn unit_index(&self, unit: &gimli::Unit<Rd>) -> usize {
+        self.units
+            .iter()
+            .position(|u| std::ptr::eq(u, unit))
+            .expect("units are borrowed from DebugInfo::units")
+    }
+
+    /// A named type by its C spelling: `struct node`, `union u`, `enum color`, a typedef or a
+    /// base type (`unsigned int`); C++ classes and structs by their bare name too.
+    pub(crate) fn named_type(&self, spelling: &str) -> Option<(usize, UnitOffset<usize>)> {
+        let index = self.type_index.get_or_init(|| {
+            let mut index = HashMap::new();
+            for (ui, unit) in self.units.iter().enumerate() {
+                let mut entries = unit.entries();
+                while let Ok(Some(e)) = entries.next_dfs() {
+                    let prefix = match e.tag() {
+                        gimli::DW_TAG_base_type | gimli::DW_TAG_typedef => "",
+                        gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type => "struct ",
+                        gimli::DW_TAG_union_type => "union ",
+                        gimli::DW_TAG_enumeration_type => "enum ",
+                        _ => continue,
+                    };
+                    if e.attr_value(gimli::DW_AT_declaration).is_some() {
+                        continue;
+                    }
+                    let Some(name) = self.die_name(unit, e) else {
+                        continue;
+                    };
+                    if !prefix.is_empty() {
+                        index.entry(name.clone()).or_insert((ui, e.offset()));
+                    }
+                    index
+                        .entry(format!("{prefix}{name}"))
+                        .or_insert((ui, e.offset()));
+                }
+            }
+            index
+        });
+        index.get(spelling).copied()
+    }
+}
+
 /// Where a variable's value is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Loc {
+pub(crate) enum Loc {
     Memory(u64),
     Register(u64),
     Bytes(Vec<u8>),
@@ -1051,32 +1177,38 @@ impl Formatter<'_> {
     }
 
     fn c_string(&self, p: u64) -> Option<String> {
-        let mut bytes = Vec::new();
-        for chunk in 0..(MAX_STRING / 40 + 1) {
-            let addr = p.wrapping_add((chunk * 40) as u64);
-            let mut got = None;
-            for n in [40usize, 8, 1] {
-                if let Some(b) = self.process.read_vec(addr, n) {
-                    got = Some(b);
-                    break;
-                }
-            }
-            let b = got?;
-            if let Some(z) = b.iter().position(|&c| c == 0) {
-                bytes.extend_from_slice(&b[..z]);
-                return Some(quote(&bytes));
-            }
-            bytes.extend_from_slice(&b);
-            if b.len() < 40 {
-                break;
-            }
-        }
-        bytes.truncate(MAX_STRING);
-        Some(format!("{}...", quote(&bytes)))
+        c_string(self.process, p)
     }
 }
 
-fn int_le(b: &[u8], signed: bool) -> i128 {
+/// The NUL-terminated string at `p`, quoted and cut at `MAX_STRING` characters like gdb's;
+/// `None` when its first bytes are not in the core.
+pub(crate) fn c_string(process: &Process, p: u64) -> Option<String> {
+    let mut bytes = Vec::new();
+    for chunk in 0..(MAX_STRING / 40 + 1) {
+        let addr = p.wrapping_add((chunk * 40) as u64);
+        let mut got = None;
+        for n in [40usize, 8, 1] {
+            if let Some(b) = process.read_vec(addr, n) {
+                got = Some(b);
+                break;
+            }
+        }
+        let b = got?;
+        if let Some(z) = b.iter().position(|&c| c == 0) {
+            bytes.extend_from_slice(&b[..z]);
+            return Some(quote(&bytes));
+        }
+        bytes.extend_from_slice(&b);
+        if b.len() < 40 {
+            break;
+        }
+    }
+    bytes.truncate(MAX_STRING);
+    Some(format!("{}...", quote(&bytes)))
+}
+
+pub(crate) fn int_le(b: &[u8], signed: bool) -> i128 {
     let mut w = [0u8; 16];
     let n = b.len().min(16);
     w[..n].copy_from_slice(&b[..n]);
@@ -1088,7 +1220,7 @@ fn int_le(b: &[u8], signed: bool) -> i128 {
     }
 }
 
-fn base_value(enc: gimli::DwAte, b: &[u8]) -> String {
+pub(crate) fn base_value(enc: gimli::DwAte, b: &[u8]) -> String {
     match enc {
         gimli::DW_ATE_boolean => {
             if b.iter().all(|&x| x == 0) {
@@ -1100,8 +1232,8 @@ fn base_value(enc: gimli::DwAte, b: &[u8]) -> String {
             }
         }
         gimli::DW_ATE_float => match b.len() {
-            4 => format!("{}", f32::from_le_bytes(b.try_into().unwrap())),
-            8 => format!("{}", f64::from_le_bytes(b.try_into().unwrap())),
+            4 => gdb_float(f32::from_le_bytes(b.try_into().unwrap()) as f64, 9),
+            8 => gdb_float(f64::from_le_bytes(b.try_into().unwrap()), 17),
             _ => format!("<{}-byte float>", b.len()),
         },
         gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char if b.len() == 1 => {
@@ -1114,6 +1246,46 @@ fn base_value(enc: gimli::DwAte, b: &[u8]) -> String {
         }
         gimli::DW_ATE_signed | gimli::DW_ATE_signed_char => int_le(b, true).to_string(),
         _ => int_le(b, false).to_string(),
+    }
+}
+
+/// A floating-point value as gdb prints it: C's `%g` with `digits` significant digits (9 for
+/// `float`, 17 for `double`), so `0.1` prints as `0.10000000000000001`.
+pub(crate) fn gdb_float(v: f64, digits: usize) -> String {
+    if v.is_nan() {
+        return if v.is_sign_negative() {
+            "-nan(0x8000000000000)".into()
+        } else {
+            "nan(0x8000000000000)".into()
+        };
+    }
+    if v.is_infinite() {
+        return if v < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    // The exponent after rounding to `digits` significant digits decides the style.
+    let sci = format!("{:.*e}", digits - 1, v);
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if exp < -4 || exp >= digits as i32 {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    } else {
+        let decimals = (digits as i32 - 1 - exp).max(0) as usize;
+        trim(&format!("{v:.decimals$}"))
     }
 }
 

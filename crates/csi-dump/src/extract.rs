@@ -83,6 +83,18 @@ pub struct CrashFrame {
     /// Why the path trace is missing or partial.
     pub path_note: Option<String>,
     pub unwind: UnwindMethod,
+    /// What a debugger needs to read more of the frame later (values, registers).
+    pub(crate) context: FrameContext,
+}
+
+/// A frame's registers and where its debug info is, kept for on-demand reading.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FrameContext {
+    pub(crate) regs: crate::core::Registers,
+    /// Index into `Process::modules` of the module the pc is in.
+    pub(crate) module: Option<usize>,
+    /// The subprogram the pc is in, with the link-time pc.
+    pub(crate) subprogram: Option<(crate::dwarf::Subprogram, u64)>,
 }
 
 impl CrashFrame {
@@ -887,6 +899,11 @@ impl<'a> Extract<'a> {
             path: Vec::new(),
             path_note: None,
             unwind: pf.method,
+            context: FrameContext {
+                regs: pf.regs,
+                module: p.module_index_at(pf.pc),
+                subprogram: None,
+            },
         };
         let (Some(m), Some(mi)) = (module, p.module_index_at(pf.pc)) else {
             return (cf, None);
@@ -929,6 +946,7 @@ impl<'a> Extract<'a> {
                 fs_base,
             };
             cf.variables = debug.variables(sp, svma, m.bias, &regs, p);
+            cf.context.subprogram = Some((sp, svma));
         }
         let Some(name) = cf.function.clone() else {
             return (cf, None);

@@ -14,10 +14,12 @@ pub mod core;
 pub mod debug_files;
 pub mod dwarf;
 mod error;
+pub mod expr;
 mod extract;
 mod minidump_file;
 pub mod process;
 pub mod unwind;
+mod values;
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +28,7 @@ pub use extract::{
     load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, ModuleInfo,
     PathStep,
 };
+pub use values::{NamedValue, Value, REGISTER_NAMES};
 
 /// Values of global variables by name (see [`Crash::global_values`]).
 pub fn global_values(crash: &Crash, names: &[String]) -> Vec<Option<String>> {
