@@ -3,6 +3,8 @@
 //! below are thin. The session is immutable and swapped whole when a crash is (re)opened.
 
 pub mod config;
+pub mod dap;
+mod disasm;
 pub mod session;
 pub mod to_proto;
 

@@ -87,19 +87,31 @@ pub struct Selection {
 impl Session {
     /// Opens a crash: executable + core.
     pub fn open_crash(exe: &Path, core: &Path, config: &Config) -> Result<Session, String> {
-        let opts = csi_dump::LoadOptions {
+        let crash =
+            Crash::open(exe, core, &Self::load_options(config)).map_err(|e| e.to_string())?;
+        Ok(Self::open_crash_keeping_memory(crash, config).0)
+    }
+
+    /// How the settings say a crash is read (separate debug files, sysroot, GraphML).
+    pub fn load_options(config: &Config) -> csi_dump::LoadOptions {
+        csi_dump::LoadOptions {
             graphml: config.graphml.clone(),
             debug: csi_dump::debug_files::DebugSearch {
                 debug_dirs: config.debug_dirs.clone(),
                 ..Default::default()
             },
             sysroot: config.sysroot.clone(),
-        };
-        let crash = Crash::open(exe, core, &opts).map_err(|e| e.to_string())?;
-        Ok(Self::from_crash(crash, config))
+        }
     }
 
-    fn from_crash(crash: Crash, config: &Config) -> Session {
+    /// The session of an opened crash, and the crash itself without its graph and report (which
+    /// move into the session): its process memory and debug info, for a debugger's values.
+    pub fn open_crash_keeping_memory(mut crash: Crash, config: &Config) -> (Session, Crash) {
+        let session = Self::from_crash(&mut crash, config);
+        (session, crash)
+    }
+
+    fn from_crash(crash: &mut Crash, config: &Config) -> Session {
         let mut notices = crash.notices.clone();
         let coverage = if crash.metadata == csi_dump::Metadata::None {
             None
@@ -169,8 +181,8 @@ impl Session {
             title,
             crash.signal.clone(),
             threads,
-            crash.graph,
-            crash.report,
+            std::mem::take(&mut crash.graph),
+            std::mem::take(&mut crash.report),
             coverage,
             notices,
             config,

@@ -1055,3 +1055,17 @@ fn int_value(v: i128, size: u8, signed: bool) -> Value {
         place: Place::Bytes(v.to_le_bytes()[..size as usize].to_vec()),
     }
 }
+
+impl Crash {
+    /// The symbol containing a runtime address, with the offset into it.
+    pub fn symbol_at(&self, address: u64) -> Option<(String, u64)> {
+        self.process.module_at(address)?.symbolize(address)
+    }
+
+    /// The source position of a runtime code address, from its module's line table.
+    pub fn source_at(&self, address: u64) -> Option<crate::dwarf::SourceLoc> {
+        let mi = self.process.module_index_at(address)?;
+        let bias = self.process.modules[mi].bias;
+        self.debug_of(mi)?.location(address.wrapping_sub(bias))
+    }
+}
