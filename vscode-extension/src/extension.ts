@@ -22,6 +22,7 @@ import {
 import { crashArg, frameArg, lineArg, reportArg } from './logic/args';
 import { legendMarkdown, legendText } from './logic/legend';
 import { findServer } from './logic/server';
+import { type DebugPosition, launchConfiguration, registerDebugging } from './debug';
 import { parseVariables, sliceMessage, sliceParams, sliceTooltip } from './logic/slice';
 import { PAGE, type StackNode, ViewCommands, frameChildren, itemView, roots, splitOmitted, stepChildren } from './logic/stackTree';
 import { CsiState, type RecentCrash, addRecent, frameTitle } from './logic/state';
@@ -43,6 +44,7 @@ export const Commands = {
   sliceLine: 'csi.vscode.sliceLine',
   sliceClear: 'csi.vscode.sliceClear',
   showLegend: 'csi.vscode.showLegend',
+  debugCrash: 'csi.vscode.debugCrash',
 } as const;
 
 /** Context key: a slice is shown (menus offer *Clear Slice*). */
@@ -441,6 +443,7 @@ export class Controller implements vscode.Disposable {
     if (!crash) crash = await this.pickCrash();
     if (!crash) return undefined;
     const stack = await this.requireClient().sendRequest<Stack>(Methods.openCrash, crash);
+    this.openedCrash = crash;
     const recent = addRecent(this.recent(), crash, config().get<number>('recentCrashes', 10));
     await this.context.globalState.update(RECENT_KEY, recent);
     await this.opened(stack);
@@ -465,7 +468,27 @@ export class Controller implements vscode.Disposable {
     return this.context.globalState.get<RecentCrash[]>(RECENT_KEY, []);
   }
 
-  private async pickCrash(): Promise<RecentCrash | undefined> {
+  /** The crash opened with *Open Crash* (or by the debugger), to tell whether it changed. */
+  openedCrash: RecentCrash | undefined;
+
+  /** The debugger selected a frame or path step: show the same in the editor. */
+  async followDebugger(p: DebugPosition): Promise<void> {
+    const o = this.openedCrash;
+    if (!this.state.isOpen || !o || o.executable !== p.program || o.core !== p.core) {
+      await this.openCrash({ executable: p.program, core: p.core });
+    }
+    if (p.step === null) await this.selectFrame({ thread: p.thread, frame: p.frame });
+    else await this.goToStep({ thread: p.thread, frame: p.frame, step: p.step });
+  }
+
+  /** Starts a `csi` debug session on a crash (the argument, else asked for). */
+  async debugCrash(arg?: unknown): Promise<boolean> {
+    const crash = crashArg(arg) ?? (await this.pickCrash());
+    if (!crash) return false;
+    return vscode.debug.startDebugging(vscode.workspace.workspaceFolders?.[0], launchConfiguration(crash));
+  }
+
+  async pickCrash(): Promise<RecentCrash | undefined> {
     const recent = this.recent();
     if (recent.length > 0) {
       const browse = { label: '$(folder-opened) Browse for an executable and a core…', crash: undefined as RecentCrash | undefined };
@@ -795,6 +818,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   reg(Commands.sliceLine, (a?: unknown) => controller.sliceLine(a));
   reg(Commands.sliceClear, () => controller.sliceClear());
   reg(Commands.showLegend, () => controller.showLegend());
+  reg(Commands.debugCrash, (a?: unknown) => controller.debugCrash(a));
+  context.subscriptions.push(
+    ...registerDebugging({
+      adapterPath: () =>
+        findServer(
+          {
+            setting: config().get<string>('dapPath', ''),
+            extensionPath: context.extensionPath,
+            workspace: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+            pathEnv: process.env.PATH ?? '',
+            home: os.homedir(),
+            windows: process.platform === 'win32',
+            isFile,
+          },
+          'csi-dap',
+          'csi.dapPath',
+        ),
+      pickCrash: () => controller.pickCrash(),
+      follow: (p) => controller.followDebugger(p),
+      log: (line) => out.appendLine(line),
+    }),
+  );
 
   context.subscriptions.push(
     controller,

@@ -552,3 +552,66 @@ test('the legend: a status bar item whose hover explains must / may / never; the
   assert.equal(legend.visible, false);
   assert.equal(controller.scope, 'off');
 });
+
+test('the csi debug type: csi-dap as adapter, a crash asked for on F5, Debug Crash… starts a session', async () => {
+  const { controller } = await start();
+  vscode.recorded.config.set('csi.dapPath', process.execPath); // any existing file
+  const factory = vscode.recorded.debugFactories.get('csi');
+  assert.ok(factory, 'a debug adapter factory for the csi type');
+  const exe = factory.createDebugAdapterDescriptor({ type: 'csi' });
+  assert.ok(exe instanceof vscode.DebugAdapterExecutable);
+  assert.equal(exe.command, process.execPath);
+  vscode.recorded.config.set('csi.dapPath', '/nonexistent/csi-dap');
+  assert.throws(() => factory.createDebugAdapterDescriptor({ type: 'csi' }), /csi\.dapPath: no csi-dap at \/nonexistent\/csi-dap/);
+  // F5 without a launch.json: the crash is asked for (no recent crashes: two file dialogs).
+  const provider = vscode.recorded.debugProviders.get('csi');
+  vscode.recorded.openDialogs.push('/w/app', '/w/core');
+  const cfg = await provider.resolveDebugConfiguration(undefined, {});
+  assert.deepEqual(
+    { type: cfg.type, request: cfg.request, program: cfg.program, coreFile: cfg.coreFile },
+    { type: 'csi', request: 'launch', program: '/w/app', coreFile: '/w/core' },
+  );
+  // Escape in the dialog cancels the launch.
+  assert.equal(await provider.resolveDebugConfiguration(undefined, {}), undefined);
+  // A complete configuration is taken as it is.
+  const full = { type: 'csi', request: 'launch', name: 'x', program: '/p', coreFile: '/c' };
+  assert.deepEqual(await provider.resolveDebugConfiguration(undefined, full), full);
+  // Debug Crash… with a crash argument starts a session on it.
+  assert.equal(await vscode.commands.executeCommand(Commands.debugCrash, { executable: '/w/app', core: '/w/core' }), true);
+  assert.deepEqual(vscode.recorded.debugStarts.map((c) => [c.type, c.program, c.coreFile]), [['csi', '/w/app', '/w/core']]);
+  assert.equal(controller.state.isOpen, false, 'the language server is told when the debugger shows a frame');
+});
+
+test('the editor follows the frame and path step selected in the debugger (csiPosition → csi/openCrash, csi/selectFrame, csi/stepPath)', async () => {
+  const { controller, client } = await start();
+  const requests: any[] = [];
+  const session = {
+    type: 'csi',
+    async customRequest(command: string, args: any) {
+      requests.push([command, args]);
+      return args.frameId === 7
+        ? { thread: 0, frame: 1, step: null, program: '/w/null_deref', core: '/w/core' }
+        : { thread: 0, frame: 0, step: 2, program: '/w/null_deref', core: '/w/core' };
+    },
+  };
+  vscode.debug._selectStackItem({ session, threadId: 1, frameId: 7 });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(requests, [['csiPosition', { frameId: 7 }]]);
+  const sent = client.requests.map((r: any) => [r.method, r.params]);
+  assert.deepEqual(sent[0], ['csi/openCrash', { executable: '/w/null_deref', core: '/w/core' }], 'the debugged crash is opened');
+  assert.deepEqual(sent.at(-1), ['csi/selectFrame', { thread: 0, frame: 1 }]);
+  assert.equal(controller.state.selected?.frame, 1);
+  // A path step in frame 0: the crash is not reopened; the step is selected.
+  client.requests.length = 0;
+  vscode.debug._selectStackItem({ session, threadId: 1, frameId: 3 });
+  await new Promise((r) => setTimeout(r, 50));
+  const methods = client.requests.map((r: any) => r.method);
+  assert.ok(!methods.includes('csi/openCrash'), `${methods}`);
+  assert.deepEqual(methods.slice(0, 1), ['csi/selectFrame']);
+  assert.ok(methods.includes('csi/stepPath'), `${methods}`);
+  // Other debuggers' sessions are none of ours.
+  client.requests.length = 0;
+  vscode.debug._selectStackItem({ session: { type: 'cppdbg', customRequest: () => assert.fail('asked') }, threadId: 1, frameId: 1 });
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(client.requests, []);
+});

@@ -28,16 +28,19 @@ export function bundledCandidates(extensionPath: string, exe: string): string[] 
   ];
 }
 
-/** The server, or an error message saying where we looked. */
-export function findServer(o: ServerSearch): Found | { error: string } {
-  const exe = o.windows ? 'csi-lsp.exe' : 'csi-lsp';
+/**
+ * The server (`csi-lsp`, or the debug adapter `csi-dap` with its own setting), or an error
+ * message saying where we looked.
+ */
+export function findServer(o: ServerSearch, name = 'csi-lsp', settingName = 'csi.serverPath'): Found | { error: string } {
+  const exe = o.windows ? `${name}.exe` : name;
   const setting = o.setting.trim();
   if (setting) {
     let p = setting;
     if (p.startsWith('~') && o.home) p = path.join(o.home, p.slice(1));
     if (!path.isAbsolute(p) && o.workspace) p = path.join(o.workspace, p);
     if (o.isFile(p)) return { path: p, source: 'setting' };
-    return { error: `csi.serverPath: no server at ${p}` };
+    return { error: `${settingName}: no ${name} at ${p}` };
   }
   for (const p of bundledCandidates(o.extensionPath, exe)) {
     if (o.isFile(p)) return { path: p, source: 'bundled' };
@@ -48,6 +51,6 @@ export function findServer(o: ServerSearch): Found | { error: string } {
     if (o.isFile(p)) return { path: p, source: 'PATH' };
   }
   return {
-    error: `csi-lsp not found: set csi.serverPath, or put csi-lsp on PATH (build it with \`cargo build --release -p csi-lsp\`)`,
+    error: `${name} not found: set ${settingName}, or put ${name} on PATH (build it with \`cargo build --release -p csi-lsp\`)`,
   };
 }

@@ -177,7 +177,15 @@ export const recorded = {
   /** Context keys set with the `setContext` command. */
   context: new Map<string, unknown>(),
   files: new Map<string, string>(),
+  /** Debug adapter factories and configuration providers by debug type. */
+  debugFactories: new Map<string, any>(),
+  debugProviders: new Map<string, any>(),
+  /** Configurations `debug.startDebugging` was called with. */
+  debugStarts: [] as any[],
   reset(): void {
+    this.debugFactories.clear();
+    this.debugProviders.clear();
+    this.debugStarts = [];
     this.commands.clear();
     this.decorationTypes = [];
     this.treeProviders.clear();
@@ -315,6 +323,35 @@ export const workspace = {
     const p = typeof u === 'string' ? u : u.fsPath;
     const root = workspace.workspaceFolders?.[0]?.uri.fsPath;
     return root && p.startsWith(`${root}/`) ? p.slice(root.length + 1) : p;
+  },
+};
+
+export class DebugAdapterExecutable {
+  constructor(
+    readonly command: string,
+    readonly args: string[] = [],
+  ) {}
+}
+
+const activeStackItemChanged = new EventEmitter<any>();
+
+export const debug = {
+  registerDebugAdapterDescriptorFactory(type: string, f: any): Disposable {
+    recorded.debugFactories.set(type, f);
+    return new Disposable(() => recorded.debugFactories.delete(type));
+  },
+  registerDebugConfigurationProvider(type: string, p: any): Disposable {
+    recorded.debugProviders.set(type, p);
+    return new Disposable(() => recorded.debugProviders.delete(type));
+  },
+  onDidChangeActiveStackItem: activeStackItemChanged.event,
+  async startDebugging(_folder: unknown, config: any): Promise<boolean> {
+    recorded.debugStarts.push(config);
+    return true;
+  },
+  /** Test helper: the user selects a Call Stack item. */
+  _selectStackItem(item: any): void {
+    activeStackItemChanged.fire(item);
   },
 };
 
