@@ -216,7 +216,12 @@ impl<W: Write> Adapter<W> {
         // `arguments` key, which clients often send empty.
         let parsed = serde_json::from_value::<Request>(raw.clone()).or_else(|e| {
             match raw.get("arguments") {
-                Some(a) if a.is_null() || a.as_object().is_some_and(|o| o.is_empty()) => {
+                // (`[]` from Lua clients, whose empty tables encode as arrays.)
+                Some(a)
+                    if a.is_null()
+                        || a.as_object().is_some_and(|o| o.is_empty())
+                        || a.as_array().is_some_and(|o| o.is_empty()) =>
+                {
                     let mut bare = raw.clone();
                     bare.as_object_mut().map(|o| o.remove("arguments"));
                     serde_json::from_value::<Request>(bare).map_err(|_| e)

@@ -6,8 +6,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 server=${CSI_LSP:-${CARGO_TARGET_DIR:-$root/target}/release/csi-lsp}
+adapter=${CSI_DAP:-$(dirname "$server")/csi-dap}
 if [ ! -x "$server" ]; then
   echo "csi-lsp not found at $server (cargo build --release -p csi-lsp, or set CSI_LSP)" >&2
+  exit 2
+fi
+if [ ! -x "$adapter" ]; then
+  echo "csi-dap not found at $adapter (cargo build --release -p csi-lsp, or set CSI_DAP)" >&2
   exit 2
 fi
 command -v nvim >/dev/null || { echo "nvim not found" >&2; exit 2; }
@@ -26,7 +31,7 @@ fi
 for t in "$here"/test_*.lua; do
   echo "# $(basename "$t")"
   # -u NONE: no user config, no plugins; each test file loads what it needs.
-  if ! CSI_LSP="$server" CSI_ROOT="$root" timeout 120 \
+  if ! CSI_LSP="$server" CSI_DAP="$adapter" CSI_ROOT="$root" timeout 120 \
       nvim --headless -u NONE -i NONE -n -c "luafile $t" </dev/null; then
     echo "# $(basename "$t") failed" >&2
     status=1

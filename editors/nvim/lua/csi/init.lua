@@ -185,6 +185,7 @@ function M.open_crash(exe, core, opts)
   notify('opening ' .. params.core .. ' …')
   return request('csi/openCrash', params, function(st)
     set_stack(st)
+    M.state.crash = params
     -- Opening a crash clears the server's slice.
     M.state.slice = nil
     slice.clear_all()
