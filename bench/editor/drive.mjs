@@ -1,6 +1,6 @@
 // Drives code-server (started by bench/editor/run.sh) with Chromium through playwright-core:
 // the crash named by .csi.toml shown at start, colours, hints, the CSI Stack view, a hover on
-// a variable, the legend. Each check throws on failure (exit code 1); screenshots go to
+// a variable, the legend, and a csi debug session (Call Stack, Variables, Step Back, Console). Each check throws on failure (exit code 1); screenshots go to
 // $CSI_SHOTS. Env: CSI_URL, CSI_SHOTS, CHROMIUM, CSI_NODE_MODULES (where playwright-core is).
 import { createRequire } from 'module';
 import * as fs from 'fs';
@@ -124,6 +124,61 @@ try {
   check('Open Crash with a frame selected asks for the crash', asked && !/needs \{"executable"/.test(toasts), toasts.slice(0, 120));
   await shot(page, '08-open-crash-asks');
   await page.keyboard.press('Escape');
+
+  // 9. A debug session of the csi type (.vscode/launch.json, F5): the standard Call Stack
+  //    stops at the crash, the Variables tree expands `list` three levels deep.
+  // (F5 itself reloads the page in a browser: the command palette starts the session.)
+  await page.locator('.monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+Shift+P');
+  await page.keyboard.type('Debug: Start Debugging');
+  await page.waitForTimeout(500);
+  await page.keyboard.press('Enter');
+  const callStack = page.locator('.debug-call-stack');
+  await callStack
+    .locator('.monaco-list-row', { hasText: 'charge' })
+    .first()
+    .waitFor({ timeout: 30000 })
+    .catch(async (e) => {
+      await shot(page, '09-debug-did-not-start');
+      throw e;
+    });
+  const frames = await callStack.locator('.monaco-list-row').allInnerTexts();
+  check('the debugger stops at the crash: charge, main in the Call Stack', frames.some((r) => r.includes('charge')) && frames.some((r) => r.includes('main')), frames.slice(0, 4).join(' | ').replace(/\s+/g, ' '));
+  const vars = page.locator('.debug-variables');
+  const row = (text) => vars.locator('.monaco-list-row', { hasText: text }).first();
+  await row('Arguments').waitFor({ timeout: 15000 });
+  // Arguments is expanded by default; open list, then next, then next.
+  if (!(await row('list').isVisible().catch(() => false))) await row('Arguments').click();
+  await row('list').click();
+  await row('owner').waitFor({ timeout: 10000 });
+  await vars.locator('.monaco-list-row', { hasText: /^next/ }).first().click();
+  await page.waitForTimeout(600);
+  await vars.locator('.monaco-list-row', { hasText: /^next/ }).nth(1).click();
+  await page.waitForTimeout(600);
+  const varRows = (await vars.locator('.monaco-list-row').allInnerTexts()).map((r) => r.replace(/\s+/g, ' '));
+  const owners = varRows.filter((r) => /owner/.test(r)).join(' | ');
+  check('Variables: list → next → next expanded (alice, bob, carol)', /alice/.test(owners) && /bob/.test(owners) && /carol/.test(owners), owners.slice(0, 200));
+  check('Variables: the instrumentation is not among Locals', !varRows.some((r) => /__PT_|__CC_/.test(r)));
+  await shot(page, '09-debug-variables');
+
+  // 10. Step Back in the debug toolbar: the Call Stack shows a recorded path step.
+  await page.locator('.debug-toolbar .action-label[aria-label^="Step Back"]').first().click();
+  await callStack.locator('.monaco-list-row', { hasText: '[step' }).first().waitFor({ timeout: 15000 }).catch(() => {});
+  const stepped2 = (await callStack.locator('.monaco-list-row').allInnerTexts()).join(' | ').replace(/\s+/g, ' ');
+  check('Step Back shows a recorded path step as the frame position', /\[step \d+ of \d+\]/.test(stepped2), stepped2.slice(0, 160));
+  await shot(page, '10-debug-step-back');
+
+  // 11. The Debug Console evaluates C as gdb prints it.
+  await page.keyboard.press('Control+Shift+Y');
+  const input = page.locator('.repl-input-wrapper textarea').first();
+  await input.waitFor({ timeout: 10000 });
+  await input.click();
+  await page.keyboard.type('list->next->owner');
+  await page.keyboard.press('Enter');
+  await page.locator('.repl .monaco-list-row', { hasText: 'bob' }).first().waitFor({ timeout: 10000 }).catch(() => {});
+  const replText = (await page.locator('.repl').first().innerText()).replace(/\s+/g, ' ');
+  check('Debug Console: list->next->owner is "bob"', /0x[0-9a-f]+ "bob"/.test(replText), replText.slice(-120));
+  await shot(page, '11-debug-console');
 } finally {
   await browser.close();
 }

@@ -3,7 +3,8 @@
 # installed, a workspace whose .csi.toml names the null_deref fixture crash, driven by Debian's
 # Chromium through playwright-core (bench/editor/drive.mjs). Checks the crash shows at start
 # (no C file opened by hand), the must/may/never colours, the inlay hints, the CSI Stack view,
-# the hover on a variable and the legend; writes screenshots. Not a CI test (it installs
+# the hover on a variable, the legend, and a debug session of the csi type (F5: Call Stack,
+# Variables three levels deep, Step Back, the Debug Console); writes screenshots. Not a CI test (it installs
 # code-server and builds its native modules: minutes).
 #
 #   bench/editor/run.sh [screenshot-dir]      (default: bench/editor/screenshots, not committed)
@@ -38,8 +39,12 @@ fi
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ -z "${CODE_SERVER_VERSION:-}" ]; then
   # The newest version whose engines.node (a major: '20', '22', ...) this node satisfies.
-  CODE_SERVER_VERSION=$(npm view 'code-server@>=4.90.0' engines.node --json 2>/dev/null | node -e '
-    const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  # npm prints {"code-server@V": node} or, in newer npm, two parallel arrays: ask for both.
+  CODE_SERVER_VERSION=$(node -e '
+    const { execSync } = require("child_process");
+    const q = (f) => JSON.parse(execSync(`npm view "code-server@>=4.90.0" ${f} --json`, { stdio: ["ignore", "pipe", "ignore"] }));
+    let m = q("engines.node");
+    if (Array.isArray(m)) { const vs = q("version"); m = Object.fromEntries(vs.map((v, i) => ["code-server@" + v, m[i]])); }
     const ok = Object.entries(m).filter(([, e]) => Number(String(e).replace(/[^0-9].*$/, "")) <= Number(process.argv[1]));
     const v = (s) => s.split("@")[1].split(".").map(Number);
     ok.sort(([a], [b]) => { const x = v(a), y = v(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
@@ -90,6 +95,18 @@ core = "$crash/core"
 [[substitute-path]]
 from = "./src"
 to = "$ws/src"
+EOF
+# A launch configuration of the csi debug type (F5 opens the core in the debugger).
+mkdir -p "$ws/.vscode"
+cat >"$ws/.vscode/launch.json" <<EOF
+{
+  "version": "0.2.0",
+  "configurations": [
+    {"type": "csi", "request": "launch", "name": "CSI: null_deref core",
+     "program": "$crash/null_deref", "coreFile": "$crash/core",
+     "substitutePaths": [{"from": "./src", "to": "$ws/src"}]}
+  ]
+}
 EOF
 mkdir -p "$work/user/User"
 cat >"$work/user/User/settings.json" <<'EOF'
