@@ -133,6 +133,9 @@ try {
   await page.keyboard.type('Debug: Start Debugging');
   await page.waitForTimeout(500);
   await page.keyboard.press('Enter');
+  // It may ask which configuration: ours.
+  const pick = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'CSI: null_deref core' });
+  if (await pick.first().waitFor({ timeout: 3000 }).then(() => true).catch(() => false)) await pick.first().click();
   const callStack = page.locator('.debug-call-stack');
   await callStack
     .locator('.monaco-list-row', { hasText: 'charge' })
@@ -170,9 +173,10 @@ try {
 
   // 11. The Debug Console evaluates C as gdb prints it.
   await page.keyboard.press('Control+Shift+Y');
-  const input = page.locator('.repl-input-wrapper textarea').first();
+  const input = page.locator('.repl-input-wrapper').first();
   await input.waitFor({ timeout: 10000 });
   await input.click();
+  await page.waitForTimeout(300);
   await page.keyboard.type('list->next->owner');
   await page.keyboard.press('Enter');
   await page.locator('.repl .monaco-list-row', { hasText: 'bob' }).first().waitFor({ timeout: 10000 }).catch(() => {});

@@ -518,7 +518,16 @@ impl<W: Write> Adapter<W> {
                     },
                 ));
             }
-            let loc = cf.call_location.as_ref();
+            // A line-0 row (merged code at -O2) is shown at the row before it, as gdb does.
+            let merged = cf
+                .call_location
+                .as_ref()
+                .filter(|l| l.line == 0 && cf.inlined.is_empty())
+                .and_then(|_| {
+                    let pc = if k == 0 { f.pc } else { f.pc.wrapping_sub(1) };
+                    l.crash.line_for_display(pc)
+                });
+            let loc = merged.as_ref().or(cf.call_location.as_ref());
             let library = f.graph_function.is_none() && loc.is_none();
             frames.push((
                 FrameRef {

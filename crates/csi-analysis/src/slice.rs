@@ -378,7 +378,8 @@ pub fn slice(
         .frame
         .and_then(|k| frames.get(k))
         .and_then(|f| f.stopped_at)
-        .map(|p| p.line);
+        .map(|p| p.line)
+        .filter(|&l| l != 0);
     let statements = |n: NodeId| -> Vec<VertexId> {
         let Some(vs) = sdg.stmts.get(&n) else {
             return vec![n];

@@ -406,6 +406,7 @@ mod tests {
             path: Vec::new(),
             path_note: None,
             unwind: csi_dump::unwind::UnwindMethod::Cfi,
+            context: Default::default(),
         }
     }
 

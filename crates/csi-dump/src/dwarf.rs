@@ -739,6 +739,23 @@ impl DebugInfo {
         .value(t, bytes, 0)
     }
 
+    /// An array of `elem` with dimensions `dims` (the rows of a multi-dimensional array).
+    pub(crate) fn format_array(
+        &self,
+        unit: &gimli::Unit<Rd>,
+        elem: UnitOffset<usize>,
+        dims: &[Option<u64>],
+        bytes: &[u8],
+        process: &Process,
+    ) -> String {
+        Formatter {
+            info: self,
+            unit,
+            process,
+        }
+        .array(elem, dims, bytes, 0)
+    }
+
     pub(crate) fn strip(
         &self,
         unit: &gimli::Unit<Rd>,
@@ -1060,7 +1077,11 @@ impl Formatter<'_> {
                         {
                             s.push_str(&format!(" <{name}>"));
                         }
+                    } else {
+                        s.push_str(&data_symbol(self.process, p));
                     }
+                } else {
+                    s.push_str(&data_symbol(self.process, p));
                 }
                 s
             }
@@ -1069,34 +1090,8 @@ impl Formatter<'_> {
                     Some(AttributeValue::UnitRef(o)) => o,
                     _ => return "?".into(),
                 };
-                let Some(es) = self.info.type_size(self.unit, elem, 0).filter(|&s| s > 0) else {
-                    return "{...}".into();
-                };
-                let es = es as usize;
-                // Arrays of chars print as strings, like gdb.
-                if let Some((_, ee)) = self.info.strip(self.unit, elem) {
-                    if es == 1
-                        && ee.tag() == gimli::DW_TAG_base_type
-                        && matches!(
-                            ee.attr_value(gimli::DW_AT_encoding),
-                            Some(AttributeValue::Encoding(
-                                gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char
-                            ))
-                        )
-                    {
-                        return quote(b);
-                    }
-                }
-                let n = b.len() / es;
-                let mut parts: Vec<String> = b
-                    .chunks_exact(es)
-                    .take(MAX_ELEMENTS)
-                    .map(|c| self.value(elem, c, depth + 1))
-                    .collect();
-                if n > MAX_ELEMENTS {
-                    parts.push("...".into());
-                }
-                format!("{{{}}}", parts.join(", "))
+                let dims = self.info.array_dims(self.unit, t);
+                self.array(elem, &dims, b, depth)
             }
             gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type => {
                 let Ok(mut tree) = self.unit.entries_tree(Some(t)) else {
@@ -1132,9 +1127,25 @@ impl Formatter<'_> {
                         let start = (bit_off / 8) as usize;
                         let avail = b.len().saturating_sub(start).min(16);
                         word[..avail].copy_from_slice(&b[start..start + avail]);
-                        let v =
+                        let mut v =
                             (u128::from_le_bytes(word) >> (bit_off % 8)) & ((1u128 << bits) - 1);
-                        v.to_string()
+                        // A signed bit-field's top bit is its sign.
+                        let signed = self.info.strip(self.unit, mt).is_some_and(|(_, te)| {
+                            te.tag() == gimli::DW_TAG_enumeration_type
+                                || matches!(
+                                    te.attr_value(gimli::DW_AT_encoding),
+                                    Some(AttributeValue::Encoding(
+                                        gimli::DW_ATE_signed | gimli::DW_ATE_signed_char
+                                    ))
+                                )
+                        });
+                        if signed && bits > 0 && (v >> (bits - 1)) & 1 == 1 {
+                            v |= !0u128 << bits;
+                        }
+                        let mut word = [0u8; 16];
+                        word.copy_from_slice(&v.to_le_bytes());
+                        let size = self.info.type_size(self.unit, mt, 0).unwrap_or(4).min(16);
+                        self.value(mt, &word[..size as usize], depth + 1)
                     } else {
                         let ms = self.info.type_size(self.unit, mt, 0).unwrap_or(0) as usize;
                         match b.get(off..off + ms) {
@@ -1152,6 +1163,63 @@ impl Formatter<'_> {
             }
             _ => "?".into(),
         }
+    }
+
+    /// An array of `elem` with dimensions `dims` (`int [2][3]` → `{{0, 1, 2}, {10, 11, 12}}`,
+    /// as gdb nests them) held in `b`.
+    pub(crate) fn array(
+        &self,
+        elem: UnitOffset<usize>,
+        dims: &[Option<u64>],
+        b: &[u8],
+        depth: u32,
+    ) -> String {
+        let Some(es) = self.info.type_size(self.unit, elem, 0).filter(|&s| s > 0) else {
+            return "{...}".into();
+        };
+        let es = es as usize;
+        if dims.len() > 1 {
+            // Rows of the remaining dimensions.
+            let row: Option<u64> = dims[1..]
+                .iter()
+                .try_fold(es as u64, |a, d| a.checked_mul((*d)?));
+            let Some(row) = row.filter(|&r| r > 0) else {
+                return "{...}".into();
+            };
+            let mut parts: Vec<String> = b
+                .chunks_exact(row as usize)
+                .take(MAX_ELEMENTS)
+                .map(|c| self.array(elem, &dims[1..], c, depth + 1))
+                .collect();
+            if b.len() / row as usize > MAX_ELEMENTS {
+                parts.push("...".into());
+            }
+            return format!("{{{}}}", parts.join(", "));
+        }
+        // Arrays of chars print as strings, like gdb.
+        if let Some((_, ee)) = self.info.strip(self.unit, elem) {
+            if es == 1
+                && ee.tag() == gimli::DW_TAG_base_type
+                && matches!(
+                    ee.attr_value(gimli::DW_AT_encoding),
+                    Some(AttributeValue::Encoding(
+                        gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char
+                    ))
+                )
+            {
+                return quote(b);
+            }
+        }
+        let n = b.len() / es;
+        let mut parts: Vec<String> = b
+            .chunks_exact(es)
+            .take(MAX_ELEMENTS)
+            .map(|c| self.value(elem, c, depth + 1))
+            .collect();
+        if n > MAX_ELEMENTS {
+            parts.push("...".into());
+        }
+        format!("{{{}}}", parts.join(", "))
     }
 
     fn enumerator(&self, t: UnitOffset<usize>, v: i128) -> Option<String> {
@@ -1178,6 +1246,16 @@ impl Formatter<'_> {
 
     fn c_string(&self, p: u64) -> Option<String> {
         c_string(self.process, p)
+    }
+}
+
+/// ` <shapes+152>` when `p` points into a global or static object (as gdb prints pointers),
+/// else nothing.
+pub(crate) fn data_symbol(process: &Process, p: u64) -> String {
+    match process.module_at(p).and_then(|m| m.symbolize_data(p)) {
+        Some((name, 0)) => format!(" <{name}>"),
+        Some((name, off)) => format!(" <{name}+{off}>"),
+        None => String::new(),
     }
 }
 

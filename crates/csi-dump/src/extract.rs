@@ -83,13 +83,14 @@ pub struct CrashFrame {
     /// Why the path trace is missing or partial.
     pub path_note: Option<String>,
     pub unwind: UnwindMethod,
-    /// What a debugger needs to read more of the frame later (values, registers).
-    pub(crate) context: FrameContext,
+    /// What a debugger needs to read more of the frame later (values, registers); opaque.
+    pub context: FrameContext,
 }
 
-/// A frame's registers and where its debug info is, kept for on-demand reading.
+/// A frame's registers and where its debug info is, kept for on-demand reading
+/// (`Crash::frame_values`, `Crash::evaluate`, `Crash::frame_registers`).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct FrameContext {
+pub struct FrameContext {
     pub(crate) regs: crate::core::Registers,
     /// Index into `Process::modules` of the module the pc is in.
     pub(crate) module: Option<usize>,
@@ -960,6 +961,31 @@ impl<'a> Extract<'a> {
         // interrupted by a signal) stopped anywhere in its node.
         let at_call = !pf.exact_pc;
         let mut point = self.point_candidates(f, cf.location.as_ref(), at_call);
+        let position_unknown = point.is_empty();
+        if position_unknown {
+            // Unknown position (a line-0 row: code merged from several lines): every
+            // candidate is possible (never guess) — also for the path decoder, which must not
+            // end the path before any of them.
+            let gf = self.graph.function(f);
+            point = gf
+                .nodes
+                .iter()
+                .copied()
+                .filter(|&n| {
+                    let k = self.graph.node(n).kind;
+                    if at_call {
+                        k == NodeKind::CallSite
+                    } else {
+                        k != NodeKind::Entry && k != NodeKind::Exit
+                    }
+                })
+                .collect();
+            notices.push(format!(
+                "{name}: pc {:#x} matches no node of the program graph; using every {} of the function",
+                pf.pc,
+                if at_call { "call site" } else { "node" }
+            ));
+        }
         let mut rf = Frame {
             function: Some(f),
             pc: Some(pf.pc),
@@ -988,28 +1014,6 @@ impl<'a> Extract<'a> {
                 }
                 Err(why) => cf.path_note = Some(why),
             }
-        }
-        if point.is_empty() {
-            // Unknown position: every candidate is possible (never guess).
-            let gf = self.graph.function(f);
-            point = gf
-                .nodes
-                .iter()
-                .copied()
-                .filter(|&n| {
-                    let k = self.graph.node(n).kind;
-                    if at_call {
-                        k == NodeKind::CallSite
-                    } else {
-                        k != NodeKind::Entry && k != NodeKind::Exit
-                    }
-                })
-                .collect();
-            notices.push(format!(
-                "{name}: pc {:#x} matches no node of the program graph; using every {} of the function",
-                pf.pc,
-                if at_call { "call site" } else { "node" }
-            ));
         }
         rf.point = point;
         // Local call-site coverage, now that the frame's position is known: the array where it
@@ -1065,6 +1069,12 @@ impl<'a> Extract<'a> {
                 })
             })
             .flatten();
+        if position_unknown && !at_call {
+            // Stopped somewhere among the points (a line-0 row): any of them may have run
+            // only in part, so none's coverage store is evidence it did not run. Line 0 names
+            // no statement, so nothing is cut at it.
+            rf.stopped_at = Some(csi_model::SourcePos { line: 0, column: 0 });
+        }
         cf.path = rf
             .path
             .iter()

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::DumpError;
 pub use extract::{
-    load_bytes, same_source, Crash, CrashFrame, CrashThread, LoadOptions, Metadata, ModuleInfo,
-    PathStep,
+    load_bytes, same_source, Crash, CrashFrame, CrashThread, FrameContext, LoadOptions, Metadata,
+    ModuleInfo, PathStep,
 };
 pub use values::{NamedValue, Value, REGISTER_NAMES};
 

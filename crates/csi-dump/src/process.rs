@@ -87,6 +87,32 @@ impl Module {
         matches!((&self.build_id, &self.core_build_id), (Some(a), Some(b)) if a != b)
     }
 
+    /// The data object (a global or static variable's symbol) containing the runtime address
+    /// `addr`, with the offset into it — what gdb shows after a pointer as `<shapes+152>`.
+    pub fn symbolize_data(&self, addr: u64) -> Option<(String, u64)> {
+        let elf = self.elf()?;
+        let debug = self.debug_file.as_ref().and_then(|_| self.debug_elf());
+        let svma = addr.wrapping_sub(self.bias);
+        let tables = debug
+            .as_ref()
+            .map(|d| d.symbols())
+            .into_iter()
+            .chain([elf.symbols(), elf.dynamic_symbols()]);
+        for table in tables {
+            for s in table {
+                if s.kind() == object::SymbolKind::Data
+                    && s.address() <= svma
+                    && svma - s.address() < s.size()
+                {
+                    if let Ok(n) = s.name() {
+                        return Some((n.to_string(), svma - s.address()));
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// Symbol containing the runtime address `addr`, with the offset into it.
     pub fn symbolize(&self, addr: u64) -> Option<(String, u64)> {
         let elf = self.elf()?;

@@ -28,6 +28,12 @@ enum Ty {
     },
     /// A pointer made by `&`.
     Pointer(Box<Ty>),
+    /// The rows of a multi-dimensional array type (a `Ty::Die`) with its first `skip`
+    /// dimensions taken: `int [2][3]` with skip 1 is `int [3]`.
+    Rows {
+        array: Box<Ty>,
+        skip: usize,
+    },
     /// An integer made by arithmetic or a literal.
     Int {
         size: u8,
@@ -333,6 +339,22 @@ impl Crash {
                 }
             }
             Ty::Pointer(t) => return Shape::Pointer((**t).clone()),
+            Ty::Rows { array, skip } => {
+                let Some((elem, dims)) = self.array_parts(array) else {
+                    return Shape::Unknown;
+                };
+                return Shape::Array {
+                    elem: if dims.len() > skip + 1 {
+                        Ty::Rows {
+                            array: array.clone(),
+                            skip: skip + 1,
+                        }
+                    } else {
+                        elem
+                    },
+                    count: dims.get(*skip).copied().flatten(),
+                };
+            }
             Ty::Die {
                 module,
                 unit,
@@ -373,10 +395,20 @@ impl Crash {
             gimli::DW_TAG_pointer_type
             | gimli::DW_TAG_reference_type
             | gimli::DW_TAG_rvalue_reference_type => Shape::Pointer(inner()),
-            gimli::DW_TAG_array_type => Shape::Array {
-                elem: inner(),
-                count: debug.array_dims(u, t).first().copied().flatten(),
-            },
+            gimli::DW_TAG_array_type => {
+                let dims = debug.array_dims(u, t);
+                Shape::Array {
+                    elem: if dims.len() > 1 {
+                        Ty::Rows {
+                            array: Box::new(ty.clone()),
+                            skip: 1,
+                        }
+                    } else {
+                        inner()
+                    },
+                    count: dims.first().copied().flatten(),
+                }
+            }
             gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type => {
                 Shape::Record
             }
@@ -391,6 +423,12 @@ impl Crash {
             Ty::Void => Some(1),
             Ty::Int { size, .. } => Some(*size as u64),
             Ty::Pointer(_) => Some(8),
+            Ty::Rows { array, skip } => {
+                let (elem, dims) = self.array_parts(array)?;
+                dims.get(*skip..)?
+                    .iter()
+                    .try_fold(self.size_of(&elem)?, |a, d| a.checked_mul((*d)?))
+            }
             Ty::Die {
                 module,
                 unit,
@@ -400,6 +438,32 @@ impl Crash {
                 debug.type_size(&debug.units[*unit], *offset, 0)
             }
         }
+    }
+
+    /// The element type and the dimensions of an array type DIE.
+    fn array_parts(&self, array: &Ty) -> Option<(Ty, Vec<Option<u64>>)> {
+        let Ty::Die {
+            module,
+            unit,
+            offset,
+        } = array
+        else {
+            return None;
+        };
+        let debug = self.debug_of(*module)?;
+        let u = &debug.units[*unit];
+        let (t, e) = debug.strip(u, *offset)?;
+        let Some(AttributeValue::UnitRef(elem)) = e.attr_value(gimli::DW_AT_type) else {
+            return None;
+        };
+        Some((
+            Ty::Die {
+                module: *module,
+                unit: *unit,
+                offset: elem,
+            },
+            debug.array_dims(u, t),
+        ))
     }
 
     fn is_char(&self, ty: &Ty) -> bool {
@@ -456,6 +520,17 @@ impl Crash {
                     _ => format!("{inner} *"),
                 }
             }
+            Ty::Rows { array, skip } => {
+                // `int [2][3]` less its first `skip` dimensions.
+                let whole = self.type_name(array);
+                match whole.split_once(" [") {
+                    Some((elem, dims)) => {
+                        let rest: Vec<&str> = dims.split('[').skip(*skip).collect();
+                        format!("{elem} [{}", rest.join("["))
+                    }
+                    None => whole,
+                }
+            }
             Ty::Die {
                 module,
                 unit,
@@ -509,10 +584,12 @@ impl Crash {
                 };
             }
             let mut s = format!("{p:#x}");
-            if matches!(self.shape(pointee), Shape::Function) && p != 0 {
+            if matches!(self.shape(pointee), Shape::Function) {
                 if let Some((name, 0)) = self.process.module_at(p).and_then(|m| m.symbolize(p)) {
                     s.push_str(&format!(" <{name}>"));
                 }
+            } else if p != 0 {
+                s.push_str(&crate::dwarf::data_symbol(&self.process, p));
             }
             return if top {
                 format!("({}) {s}", self.type_name(&v.ty))
@@ -539,6 +616,21 @@ impl Crash {
                 crate::dwarf::base_value(encoding, &bytes)
             }
             Ty::Void => "void".into(),
+            Ty::Rows { array, skip } => match (self.array_parts(array), &**array) {
+                (Some((Ty::Die { offset: elem, .. }, dims)), Ty::Die { module, unit, .. }) => {
+                    match self.debug_of(*module) {
+                        Some(d) => d.format_array(
+                            &d.units[*unit],
+                            elem,
+                            &dims[(*skip).min(dims.len())..],
+                            &bytes,
+                            &self.process,
+                        ),
+                        None => "?".into(),
+                    }
+                }
+                _ => "?".into(),
+            },
             Ty::Pointer(_) => unreachable!("pointers are formatted above"),
         }
     }
@@ -1060,6 +1152,17 @@ impl Crash {
     /// The symbol containing a runtime address, with the offset into it.
     pub fn symbol_at(&self, address: u64) -> Option<(String, u64)> {
         self.process.module_at(address)?.symbolize(address)
+    }
+
+    /// The source position to show for a frame at `pc` (a return address is looked up at
+    /// `pc - 1` by the caller): its line-table row, or where that row is line 0 (code an
+    /// optimiser merged from several lines), the nearest row before it with a line — what gdb
+    /// shows.
+    pub fn line_for_display(&self, pc: u64) -> Option<crate::dwarf::SourceLoc> {
+        (0..64u64)
+            .map_while(|back| pc.checked_sub(back))
+            .filter_map(|a| self.source_at(a))
+            .find(|l| l.line != 0)
     }
 
     /// The source position of a runtime code address, from its module's line table.

@@ -54,16 +54,6 @@ fn evaluate_agrees_with_gdb_print() {
     }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/crashes/null_deref/realistic-O0");
-    let (exe, core) = (dir.join("null_deref"), dir.join("core"));
-    let crash = csi_dump::Crash::open(&exe, &core, &Default::default()).expect("fixture opens");
-    let thread = 0;
-    let frame_of = |name: &str| {
-        crash.threads[thread]
-            .frames
-            .iter()
-            .position(|f| f.function.as_deref() == Some(name))
-            .unwrap_or_else(|| panic!("no frame of {name}"))
-    };
     let cases: [(&str, &[&str]); 2] = [
         (
             "charge",
@@ -116,28 +106,145 @@ fn evaluate_agrees_with_gdb_print() {
             ],
         ),
     ];
-    let mut compared = 0;
-    let mut mismatches = Vec::new();
-    for (function, exprs) in cases {
-        let frame = frame_of(function);
-        let theirs = gdb_print(&exe, &core, frame, exprs);
-        for (e, g) in exprs.iter().zip(theirs) {
-            let ours = crash
-                .evaluate(thread, frame, e)
-                .map(|v| crash.print_value(&v));
-            let g = g.unwrap_or_else(|| panic!("gdb cannot print `{e}` in {function}"));
-            match ours {
-                Ok(o) if o == g => compared += 1,
-                other => mismatches.push(format!("{function}: `{e}`: ours {other:?}, gdb {g:?}")),
-            }
-        }
-    }
+    let (compared, mismatches) = agree(&dir, "null_deref", &cases);
     assert!(
         mismatches.is_empty(),
         "differences from gdb:\n{}",
         mismatches.join("\n")
     );
     assert!(compared >= 40, "compared {compared}");
+}
+
+/// Evaluates each function's expressions in its frame of the crash in `dir` and compares them
+/// with gdb's `print`: (how many agree, the differences).
+fn agree(dir: &Path, program: &str, cases: &[(&str, &[&str])]) -> (usize, Vec<String>) {
+    let (exe, core) = (dir.join(program), dir.join("core"));
+    let crash = csi_dump::Crash::open(&exe, &core, &Default::default()).expect("fixture opens");
+    let thread = 0;
+    let mut compared = 0;
+    let mut mismatches = Vec::new();
+    for (function, exprs) in cases {
+        let frame = crash.threads[thread]
+            .frames
+            .iter()
+            .position(|f| f.function.as_deref() == Some(*function))
+            .unwrap_or_else(|| panic!("no frame of {function}"));
+        let theirs = gdb_print(&exe, &core, frame, exprs);
+        for (e, g) in exprs.iter().zip(theirs) {
+            let ours = crash
+                .evaluate(thread, frame, e)
+                .map(|v| crash.print_value(&v));
+            let Some(g) = g else {
+                mismatches.push(format!(
+                    "{function}: gdb cannot print `{e}` (ours {ours:?})"
+                ));
+                continue;
+            };
+            match ours {
+                Ok(o) if o == g => compared += 1,
+                other => mismatches.push(format!("{function}: `{e}`: ours {other:?}, gdb {g:?}")),
+            }
+        }
+    }
+    (compared, mismatches)
+}
+
+/// The `values` fixture (structs, unions, bit-fields, enums, 2-D arrays, floats, function
+/// pointers, booleans) in the fixture matrix that `fixtures/build.sh` builds (`CSI_FIXTURES`):
+/// at -O0 in the path-tracing and the block-coverage builds.
+#[test]
+fn every_kind_of_value_agrees_with_gdb() {
+    if !have_gdb() {
+        assert!(std::env::var_os("CI").is_none(), "gdb is required in CI");
+        return;
+    }
+    let Some(root) = std::env::var_os("CSI_FIXTURES").map(std::path::PathBuf::from) else {
+        // The fixture matrix is built in CI, which runs this with CSI_FIXTURES (scripts/test).
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs this with CSI_FIXTURES"
+        );
+        eprintln!("CSI_FIXTURES not set: the values fixture is only in the built matrix");
+        return;
+    };
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "measure",
+            &[
+                "*s",
+                "s->flags",
+                "s->flags.delta",
+                "s->next->flags",
+                "s->next->next->flags.delta",
+                "s->w",
+                "s->w.f",
+                "s->corners",
+                "s->corners[1]",
+                "s->corners[2].y",
+                "s->grid",
+                "s->grid[1]",
+                "s->grid[1][2]",
+                "&s->grid[1]",
+                "*s->grid",
+                "s->label",
+                "s->label[6]",
+                "s->area",
+                "s->ticket",
+                "s->next->ticket - s->ticket",
+                "s->scale",
+                "s->next->scale",
+                "s->visible",
+                "s->next->visible",
+                "s->small",
+                "s->sc",
+                "s->color",
+                "s->next->color",
+                "s->next->next->color",
+                "(enum color)6",
+                "*s->next->next",
+                "shapes",
+                "shapes[2].name",
+                "global_head == s",
+                "counter",
+                "names",
+                "names[1]",
+                "*names[2]",
+                "depth",
+                "total",
+                "lost",
+                "sizeof(struct shape)",
+                "sizeof(s->grid[0])",
+                "sizeof(ticket_t)",
+                "&shapes[1]",
+                "&shapes[2] - &shapes[0]",
+                "(long)&shapes[2] - (long)&shapes[0]",
+                "s->flags.mode * 3 + s->flags.ready",
+                "(unsigned char)s->flags.tail",
+                "s->grid[0][1] << 4",
+            ],
+        ),
+        (
+            "main",
+            &["shapes[1].flags", "global_head->next->label", "counter"],
+        ),
+    ];
+    let mut total = 0;
+    for variant in ["realistic-O0", "bb-O0"] {
+        let dir = root.join("values").join(variant);
+        assert!(
+            dir.join("core").is_file(),
+            "no {} (fixtures/build.sh)",
+            dir.display()
+        );
+        let (compared, mismatches) = agree(&dir, "values", &cases);
+        assert!(
+            mismatches.is_empty(),
+            "{variant}: differences from gdb:\n{}",
+            mismatches.join("\n")
+        );
+        total += compared;
+    }
+    assert_eq!(total, 2 * (50 + 3));
 }
 
 #[test]

@@ -182,7 +182,11 @@ fn frames_and_trace_variables_match_gdb() {
                 t.tid
             );
             for (o, g) in ours.iter().zip(&theirs) {
-                if g.1 != 0 {
+                // At -O2 a pc on a line-0 row (code the compiler merged from several lines)
+                // has no line for the analysis; gdb shows the row before it. (csi-dap shows
+                // gdb's line too: `Crash::line_for_display`.)
+                let merged = o.1 == 0 && fx.name().ends_with("-O2");
+                if g.1 != 0 && !merged {
                     assert_eq!(o.1, g.1, "{}: thread {}: line of {}", fx.name(), t.tid, o.0);
                 }
             }
