@@ -595,3 +595,105 @@ fn malformed_requests_are_answered_and_the_adapter_goes_on() {
     let status = d.child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// Every checked-in fixture crash (C and C++, threads, shared libraries, -O0 and -O2): the
+/// adapter launches, and every frame of every thread answers its scopes, every variable
+/// expands two levels and evaluates by its `evaluateName`, and its pc disassembles — without
+/// one error response or internal error.
+#[test]
+fn every_fixture_crash_is_browsable() {
+    let mut dirs = Vec::new();
+    let mut stack = vec![root().join("fixtures/crashes")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "core") {
+                dirs.push(d.clone());
+            }
+        }
+    }
+    dirs.sort();
+    assert!(dirs.len() >= 20, "{dirs:?}");
+    let mut frames_seen = 0;
+    let mut values_seen = 0;
+    for dir in dirs {
+        let program = dir
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let exe = dir.join(&program);
+        let mut d = Dap::start();
+        d.ok("initialize", json!({"adapterID": "csi"}));
+        d.ok(
+            "launch",
+            json!({"program": exe, "coreFile": dir.join("core")}),
+        );
+        d.ok("configurationDone", json!({}));
+        let threads = d.ok("threads", json!({}))["threads"]
+            .as_array()
+            .unwrap()
+            .clone();
+        for t in threads {
+            let id = t["id"].as_i64().unwrap();
+            let frames = d.ok("stackTrace", json!({"threadId": id}))["stackFrames"]
+                .as_array()
+                .unwrap()
+                .clone();
+            assert!(
+                !frames.is_empty(),
+                "{}: thread {id} has no frames",
+                dir.display()
+            );
+            for f in frames.iter().take(12) {
+                frames_seen += 1;
+                let scopes = d.ok("scopes", json!({"frameId": f["id"]}))["scopes"]
+                    .as_array()
+                    .unwrap()
+                    .clone();
+                for s in scopes.iter().filter(|s| s["name"] != "Globals") {
+                    for v in variables(&mut d, s["variablesReference"].as_i64().unwrap()) {
+                        values_seen += 1;
+                        if let Some(name) = v["evaluateName"].as_str() {
+                            if s["name"] != "Registers" {
+                                let r = d.request("evaluate", json!({"expression": name, "frameId": f["id"], "context": "watch"}));
+                                // Optimized-out values are errors by design; anything else evaluates.
+                                assert!(
+                                    r["success"] == true
+                                        || v["value"].as_str().is_some_and(|x| x.starts_with('<')),
+                                    "{}: {name}: {r} (variable {v})",
+                                    dir.display()
+                                );
+                            }
+                        }
+                        let r = v["variablesReference"].as_i64().unwrap();
+                        if r > 0 {
+                            for c in variables(&mut d, r).iter().take(20) {
+                                let cr = c["variablesReference"].as_i64().unwrap();
+                                if cr > 0 {
+                                    variables(&mut d, cr);
+                                }
+                            }
+                        }
+                    }
+                }
+                if let Some(pc) = f["instructionPointerReference"].as_str() {
+                    d.ok("disassemble", json!({"memoryReference": pc, "instructionOffset": -2, "instructionCount": 4}));
+                }
+            }
+        }
+        // Back to the oldest step and forward to the crash again.
+        d.ok("reverseContinue", json!({"threadId": 1}));
+        d.ok("continue", json!({"threadId": 1}));
+        d.ok("disconnect", json!({}));
+    }
+    assert!(
+        frames_seen > 50 && values_seen > 100,
+        "{frames_seen} frames, {values_seen} values"
+    );
+}
