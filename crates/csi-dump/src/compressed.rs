@@ -97,7 +97,7 @@ pub fn decompress(path: &Path, kind: Compression) -> Result<Decompressed, DumpEr
             kind.name()
         ),
     };
-    let mut reader: Box<dyn Read> = match kind {
+    let reader: Box<dyn Read + Send> = match kind {
         Compression::Zstd => {
             Box::new(zstd::stream::read::Decoder::with_buffer(input).map_err(corrupt)?)
         }
@@ -119,80 +119,73 @@ pub fn decompress(path: &Path, kind: Compression) -> Result<Decompressed, DumpEr
             ),
         ),
     };
-    let mut buf = vec![0u8; CHUNK];
+    // Decoding (one thread) overlaps writing and hole-punching (this one): on a core of
+    // incompressible memory the two cost about the same.
+    let (chunks, received) = std::sync::mpsc::sync_channel::<Result<Chunk, std::io::Error>>(3);
+    let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let decoder = std::thread::spawn(move || decode_chunks(reader, chunks, spare_rx));
     let mut total: u64 = 0;
-    let mut head = [0u8; 4];
     let mut stream_cut: Option<String> = None;
-    loop {
-        // Fill the buffer (the decoders return short reads).
-        let mut filled = 0;
-        while filled < buf.len() {
-            // Small reads: a decoder that fails mid-read drops what that read produced, so
-            // a cut stream loses at most one step's worth of its decoded bytes.
-            let step = (filled + READ_STEP).min(buf.len());
-            match reader.read(&mut buf[filled..step]) {
-                Ok(0) => break,
-                Ok(k) => filled += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                // The input ended inside the stream: what was decoded is a prefix of the
-                // core. Anything else (corrupt data) fails: its bytes cannot be trusted.
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::UnexpectedEof
-                        && total + filled as u64 > 0 =>
-                {
-                    stream_cut = Some(format!(
-                        "the {}-compressed stream ends early ({e})",
-                        kind.name()
-                    ));
-                    break;
-                }
-                Err(e) => return Err(corrupt(e)),
+    let mut failure: Option<DumpError> = None;
+    for chunk in received {
+        let chunk = match chunk {
+            Ok(c) => c,
+            Err(e) => {
+                failure = Some(corrupt(e));
+                break;
             }
-        }
-        if filled == 0 {
+        };
+        let filled = chunk.len;
+        let buf = &chunk.buf[..filled];
+        if total == 0 && !buf.starts_with(b"\x7fELF") {
+            failure = Some(DumpError::Corrupt {
+                path: path.to_path_buf(),
+                what: format!(
+                    "{}-compressed, but what it holds is not an ELF core dump",
+                    kind.name()
+                ),
+            });
             break;
-        }
-        if total == 0 {
-            let n = filled.min(4);
-            head[..n].copy_from_slice(&buf[..n]);
-            if &head != b"\x7fELF" {
-                return Err(DumpError::Corrupt {
-                    path: path.to_path_buf(),
-                    what: format!(
-                        "{}-compressed, but what it holds is not an ELF core dump",
-                        kind.name()
-                    ),
-                });
-            }
         }
         // Zero blocks become holes: seek over them instead of writing.
         let mut pos = 0;
         while pos < filled {
             let end = (pos + BLOCK).min(filled);
-            let block = &buf[pos..end];
-            if block.iter().all(|&b| b == 0) {
-                out.seek(SeekFrom::Current(block.len() as i64))
+            if is_zero(&buf[pos..end]) {
+                out.seek(SeekFrom::Current((end - pos) as i64))
                     .map_err(write_err)?;
-            } else {
-                // Write the run of non-zero blocks in one call.
-                let mut run_end = end;
-                while run_end < filled {
-                    let next = (run_end + BLOCK).min(filled);
-                    if buf[run_end..next].iter().all(|&b| b == 0) {
-                        break;
-                    }
-                    run_end = next;
-                }
-                out.write_all(&buf[pos..run_end]).map_err(write_err)?;
-                pos = run_end;
+                pos = end;
                 continue;
             }
-            pos = end;
+            // Write the run of non-zero blocks in one call.
+            let mut run_end = end;
+            while run_end < filled {
+                let next = (run_end + BLOCK).min(filled);
+                if is_zero(&buf[run_end..next]) {
+                    break;
+                }
+                run_end = next;
+            }
+            out.write_all(&buf[pos..run_end]).map_err(write_err)?;
+            pos = run_end;
         }
         total += filled as u64;
-        if stream_cut.is_some() {
+        if let Some(e) = chunk.cut {
+            if total > 0 {
+                stream_cut = Some(format!(
+                    "the {}-compressed stream ends early ({e})",
+                    kind.name()
+                ));
+            }
             break;
         }
+        let _ = spare_tx.send(chunk.buf);
+    }
+    // Dropping the receivers stops the decoder at its next chunk.
+    drop(spare_tx);
+    let _ = decoder.join();
+    if let Some(e) = failure {
+        return Err(e);
     }
     if total == 0 {
         return Err(DumpError::Corrupt {
@@ -206,6 +199,77 @@ pub fn decompress(path: &Path, kind: Compression) -> Result<Decompressed, DumpEr
         file: out,
         stream_cut: stream_cut.map(|why| format!("{why} after {total} bytes of the core")),
     })
+}
+
+/// A decoded piece of the core: `buf[..len]`, and why the stream ended inside it, if it did.
+struct Chunk {
+    buf: Vec<u8>,
+    len: usize,
+    cut: Option<std::io::Error>,
+}
+
+/// Fills chunks from the decoder until it ends (an empty chunk is never sent), reusing the
+/// buffers the writer hands back.
+fn decode_chunks(
+    mut reader: Box<dyn Read + Send>,
+    chunks: std::sync::mpsc::SyncSender<Result<Chunk, std::io::Error>>,
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
+) {
+    let mut first = true;
+    loop {
+        let mut buf = spare.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
+        let mut filled = 0;
+        let mut cut = None;
+        while filled < buf.len() {
+            // Small reads: a decoder that fails mid-read drops what that read produced, so a
+            // cut stream loses at most one step's worth of its decoded bytes.
+            let step = (filled + READ_STEP).min(buf.len());
+            match reader.read(&mut buf[filled..step]) {
+                Ok(0) => break,
+                Ok(k) => filled += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // The input ended inside the stream: what was decoded is a prefix of the
+                // core. Anything else (corrupt data) fails: its bytes cannot be trusted.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof && (!first || filled > 0) =>
+                {
+                    cut = Some(e);
+                    break;
+                }
+                Err(e) => {
+                    let _ = chunks.send(Err(e));
+                    return;
+                }
+            }
+        }
+        if filled == 0 && cut.is_none() {
+            return;
+        }
+        first = false;
+        let last = cut.is_some() || filled < buf.len();
+        if chunks
+            .send(Ok(Chunk {
+                buf,
+                len: filled,
+                cut,
+            }))
+            .is_err()
+            || last
+        {
+            return;
+        }
+    }
+}
+
+/// Whether a block is all zero bytes (compared 16 bytes at a time).
+fn is_zero(block: &[u8]) -> bool {
+    let words = block.chunks_exact(16);
+    let rest = words.remainder();
+    words
+        .map(|w| u128::from_ne_bytes(w.try_into().expect("chunks of 16")))
+        .fold(0, |acc, w| acc | w)
+        == 0
+        && rest.iter().all(|&b| b == 0)
 }
 
 #[cfg(test)]
