@@ -14,6 +14,12 @@ pub struct Config {
     /// Crash to open at start-up.
     pub executable: Option<PathBuf>,
     pub core: Option<PathBuf>,
+    /// A core of systemd-coredump's store instead of `core`: `latest`, a pid or a program
+    /// name (as `csi --coredump`); the executable is the one systemd recorded unless
+    /// `executable` is given.
+    pub coredump: Option<String>,
+    /// systemd-coredump's store (default /var/lib/systemd/coredump).
+    pub coredump_dir: Option<PathBuf>,
     /// csi-grissom GraphML for programs built by the original csi-cc.
     pub graphml: Option<PathBuf>,
     /// Directories of separate debug files (build-id trees, `.gnu_debuglink` targets), as
@@ -35,7 +41,8 @@ pub struct SubstitutePath {
     pub to: String,
 }
 
-/// `.csi.toml` in the workspace root: `executable`, `core`, `graphml`, `debug-dirs`,
+/// `.csi.toml` in the workspace root: `executable`, `core` (or `coredump` = `"latest"`, a
+/// pid or a program name, and `coredump-dir`), `graphml`, `debug-dirs`,
 /// `sysroot` (relative to the root),
 /// and `[[substitute-path]] from = "..." to = "..."` tables.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -43,6 +50,8 @@ pub struct SubstitutePath {
 struct CsiToml {
     executable: Option<PathBuf>,
     core: Option<PathBuf>,
+    coredump: Option<String>,
+    coredump_dir: Option<PathBuf>,
     graphml: Option<PathBuf>,
     debug_dirs: Vec<PathBuf>,
     sysroot: Option<PathBuf>,
@@ -66,6 +75,12 @@ impl Config {
         }
         if has("core") {
             self.core = incoming.core;
+        }
+        if has("coredump") {
+            self.coredump = incoming.coredump;
+        }
+        if has("coredumpDir") {
+            self.coredump_dir = incoming.coredump_dir;
         }
         if has("graphml") {
             self.graphml = incoming.graphml;
@@ -107,6 +122,12 @@ impl Config {
         if self.core.is_none() {
             self.core = t.core.map(abs);
         }
+        if self.coredump.is_none() {
+            self.coredump = t.coredump;
+        }
+        if self.coredump_dir.is_none() {
+            self.coredump_dir = t.coredump_dir.map(abs);
+        }
         if self.graphml.is_none() {
             self.graphml = t.graphml.map(abs);
         }
@@ -118,6 +139,36 @@ impl Config {
         }
         self.substitute_paths.extend(t.substitute_path);
         Ok(true)
+    }
+}
+
+impl Config {
+    /// The crash the settings name: `executable` + `core`, or a core of systemd-coredump's
+    /// store (`coredump`), with its notice (pid, signal, time).
+    pub fn crash_paths(&self) -> Result<Option<(PathBuf, PathBuf, Option<String>)>, String> {
+        if let Some(sel) = &self.coredump {
+            let dir = self
+                .coredump_dir
+                .clone()
+                .unwrap_or_else(|| csi_dump::coredump_store::DEFAULT_STORE.into());
+            let c = csi_dump::coredump_store::select(&dir, sel).map_err(|e| e.to_string())?;
+            let exe = self
+                .executable
+                .clone()
+                .or_else(|| c.executable())
+                .ok_or_else(|| {
+                    format!(
+                        "{}: systemd recorded no executable that exists here; set `executable`",
+                        c.path.display()
+                    )
+                })?;
+            let notice = format!("systemd-coredump ({}): {}", c.source, c.describe());
+            return Ok(Some((exe, c.path, Some(notice))));
+        }
+        Ok(match (&self.executable, &self.core) {
+            (Some(e), Some(c)) => Some((e.clone(), c.clone(), None)),
+            _ => None,
+        })
     }
 }
 

@@ -674,7 +674,8 @@ impl LanguageServer for Backend {
             // `.csi.toml` is read here (not in `initialized`) so that the answer can say a
             // crash is being opened, and commands wait for it.
             errs.extend(c.merge_csi_toml().err());
-            (errs, c.executable.is_some() && c.core.is_some())
+            let named = c.executable.is_some() && c.core.is_some() || c.coredump.is_some();
+            (errs, named)
         };
         for e in errs {
             self.client
@@ -740,18 +741,8 @@ impl LanguageServer for Backend {
     async fn initialized(&self, _: InitializedParams) {
         // Released when this returns (or unwinds): commands waiting for the crash go on.
         let _gate = lock(&self.state.opening_guard).take();
-        let (exe, core) = {
-            let c = read(&self.state.config);
-            (c.executable.clone(), c.core.clone())
-        };
-        if let (Some(exe), Some(core)) = (exe, core) {
-            quietly(
-                &self.client,
-                "opening the crash",
-                self.open(Source::Crash(exe, core)),
-            )
-            .await;
-        }
+        let paths = read(&self.state.config).crash_paths();
+        self.open_configured(paths).await;
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -855,17 +846,10 @@ impl Backend {
     async fn did_change_configuration_unisolated(&self, p: DidChangeConfigurationParams) {
         let (reopen, err) = {
             let mut c = write(&self.state.config);
-            let before = (c.executable.clone(), c.core.clone());
+            let named = |c: &Config| (c.executable.clone(), c.core.clone(), c.coredump.clone());
+            let before = named(&c);
             let err = c.merge_json(&p.settings).err();
-            let after = (c.executable.clone(), c.core.clone());
-            (
-                if before != after {
-                    after.0.zip(after.1)
-                } else {
-                    None
-                },
-                err,
-            )
+            ((before != named(&c)).then(|| c.crash_paths()), err)
         };
         if let Some(e) = err {
             self.client
@@ -873,10 +857,37 @@ impl Backend {
                 .await;
         }
         match reopen {
-            Some((exe, core)) => {
-                let _ = self.open(Source::Crash(exe, core)).await;
+            Some(Ok(None)) | None => self.after_change().await,
+            Some(paths) => self.open_configured(paths).await,
+        }
+    }
+
+    /// Opens the crash the settings name (`executable` + `core`, or `coredump`), saying
+    /// where a stored core came from; a selector that matches nothing is an error message.
+    async fn open_configured(
+        &self,
+        paths: std::result::Result<Option<(PathBuf, PathBuf, Option<String>)>, String>,
+    ) {
+        match paths {
+            Ok(Some((exe, core, notice))) => {
+                if let Some(n) = notice {
+                    self.client
+                        .show_message(MessageType::INFO, format!("CSI: {n}"))
+                        .await;
+                }
+                quietly(
+                    &self.client,
+                    "opening the crash",
+                    self.open(Source::Crash(exe, core)),
+                )
+                .await;
             }
-            None => self.after_change().await,
+            Ok(None) => {}
+            Err(e) => {
+                self.client
+                    .show_message(MessageType::ERROR, format!("CSI: {e}"))
+                    .await
+            }
         }
     }
 

@@ -626,6 +626,72 @@ async fn csi_toml_crash_is_answered_right_after_initialized() {
     );
 }
 
+/// `.csi.toml` naming a core of systemd-coredump's store (`coredump = "latest"`,
+/// `coredump-dir`): the newest stored core opens at start with the executable systemd recorded
+/// (its `user.coredump.exe` attribute), and a selector that matches nothing is an error message.
+#[tokio::test]
+async fn csi_toml_coredump_opens_the_newest_stored_core() {
+    let tmp = std::env::temp_dir().join(format!("csi-lsp-coredump-{}", std::process::id()));
+    let store = tmp.join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let stored =
+        store.join("core.null_deref.1000.0123456789abcdef0123456789abcdef.4242.1763967301000000");
+    std::fs::copy(fixture("null_deref/realistic-O0/core"), &stored).unwrap();
+    xattr::set(
+        &stored,
+        "user.coredump.exe",
+        fixture("null_deref/realistic-O0/null_deref").as_bytes(),
+    )
+    .unwrap();
+    xattr::set(&stored, "user.coredump.signal", b"11").unwrap();
+    std::fs::write(
+        tmp.join(".csi.toml"),
+        "coredump = \"latest\"\ncoredump-dir = \"store\"\n",
+    )
+    .unwrap();
+    let mut c = spawn_in_process();
+    let init = c
+        .request("initialize", json!({"processId": null, "rootUri": format!("file://{}", tmp.display()), "capabilities": {}}))
+        .await;
+    assert_eq!(
+        init["result"]["capabilities"]["experimental"]["csi"]["crashAtStart"],
+        true
+    );
+    c.notify("initialized", json!({})).await;
+    let m = c
+        .wait_notification("window/showMessage", Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        m["params"]["message"],
+        "CSI: systemd-coredump (store): pid 4242 (null_deref), SIGSEGV, 2025-11-24 06:55:01 UTC"
+    );
+    let r = c.request("csi/stack", json!({})).await;
+    assert_eq!(
+        r["result"]["threads"][0]["frames"][0]["function"], "charge",
+        "{r}"
+    );
+    // A selector that matches nothing: one error message, no crash.
+    std::fs::write(
+        tmp.join(".csi.toml"),
+        "coredump = \"99999\"\ncoredump-dir = \"store\"\n",
+    )
+    .unwrap();
+    let mut c = spawn_in_process();
+    c.request("initialize", json!({"processId": null, "rootUri": format!("file://{}", tmp.display()), "capabilities": {}}))
+        .await;
+    c.notify("initialized", json!({})).await;
+    let m = c
+        .wait_notification("window/showMessage", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let text = m["params"]["message"].as_str().unwrap();
+    assert!(
+        text.starts_with("CSI: ") && text.contains("no systemd-coredump core matches `99999`"),
+        "{text}"
+    );
+}
+
 /// A crash as it arrives from production: a stripped executable (its debug file in a
 /// build-id tree named by `debug-dirs`) and a zstd-compressed core, from `.csi.toml`.
 #[tokio::test]

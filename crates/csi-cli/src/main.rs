@@ -42,6 +42,14 @@ struct CrashArgs {
     /// a minidump is recognised too.
     #[arg(long, requires = "exe", conflicts_with = "minidump")]
     core: Option<PathBuf>,
+    /// A core kept by systemd-coredump (as `coredumpctl list` shows them): `latest`, a pid, or
+    /// a program name (its newest core). The executable is the one systemd recorded unless
+    /// --exe is given. Read from --coredump-dir, else from `coredumpctl`.
+    #[arg(long, value_name = "latest|PID|NAME", conflicts_with_all = ["core", "minidump"])]
+    coredump: Option<String>,
+    /// systemd-coredump's store.
+    #[arg(long, value_name = "DIR", requires = "coredump", default_value = csi_dump::coredump_store::DEFAULT_STORE)]
+    coredump_dir: PathBuf,
     /// Its minidump (Breakpad, Crashpad, Sentry Native, minidump-writer), instead of a core.
     #[arg(long, requires = "exe", value_name = "FILE")]
     minidump: Option<PathBuf>,
@@ -274,7 +282,28 @@ fn stripped_hint(c: &csi_dump::Crash) -> String {
 }
 
 fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
+    let mut stored_notice = None;
+    let stored = match &args.coredump {
+        Some(sel) => {
+            let c = csi_dump::coredump_store::select(&args.coredump_dir, sel)?;
+            let exe = match (&args.exe, &c.exe) {
+                (Some(e), _) => e.clone(),
+                (None, Some(e)) if e.is_file() => e.clone(),
+                _ => triage::executable_of(&c.path)
+                    .map_err(|e| Failure::BadInput(format!("{}: {e}", c.path.display())))?,
+            };
+            stored_notice = Some(format!(
+                "systemd-coredump ({}): {}; {}",
+                c.source,
+                c.describe(),
+                c.path.display()
+            ));
+            Some((exe, c.path))
+        }
+        None => None,
+    };
     let (exe, core) = match (&args.exe, args.core.as_ref().or(args.minidump.as_ref())) {
+        _ if stored.is_some() => stored.expect("checked"),
         (Some(e), Some(c)) => (e.clone(), c.clone()),
         (Some(e), None) => {
             return Err(Failure::BadInput(format!(
@@ -292,7 +321,10 @@ fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
         },
         sysroot: args.sysroot.clone(),
     };
-    let crash = csi_dump::Crash::open(&exe, &core, &opts)?;
+    let mut crash = csi_dump::Crash::open(&exe, &core, &opts)?;
+    if let Some(n) = stored_notice {
+        crash.notices.insert(0, n);
+    }
     Ok(crash)
 }
 
@@ -349,7 +381,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             format,
             stack_only,
             ..
-        } if crash.exe.is_some() => {
+        } if crash.exe.is_some() || crash.coredump.is_some() => {
             let mut c = open_crash(&crash)?;
             // Nothing to analyse is one line of error; notices only go with an answer.
             let Some(cov) = analyse_crash(&mut c, stack_only)? else {

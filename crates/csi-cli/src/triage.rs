@@ -228,7 +228,7 @@ fn compression(core: &Path) -> Option<&'static str> {
 
 /// The executable a core belongs to: the path it recorded, else a file of that name beside
 /// the core (cores collected together with their program).
-fn executable_of(core: &Path) -> Result<PathBuf, String> {
+pub(crate) fn executable_of(core: &Path) -> Result<PathBuf, String> {
     let cf = csi_dump::core::CoreFile::open(core).map_err(|e| e.to_string())?;
     let Some(recorded) = cf.executable_path() else {
         return Err(
