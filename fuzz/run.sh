@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for a bounded time on the stable toolchain (cargo-fuzz with
+# RUSTC_BOOTSTRAP=1, no sanitizer: the readers are safe Rust, so a panic, an overflow — debug
+# assertions are on — or a timeout is what is looked for). Seeds come from the fixtures
+# (cores, csi-cc sections, debug files, compressed cores) and examples/fig6-1; inputs that
+# once crashed a target are kept in fuzz/regressions/<target>/ and are run first.
+#   fuzz/run.sh [seconds per target]     (default 20; FUZZ_TARGETS to choose targets)
+# Prints per target: executions and wall time. Exits non-zero when a target crashes.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+secs=${1:-20}
+targets=${FUZZ_TARGETS:-"core compressed_core minidump debug_file sections graphml grissom_json"}
+export RUSTC_BOOTSTRAP=1
+if ! command -v cargo-fuzz >/dev/null; then
+  cargo install cargo-fuzz --version =0.13.1 --locked
+fi
+cd "$here"
+cargo fuzz build -O -a -s none >/dev/null
+seeds=$(mktemp -d)
+trap 'rm -rf "$seeds"' EXIT
+small_cores=$(ls -S "$root"/fixtures/crashes/*/realistic-O0/core | tail -4)
+exes=$(for c in $small_cores; do d=$(dirname "$c"); p=$(basename "$(dirname "$d")"); echo "$d/$p"; done)
+mkdir -p "$seeds"/{core,compressed_core,minidump,debug_file,sections,graphml,grissom_json}
+for c in $small_cores; do
+  n=$(basename "$(dirname "$(dirname "$c")")")
+  cp "$c" "$seeds/core/$n"
+  # The target prepends each magic number itself: the seeds are the streams after it.
+  zstd -q -c "$c" | tail -c +5 >"$seeds/compressed_core/$n.zst"
+  lz4 -q -c "$c" | tail -c +5 >"$seeds/compressed_core/$n.lz4"
+done
+for e in $exes; do
+  n=$(basename "$e")
+  objcopy --only-keep-debug "$e" "$seeds/debug_file/$n.debug"
+  for s in .debug_CSI_CFG .debug_PT .debug_CC .debug_BBC .debug_FC; do
+    objcopy -O binary --only-section="$s" "$e" "$seeds/sections/$n$s" 2>/dev/null || true
+    [ -s "$seeds/sections/$n$s" ] || rm -f "$seeds/sections/$n$s"
+  done
+done
+cp "$root/examples/fig6-1/example.graphml" "$seeds/graphml/"
+cp "$root/examples/fig6-1/report.json" "$seeds/grissom_json/"
+status=0
+for t in $targets; do
+  corpus="$seeds/$t"
+  if [ -d "$here/regressions/$t" ]; then
+    # Inputs that once crashed: each must now run clean.
+    for r in "$here"/regressions/"$t"/*; do
+      [ -f "$r" ] || continue
+      if ! cargo fuzz run -O -a -s none "$t" "$r" >/dev/null 2>&1; then
+        echo "fuzz $t: regression input $(basename "$r") crashes again" >&2
+        status=1
+      fi
+    done
+  fi
+  start=$(date +%s%N)
+  log="$seeds/$t.log"
+  if cargo fuzz run -O -a -s none "$t" "$corpus" -- -max_total_time="$secs" -max_len=1048576 \
+      -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1; then
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+    printf 'fuzz %-15s %8s executions in %s s, no crash\n' "$t" "$runs" "$(( ($(date +%s%N) - start) / 1000000000 ))"
+  else
+    echo "fuzz $t: CRASH (input under fuzz/artifacts/$t/)" >&2
+    grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$log" | head -8 >&2
+    status=1
+  fi
+done
+exit $status
