@@ -38,6 +38,8 @@ fn crash_and_write_minidump(exe: &Path, out: &Path, register_data: bool) -> i32 
                     rlim_max: 0,
                 };
                 libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+                // Its own process group: waiting on it never reaps another test's children.
+                libc::setpgid(0, 0);
                 if libc::ptrace(
                     libc::PTRACE_TRACEME,
                     0,
@@ -53,53 +55,94 @@ fn crash_and_write_minidump(exe: &Path, out: &Path, register_data: bool) -> i32 
             .expect("spawn the fixture")
     };
     let pid = child.id() as libc::pid_t;
-    let wait = || {
+    // The next stop of any thread of the program (its process group): (tid, status).
+    let wait_any = || {
         let mut status = 0;
-        // SAFETY: plain syscall on our child.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
-        assert_eq!(r, pid, "waitpid");
-        status
+        // SAFETY: plain syscall on our children.
+        let tid = unsafe { libc::waitpid(-pid, &mut status, libc::__WALL) };
+        assert!(tid > 0, "waitpid");
+        (tid, status)
     };
-    let cont = |sig: i32| {
+    let ptrace = |req: libc::c_uint, tid: libc::pid_t, data: usize| {
         // SAFETY: plain syscall on our traced child.
         unsafe {
             libc::ptrace(
-                libc::PTRACE_CONT,
-                pid,
+                req,
+                tid,
                 std::ptr::null_mut::<libc::c_void>(),
-                sig as usize as *mut libc::c_void,
+                data as *mut libc::c_void,
             )
-        };
+        }
     };
-    // The stop at exec, then run to the fatal signal.
-    let mut status = wait();
-    let signal = loop {
-        assert!(
-            libc::WIFSTOPPED(status),
-            "the fixture exited instead of crashing"
-        );
+    // The stop at exec; then follow every thread the program creates.
+    let (_, status) = wait_any();
+    assert!(libc::WIFSTOPPED(status), "no stop at exec");
+    ptrace(
+        libc::PTRACE_SETOPTIONS,
+        pid,
+        libc::PTRACE_O_TRACECLONE as usize,
+    );
+    ptrace(libc::PTRACE_CONT, pid, 0);
+    let mut threads: Vec<libc::pid_t> = vec![pid];
+    let (crashed, signal) = loop {
+        let (tid, status) = wait_any();
+        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+            assert_ne!(tid, pid, "the fixture exited instead of crashing");
+            threads.retain(|&t| t != tid);
+            continue;
+        }
         let sig = libc::WSTOPSIG(status);
+        if status >> 8 == (libc::SIGTRAP | (libc::PTRACE_EVENT_CLONE << 8)) {
+            let mut new_tid: libc::c_ulong = 0;
+            // SAFETY: plain syscall; writes the new thread's id.
+            unsafe {
+                libc::ptrace(
+                    libc::PTRACE_GETEVENTMSG,
+                    tid,
+                    std::ptr::null_mut::<libc::c_void>(),
+                    &mut new_tid as *mut libc::c_ulong as *mut libc::c_void,
+                )
+            };
+            threads.push(new_tid as libc::pid_t);
+            ptrace(libc::PTRACE_CONT, tid, 0);
+            continue;
+        }
         if matches!(
             sig,
             libc::SIGSEGV | libc::SIGABRT | libc::SIGBUS | libc::SIGFPE
         ) {
-            break sig;
+            break (tid, sig);
         }
-        cont(if sig == libc::SIGTRAP { 0 } else { sig });
-        status = wait();
+        // A new thread's first stop (SIGSTOP) and traps are not the program's signals.
+        let deliver = if matches!(sig, libc::SIGTRAP | libc::SIGSTOP) {
+            0
+        } else {
+            sig
+        };
+        ptrace(libc::PTRACE_CONT, tid, deliver as usize);
     };
-    // Leave it stopped at the faulting instruction (the signal not delivered), untraced, so
-    // the writer can attach.
-    // SAFETY: plain syscalls on our child.
-    unsafe {
-        libc::ptrace(
-            libc::PTRACE_DETACH,
-            pid,
-            std::ptr::null_mut::<libc::c_void>(),
-            libc::SIGSTOP as usize as *mut libc::c_void,
-        );
+    // Stop the other threads where they are, then leave them all stopped (the crashing one at
+    // its faulting instruction, the signal not delivered), untraced, so the writer can attach.
+    for &t in threads.iter().filter(|&&t| t != crashed) {
+        // SAFETY: plain syscall on our child's thread.
+        unsafe { libc::syscall(libc::SYS_tgkill, pid, t, libc::SIGSTOP) };
+        loop {
+            let mut status = 0;
+            // SAFETY: plain syscall on our traced thread.
+            let r = unsafe { libc::waitpid(t, &mut status, libc::__WALL) };
+            if r == t && libc::WIFSTOPPED(status) && libc::WSTOPSIG(status) == libc::SIGSTOP {
+                break;
+            }
+            if r == t && libc::WIFSTOPPED(status) {
+                ptrace(libc::PTRACE_CONT, t, 0);
+                continue;
+            }
+            break;
+        }
+        ptrace(libc::PTRACE_DETACH, t, libc::SIGSTOP as usize);
     }
-    let mut writer = minidump_writer::minidump_writer::MinidumpWriterConfig::new(pid, pid);
+    ptrace(libc::PTRACE_DETACH, crashed, libc::SIGSTOP as usize);
+    let mut writer = minidump_writer::minidump_writer::MinidumpWriterConfig::new(pid, crashed);
     if register_data {
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
         let exe_name = exe.file_name().unwrap().to_str().unwrap();
@@ -229,4 +272,60 @@ fn minidump_of_a_crashing_csi_cc_program() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("was not produced by"), "{err}");
+}
+
+/// The program frames of every thread, crashing thread first: function names.
+fn thread_functions(v: &Value) -> Vec<Vec<String>> {
+    v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| !f["report_frame"].is_null())
+                .map(|f| f["function"].as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// A crash in the second of three threads (`thread_crash`): the writer dumps every thread
+/// (followed here through PTRACE_O_TRACECLONE, all stopped before it attaches); csi reads all
+/// three — the crashed worker first — with the same program frames as the core of the same
+/// program's crash, and the same answer for the crashing frame.
+#[test]
+fn minidump_of_a_multithreaded_crash() {
+    let program = "thread_crash";
+    let src = root().join(format!("fixtures/crashes/{program}/realistic-O0"));
+    let exe = src.join(program);
+    let core = json(&analyze(&exe, &src.join("core"), "--core"));
+    let dump = scratch("threads").join("threads.dmp");
+    assert_eq!(crash_and_write_minidump(&exe, &dump, true), libc::SIGSEGV);
+    let v = json(&analyze(&exe, &dump, "--minidump"));
+    let mut ours = thread_functions(&v);
+    let mut theirs = thread_functions(&core);
+    assert_eq!(ours.len(), 3, "{ours:?}");
+    assert_eq!(ours[0], theirs[0], "the crashed thread first, same frames");
+    assert_eq!(ours[0][..2], ["compute", "worker"]);
+    // The two waiting threads (main in pthread_join, the parker in pthread_cond_wait), in
+    // whatever order the writer lists them.
+    ours[1..].sort();
+    theirs[1..].sort();
+    assert_eq!(ours, theirs);
+    // The per-frame answer of the crashing frame equals the core's. (Not the worker's: how
+    // often it spins before the parker waits differs from run to run.)
+    let crashed = |x: &Value| -> Vec<Value> {
+        x["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["thread"] == 0 && f["function"] == "compute")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(crashed(&v).len(), 1);
+    assert_eq!(crashed(&v), crashed(&core));
 }
