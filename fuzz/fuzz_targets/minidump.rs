@@ -13,7 +13,8 @@ fuzz_target!(|data: &[u8]| {
     let exe = dir.join(format!("csi-fuzz-minidump-exe-{}", std::process::id()));
     let mut bytes = b"MDMP".to_vec();
     bytes.extend_from_slice(data);
-    if std::fs::write(&path, &bytes).is_ok() && (exe.exists() || std::fs::write(&exe, EXE).is_ok()) {
+    if std::fs::write(&path, &bytes).is_ok() && (exe.exists() || std::fs::write(&exe, EXE).is_ok())
+    {
         let _ = csi_dump::Crash::open(&exe, &path, &Default::default());
     }
     let _ = std::fs::remove_file(&path);

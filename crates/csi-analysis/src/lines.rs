@@ -451,7 +451,7 @@ mod tests {
         let file = b.intern_file("/src/o.c");
         let f = b.add_function("f", Some(file));
         b.function_mut(f).optimized = true;
-        let mut calls = |name: &str, b: &mut ProgramGraphBuilder| {
+        let calls = |name: &str, b: &mut ProgramGraphBuilder| {
             let mut n = Node::new(format!("f.{name}.{}", rand_id()), f, NodeKind::CallSite);
             n.call = Some(Call {
                 name: Some(name.into()),

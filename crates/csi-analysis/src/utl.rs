@@ -689,6 +689,8 @@ impl LocalScc {
 /// can be walked in any order, so every vector's order is met), then to the exit point;
 /// between consecutive required SCCs, a shortest path through the segment between them.
 /// `None` if a step finds no path (it always should; the caller then re-checks every node).
+// `j` indexes the chain, its segments and their targets together.
+#[allow(clippy::needless_range_loop)]
 fn walk_nodes(
     g: &DiGraph<(), ()>,
     entry: u32,

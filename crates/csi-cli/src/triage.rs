@@ -58,6 +58,8 @@ enum TriageFormat {
 
 /// Source lines by file.
 type FileLineSet = BTreeMap<String, BTreeSet<u32>>;
+/// One frame's evidence: the (file, line)s that surely ran and surely did not.
+type FrameEvidence = (BTreeSet<(String, u32)>, BTreeSet<(String, u32)>);
 
 /// What one crash contributes to triage (the crash itself is dropped after analysis, so
 /// memory stays at one loaded crash per worker).
@@ -73,7 +75,7 @@ struct Analysed {
     site: Option<String>,
     /// Per innermost physical program frame (up to `--refine-frames`): lines that surely ran
     /// and surely did not in that activation.
-    local: Vec<(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)>,
+    local: Vec<FrameEvidence>,
     must: FileLineSet,
     never: FileLineSet,
     /// The program has CSI metadata (must/never are meaningful).
@@ -399,10 +401,7 @@ fn intersect(a: &mut FileLineSet, b: &FileLineSet) {
 
 /// Do two sets of (must, never) frame evidence contradict: a line surely ran in one and
 /// surely did not in the other, in the same frame position?
-fn contradicts(
-    a: &[(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)],
-    b: &[(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)],
-) -> bool {
+fn contradicts(a: &[FrameEvidence], b: &[FrameEvidence]) -> bool {
     a.iter()
         .zip(b)
         .any(|((am, an), (bm, bn))| !am.is_disjoint(bn) || !an.is_disjoint(bm))
@@ -560,26 +559,7 @@ fn ranges(lines: &BTreeSet<u32>) -> String {
     out
 }
 
-/// UTC `YYYY-MM-DD HH:MM:SS` from seconds since the epoch (civil-from-days, H. Hinnant).
-fn utc(secs: u64) -> String {
-    let days = (secs / 86400) as i64;
-    let rem = secs % 86400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
+use csi_dump::coredump_store::utc_date as utc;
 
 fn text_output(
     crashes: &[Analysed],
@@ -680,7 +660,7 @@ mod tests {
         assert_eq!(utc(951_782_400), "2000-02-29 00:00:00");
     }
 
-    fn ev(must: &[u32], never: &[u32]) -> Vec<(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)> {
+    fn ev(must: &[u32], never: &[u32]) -> Vec<FrameEvidence> {
         let f = |ls: &[u32]| ls.iter().map(|&l| ("a.c".to_string(), l)).collect();
         vec![(f(must), f(never))]
     }

@@ -98,7 +98,7 @@ fn line_of(text: &str) -> u64 {
     src.lines().position(|l| l.contains(text)).expect(text) as u64 + 1
 }
 
-fn lines<'a>(bucket: &'a Value, key: &str) -> Vec<u64> {
+fn lines(bucket: &Value, key: &str) -> Vec<u64> {
     // Files are named as DWARF and csi-cc wrote them (`./src/calc.c`).
     bucket[key]
         .as_object()

@@ -247,11 +247,15 @@ fn from_coredumpctl(selector: &str) -> Result<Option<StoredCore>, DumpError> {
     }))
 }
 
-/// `YYYY-MM-DD hh:mm:ss UTC` of µs since the epoch (civil-from-days, no time zone data).
+/// `YYYY-MM-DD hh:mm:ss UTC` of µs since the epoch.
 fn utc(usec: u64) -> String {
-    let secs = usec / 1_000_000;
+    format!("{} UTC", utc_date(usec / 1_000_000))
+}
+
+/// `YYYY-MM-DD hh:mm:ss` (UTC) of seconds since the epoch: civil-from-days (H. Hinnant), no
+/// time zone data needed.
+pub fn utc_date(secs: u64) -> String {
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Howard Hinnant's days → civil date.
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -262,7 +266,7 @@ fn utc(usec: u64) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
         rem / 3600,
         rem % 3600 / 60,
         rem % 60
@@ -298,6 +302,7 @@ mod tests {
 
     #[test]
     fn utc_dates() {
+        assert_eq!(utc_date(1_700_000_000), "2023-11-14 22:13:20");
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc(1_763_967_301_000_000), "2025-11-24 06:55:01 UTC");
         assert_eq!(utc(951_782_400_000_000), "2000-02-29 00:00:00 UTC");

@@ -166,6 +166,9 @@ pub struct CallsBefore {
     pub exact: bool,
 }
 
+/// A file and `[first, last]` runs of its lines.
+pub type FileLineRuns = (String, Vec<[u32; 2]>);
+
 /// The immutable program graph. Build it with [`ProgramGraphBuilder`].
 #[derive(Clone, Debug, Default)]
 pub struct ProgramGraph {
@@ -190,7 +193,7 @@ pub struct ProgramGraph {
     pub address_taken_before_optimization: Vec<String>,
     /// Optimized units' functions → (file, `[first, last]` line runs) of their code before
     /// optimization (see `.debug_CSI_CFG`'s `code_before_optimization`).
-    pub code_before_optimization: HashMap<String, Vec<(String, Vec<[u32; 2]>)>>,
+    pub code_before_optimization: HashMap<String, Vec<FileLineRuns>>,
     by_ext_id: HashMap<String, NodeId>,
     by_name: HashMap<String, FuncId>,
 }
