@@ -90,31 +90,18 @@ impl Module {
     /// The data object (a global or static variable's symbol) containing the runtime address
     /// `addr`, with the offset into it — what gdb shows after a pointer as `<shapes+152>`.
     pub fn symbolize_data(&self, addr: u64) -> Option<(String, u64)> {
-        let elf = self.elf()?;
-        let debug = self.debug_file.as_ref().and_then(|_| self.debug_elf());
-        let svma = addr.wrapping_sub(self.bias);
-        let tables = debug
-            .as_ref()
-            .map(|d| d.symbols())
-            .into_iter()
-            .chain([elf.symbols(), elf.dynamic_symbols()]);
-        for table in tables {
-            for s in table {
-                if s.kind() == object::SymbolKind::Data
-                    && s.address() <= svma
-                    && svma - s.address() < s.size()
-                {
-                    if let Ok(n) = s.name() {
-                        return Some((n.to_string(), svma - s.address()));
-                    }
-                }
-            }
-        }
-        None
+        self.symbol_containing(addr, object::SymbolKind::Data)
     }
 
     /// Symbol containing the runtime address `addr`, with the offset into it.
     pub fn symbolize(&self, addr: u64) -> Option<(String, u64)> {
+        self.symbol_containing(addr, object::SymbolKind::Text)
+    }
+
+    /// The `kind` symbol nearest below `addr` that contains it (a function symbol of size 0
+    /// counts at its own address), from the separate debug file's table, else `.symtab`,
+    /// else `.dynsym`.
+    fn symbol_containing(&self, addr: u64, kind: object::SymbolKind) -> Option<(String, u64)> {
         let elf = self.elf()?;
         let debug = self.debug_file.as_ref().and_then(|_| self.debug_elf());
         let svma = addr.wrapping_sub(self.bias);
@@ -126,11 +113,11 @@ impl Module {
             .chain([elf.symbols(), elf.dynamic_symbols()]);
         for table in tables {
             for s in table {
-                if s.kind() != object::SymbolKind::Text || s.address() > svma {
+                if s.kind() != kind || s.address() > svma {
                     continue;
                 }
                 let off = svma - s.address();
-                let inside = off < s.size() || off == 0;
+                let inside = off < s.size() || (off == 0 && kind == object::SymbolKind::Text);
                 if inside && best.as_ref().is_none_or(|b| off < b.1) {
                     if let Ok(n) = s.name() {
                         best = Some((n.to_string(), off));

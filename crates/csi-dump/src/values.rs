@@ -80,6 +80,18 @@ pub struct NamedValue {
     pub inlined_in: Option<String>,
 }
 
+/// The integer types every C program has, by their spellings: (spellings, size, signed).
+const C_INTEGERS: [(&[&str], u8, bool); 8] = [
+    (&["char", "signed char"], 1, true),
+    (&["unsigned char"], 1, false),
+    (&["short"], 2, true),
+    (&["unsigned short"], 2, false),
+    (&["int"], 4, true),
+    (&["unsigned int"], 4, false),
+    (&["long", "long long"], 8, true),
+    (&["unsigned long", "unsigned long long"], 8, false),
+];
+
 /// Array elements listed as children at most.
 const MAX_CHILDREN: usize = 1000;
 
@@ -900,43 +912,15 @@ impl Evaluator<'_> {
             "signed" | "signed int" => "int",
             other => other,
         };
-        match canonical {
-            "void" => Some(Ty::Void),
-            "char" | "signed char" => Some(Ty::Int {
-                size: 1,
-                signed: true,
-            }),
-            "unsigned char" => Some(Ty::Int {
-                size: 1,
-                signed: false,
-            }),
-            "short" => Some(Ty::Int {
-                size: 2,
-                signed: true,
-            }),
-            "unsigned short" => Some(Ty::Int {
-                size: 2,
-                signed: false,
-            }),
-            "int" => Some(Ty::Int {
-                size: 4,
-                signed: true,
-            }),
-            "unsigned int" => Some(Ty::Int {
-                size: 4,
-                signed: false,
-            }),
-            "long" | "long long" => Some(Ty::Int {
-                size: 8,
-                signed: true,
-            }),
-            "unsigned long" | "unsigned long long" => Some(Ty::Int {
-                size: 8,
-                signed: false,
-            }),
-            _ if canonical != spelling => self.find_type(canonical),
-            _ => None,
+        if canonical == "void" {
+            return Some(Ty::Void);
         }
+        if let Some(&(_, size, signed)) = C_INTEGERS.iter().find(|t| t.0.contains(&canonical)) {
+            return Some(Ty::Int { size, signed });
+        }
+        (canonical != spelling)
+            .then(|| self.find_type(canonical))
+            .flatten()
     }
 
     fn resolve_type(&self, t: &expr::TypeName) -> Result<Ty, String> {
