@@ -142,7 +142,7 @@ fn corrupted_cores_never_panic() {
 fn stripped_executable_still_shows_the_stack() {
     let Some(fx) = first() else { return };
     if !have("objcopy") {
-        eprintln!("objcopy not installed; skipping");
+        common::cannot_run("objcopy is not installed");
         return;
     }
     let stripped = scratch("stripped");
@@ -169,7 +169,7 @@ fn stripped_executable_still_shows_the_stack() {
 fn executable_without_csi_metadata_falls_back_to_the_stack() {
     let Some(fx) = first() else { return };
     if !have("objcopy") {
-        eprintln!("objcopy not installed; skipping");
+        common::cannot_run("objcopy is not installed");
         return;
     }
     let plain = scratch("no-metadata");

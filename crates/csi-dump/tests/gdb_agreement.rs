@@ -120,7 +120,7 @@ fn unqualified(name: &str) -> &str {
 #[test]
 fn frames_and_trace_variables_match_gdb() {
     if !have("gdb") {
-        eprintln!("gdb not installed; skipping");
+        common::cannot_run("gdb is not installed");
         return;
     }
     let mut checked = 0;

@@ -159,9 +159,7 @@ fn local_coverage_by_position_is_exact() {
         );
     }
     if seen == 0 {
-        eprintln!(
-            "skipping: no branch_calls fixture crash (run fixtures/build.sh, set CSI_FIXTURES)"
-        );
+        common::matrix_lacks("branch_calls");
     }
 }
 
@@ -194,6 +192,6 @@ fn stale_local_arrays_before_the_zeroing_block_are_not_read() {
         );
     }
     if seen == 0 {
-        eprintln!("skipping: no fast_path fixture crash (run fixtures/build.sh, set CSI_FIXTURES)");
+        common::matrix_lacks("fast_path");
     }
 }

@@ -96,6 +96,31 @@ pub fn fixture_crashes() -> Vec<FixtureCrash> {
     out
 }
 
+/// A test whose inputs are missing here says why and passes — except in CI (`CI` set), where
+/// scripts/test installs every tool and builds the fixture matrix, so a missing input is a
+/// failure, not a silent skip.
+pub fn cannot_run(why: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "this test must run in CI, but: {why}"
+    );
+    eprintln!("skipping: {why}");
+}
+
+/// A test of the full fixture matrix (`fixtures/build.sh`, `CSI_FIXTURES`) that found no
+/// build of `program`: fine without the matrix, a failure when CSI_FIXTURES names one.
+pub fn matrix_lacks(program: &str) {
+    match std::env::var_os("CSI_FIXTURES") {
+        Some(dir) => panic!(
+            "no {program} fixture crash under {} (fixtures/build.sh builds it)",
+            std::path::Path::new(&dir).display()
+        ),
+        None => eprintln!(
+            "skipping: {program} is only in the full fixture matrix (run fixtures/build.sh, set CSI_FIXTURES; scripts/test does)"
+        ),
+    }
+}
+
 pub fn have(tool: &str) -> bool {
     std::process::Command::new(tool)
         .arg("--version")
