@@ -74,6 +74,12 @@ function M.setup(opts)
         M.maybe_attach(b)
       end
     end
+    -- A workspace whose .csi.toml names a crash: start the server now, so the crash shows
+    -- without opening a C file first.
+    local root = lsp.root_dir(nil)
+    if #lsp.clients() == 0 and vim.loop.fs_stat(root .. '/.csi.toml') then
+      lsp.ensure(root)
+    end
   end
 end
 
@@ -192,6 +198,20 @@ function M.open_crash(exe, core, opts)
     for _, n in ipairs(is_null(st.notices) and {} or st.notices) do
       notify(type(n) == 'string' and n or vim.inspect(n), vim.log.levels.WARN)
     end
+    notify(describe_stack(st))
+    settle(opts, st, first_located(st))
+  end)
+end
+
+--- Shows the crash the server opened at start (`.csi.toml`, settings): the stack, and the
+--- crash frame's source at its line. opts.on_done(stack).
+function M.show_server_crash(opts)
+  opts = opts or {}
+  return request('csi/stack', {}, function(st)
+    if type(st) ~= 'table' or is_null(st.threads) or #st.threads == 0 then
+      return
+    end
+    set_stack(st)
     notify(describe_stack(st))
     settle(opts, st, first_located(st))
   end)

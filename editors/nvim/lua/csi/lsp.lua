@@ -167,6 +167,17 @@ local function client_config(root)
     handlers = { ['csi/lineStates'] = lines.handler },
     commands = M.lens_commands(),
     on_attach = on_attach,
+    -- A crash named by .csi.toml (or the settings) is being opened by the server: show it
+    -- once it is, without waiting for a C file to be opened.
+    on_init = function(_, result)
+      local caps = type(result) == 'table' and result.capabilities or {}
+      local csi = type(caps.experimental) == 'table' and caps.experimental.csi or nil
+      if type(csi) == 'table' and csi.crashAtStart then
+        vim.schedule(function()
+          require('csi').show_server_crash()
+        end)
+      end
+    end,
   }
 end
 
@@ -214,6 +225,14 @@ function M.attach(bufnr)
       vim.lsp.buf_attach_client(bufnr, c.id)
       return c.id
     end
+  end
+  -- The crash's source files may lie outside the workspace that named it (.csi.toml's
+  -- substitute paths): while a crash is open, its server takes them.
+  local open_crash = require('csi').state.stack
+  local running = M.clients()[1]
+  if open_crash and running then
+    vim.lsp.buf_attach_client(bufnr, running.id)
+    return running.id
   end
   local id = M.ensure(M.root_dir(bufnr))
   if id then
