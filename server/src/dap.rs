@@ -37,8 +37,8 @@ enum Ref {
     },
     Value {
         value: Value,
-        /// The C expression naming it (for `evaluateName` of its children).
-        name: String,
+        /// The C expression naming it (for `evaluateName` of its children), if C can.
+        name: Option<String>,
     },
 }
 
@@ -636,7 +636,7 @@ impl<W: Write> Adapter<W> {
             .cloned()
             .ok_or_else(|| format!("no variables reference {}", args.variables_reference))?;
         let l = self.loaded()?;
-        let (children, parent): (Vec<NamedValue>, Option<(String, bool)>) = match r {
+        let (children, parent): (Vec<NamedValue>, Option<(Option<String>, bool)>) = match r {
             Ref::Scope {
                 thread,
                 frame,
@@ -702,20 +702,23 @@ impl<W: Write> Adapter<W> {
         };
         let mut variables = Vec::new();
         for c in children.into_iter().skip(start).take(count) {
+            // What names it in `evaluate` — none for a name C cannot spell (csi-cc's
+            // `__CC_arr_…_GLOBAL__sub_I_x.cpp`) and below it.
             let evaluate_name = match &parent {
-                None => c.name.clone(),
-                Some((p, _)) if c.name.starts_with('[') => format!("({p}){}", c.name),
-                Some((p, _)) if c.name == "*" => format!("*({p})"),
-                Some((p, _)) if c.name.starts_with('<') => p.clone(),
-                Some((p, true)) => format!("({p})->{}", c.name),
-                Some((p, false)) => format!("({p}).{}", c.name),
+                None => is_c_name(&c.name).then(|| c.name.clone()),
+                Some((None, _)) => None,
+                Some((Some(p), _)) if c.name.starts_with('[') => Some(format!("({p}){}", c.name)),
+                Some((Some(p), _)) if c.name == "*" => Some(format!("*({p})")),
+                Some((Some(p), _)) if c.name.starts_with('<') => Some(p.clone()),
+                Some((Some(p), true)) => Some(format!("({p})->{}", c.name)),
+                Some((Some(p), false)) => Some(format!("({p}).{}", c.name)),
             };
             variables.push(self.variable(c.name, c.value, evaluate_name));
         }
         Ok(ResponseBody::Variables(VariablesResponse { variables }))
     }
 
-    fn variable(&mut self, name: String, value: Value, evaluate_name: String) -> Variable {
+    fn variable(&mut self, name: String, value: Value, evaluate_name: Option<String>) -> Variable {
         let l = self
             .loaded
             .as_ref()
@@ -735,7 +738,7 @@ impl<W: Write> Adapter<W> {
             name,
             value: shown,
             type_field: Some(type_name),
-            evaluate_name: Some(evaluate_name),
+            evaluate_name,
             variables_reference: reference,
             memory_reference: address,
             ..Default::default()
@@ -766,7 +769,7 @@ impl<W: Write> Adapter<W> {
         } else {
             l.crash.display_value(&value)
         };
-        let var = self.variable(args.expression.clone(), value, args.expression);
+        let var = self.variable(args.expression.clone(), value, Some(args.expression));
         Ok(ResponseBody::Evaluate(EvaluateResponse {
             result,
             type_field: var.type_field,
@@ -963,6 +966,15 @@ enum Motion {
     ToCrash,
 }
 
+/// A name `evaluate` can parse: a C identifier, or a C++ qualified one.
+fn is_c_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+}
+
 fn parse_address(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
@@ -984,5 +996,20 @@ fn capabilities() -> Capabilities {
         supports_stepping_granularity: Some(false),
         supports_instruction_breakpoints: Some(false),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_c_name;
+
+    #[test]
+    fn only_names_evaluate_can_parse_get_an_evaluate_name() {
+        for ok in ["list", "_x1", "ns::Widget::count"] {
+            assert!(is_c_name(ok), "{ok}");
+        }
+        for bad in ["", "1x", "__CC_arr_42_GLOBAL__sub_I_x.cpp", "a b", "<anon>"] {
+            assert!(!is_c_name(bad), "{bad}");
+        }
     }
 }
