@@ -120,6 +120,10 @@ pub struct Options {
     /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
     /// approximate, which the line projection must know.
     pub optimized: bool,
+    /// Instrumented before the optimization pipeline, which runs afterwards over program and
+    /// probes (`--csi-instrument=before-optimization`): the CFG is the source's, but the
+    /// machine code's lines may have moved (see `CfgFunction::optimized_after`).
+    pub optimized_after: bool,
     /// The unit's call graph before optimization (optimized units; see `callgraph`).
     pub before_optimization: Option<crate::callgraph::UnitCalls>,
 }
@@ -514,7 +518,8 @@ fn instrument_attempt(
             }
         };
         LLVMDIBuilderFinalize(c.dib);
-        if report.shadows {
+        // Instrumented before optimization, the pipeline promotes the shadows (and the rest).
+        if report.shadows && !opts.optimized_after {
             promote_shadows(module)?;
         }
         LLVMDisposeDIBuilder(c.dib);
@@ -676,6 +681,7 @@ unsafe fn instrument_module(
             csi_cfg: CFG_FORMAT_VERSION,
             address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
             optimized: opts.optimized,
+            optimized_after: opts.optimized_after,
             inlined: Vec::new(),
             optimized_away_calls: opts
                 .before_optimization
@@ -1166,7 +1172,8 @@ unsafe fn instrument_module(
             c.vstore(one, gp);
         }
         if let Some(nb) = &numbering {
-            let shadowed = opts.optimized && !has_returns_twice_call(&bbs);
+            let shadowed =
+                (opts.optimized || opts.optimized_after) && !has_returns_twice_call(&bbs);
             match instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed) {
                 Ok(shadows) => report.shadows |= shadows,
                 Err(why) => return unsupported(why),
@@ -2155,6 +2162,7 @@ mod tests {
             cc_all_probes: false,
             source: "w.cpp".into(),
             optimized: false,
+            optimized_after: false,
             before_optimization: None,
         };
         let out = d.join("w.csi.bc");

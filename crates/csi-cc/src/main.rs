@@ -23,6 +23,10 @@ const CSI_OPTIONS: &str =
   --csi-schema=FILE     per-function schemes, lines `function;{CC,PT}`
   --csi-pt-size=N       ring buffer of completed paths per frame (default 10)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
+  --csi-instrument=W    when optimizing (-O1 and up): `after-optimization` (default: probes in
+                        the optimized code; line answers inside functions that ran stay
+                        conservative) or `before-optimization` (probes in the source's CFG,
+                        optimized with the program, as the dissertation's csi-cc does)
   --csi-verbose         say which functions are not path-traced and why
   --csi-help            this list only
 Environment: CSI_CLANG (C compiler, default clang-19), CSI_CLANGXX (C++, default clang++-19),
@@ -411,6 +415,7 @@ fn main() {
     let mut pt_size: u32 = 10;
     let mut verbose = false;
     let mut cc_all_probes = false;
+    let mut before_optimization = false;
     let mut args: Vec<String> = Vec::new();
     for a in argv {
         if let Some(v) = a.strip_prefix("--csi-scheme=") {
@@ -430,6 +435,14 @@ fn main() {
                 "placed" => false,
                 _ => fail(&format!(
                     "--csi-cc-probes must be `all` or `placed`, not `{v}`"
+                )),
+            };
+        } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
+            before_optimization = match v {
+                "before-optimization" => true,
+                "after-optimization" => false,
+                _ => fail(&format!(
+                    "--csi-instrument must be `before-optimization` or `after-optimization`, not `{v}`"
                 )),
             };
         } else if a == "--csi-verbose" {
@@ -576,7 +589,11 @@ fn main() {
         if code != 0 {
             tmp.exit(code);
         }
-        let before_optimization = if optimized {
+        // Instrumented before optimization: the front end's bitcode is instrumented as it is
+        // (the source's CFG), and the -O pipeline then runs over program and probes together
+        // (in the back step below).
+        let instrument_first = optimized && before_optimization;
+        let calls_before_optimization = if optimized && !instrument_first {
             let calls = callgraph::unit_calls_of_file(&pre).unwrap_or_else(|e| tmp.fail(&e));
             let mut middle = Command::new(driver.compiler());
             middle
@@ -604,10 +621,12 @@ fn main() {
             pt_size,
             cc_all_probes,
             source: src.clone(),
-            optimized,
-            before_optimization,
+            optimized: optimized && !instrument_first,
+            optimized_after: instrument_first,
+            before_optimization: calls_before_optimization,
         };
-        match instrument::instrument_file(&bc, &ibc, &opts) {
+        let bc = if instrument_first { &pre } else { &bc };
+        match instrument::instrument_file(bc, &ibc, &opts) {
             Ok(r) => {
                 if !r.uninstrumented.is_empty() {
                     let list: Vec<String> = r
@@ -631,13 +650,11 @@ fn main() {
         }
         let mut back = Command::new(driver.compiler());
         back.args(&backend_flags)
-            .args([
-                "-g",
-                "-Wno-unused-command-line-argument",
-                "-Xclang",
-                "-disable-llvm-passes",
-            ])
-            .arg(if line.asm_only { "-S" } else { "-c" })
+            .args(["-g", "-Wno-unused-command-line-argument"]);
+        if !instrument_first {
+            back.args(["-Xclang", "-disable-llvm-passes"]);
+        }
+        back.arg(if line.asm_only { "-S" } else { "-c" })
             .arg("-o")
             .arg(&out)
             .arg(&ibc);

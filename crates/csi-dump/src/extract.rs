@@ -959,8 +959,28 @@ impl<'a> Extract<'a> {
         // Outer frames (and a program frame whose callee is library code) sit at a call.
         // A return address means a call in progress; an exact pc (the innermost frame, or one
         // interrupted by a signal) stopped anywhere in its node.
-        let at_call = !pf.exact_pc;
-        let mut point = self.point_candidates(f, cf.location.as_ref(), at_call);
+        let mut at_call = !pf.exact_pc;
+        let mut at = cf.location.as_ref();
+        let mut position_unknown = false;
+        if self.graph.function(f).optimized_after {
+            // Instrumented before optimization: the probes are the source's, the machine code
+            // between two of them is not. A call keeps its line (and calls do not move across
+            // the volatile probes), so a frame in a call — a real one, or code inlined into
+            // it, whose probes and state are the inlined copy's own — is at the call sites of
+            // that line. Any other stop may carry the line of code moved from elsewhere
+            // between the same probes: the position is unknown and the path sum decides.
+            if !cf.inlined.is_empty() {
+                at_call = true;
+                at = cf.call_location.as_ref();
+            } else if !at_call {
+                position_unknown = true;
+            }
+        }
+        let mut point = if position_unknown {
+            Vec::new()
+        } else {
+            self.point_candidates(f, at, at_call)
+        };
         let position_unknown = point.is_empty();
         if position_unknown {
             // Unknown position (a line-0 row: code merged from several lines): every
@@ -980,11 +1000,13 @@ impl<'a> Extract<'a> {
                     }
                 })
                 .collect();
-            notices.push(format!(
-                "{name}: pc {:#x} matches no node of the program graph; using every {} of the function",
-                pf.pc,
-                if at_call { "call site" } else { "node" }
-            ));
+            if !gf.optimized_after {
+                notices.push(format!(
+                    "{name}: pc {:#x} matches no node of the program graph; using every {} of the function",
+                    pf.pc,
+                    if at_call { "call site" } else { "node" }
+                ));
+            }
         }
         let mut rf = Frame {
             function: Some(f),
@@ -1693,6 +1715,9 @@ fn keep_positions_with_code(
         };
         let func = graph.function(n.function);
         let lines = by_function.get(m).and_then(|b| b.as_ref());
+        // Instrumented before optimization, a function's lines may have code only in its
+        // inlined copies (or other instantiations'): any code on the line in the module will do.
+        let lines = lines.filter(|_| !func.optimized_after);
         let known = lines.and_then(|b| {
             [Some(&func.name), func.linkage_name.as_ref()]
                 .into_iter()

@@ -131,6 +131,8 @@ pub struct Function {
     /// statement, and executed copies of a line may have lost their line, so line answers
     /// are made conservative (see `csi_analysis::project_lines`).
     pub optimized: bool,
+    /// Instrumented before optimization (see `sections::cfg::CfgFunction::optimized_after`).
+    pub optimized_after: bool,
     /// Copies of this function were inlined into others (their code is accounted there).
     pub inlined_elsewhere: bool,
     /// Subprograms (linkage names) with code inlined into this function (csi-cc CFG
@@ -312,6 +314,7 @@ impl ProgramGraphBuilder {
             path_traced: false,
             coverage_instrumented: false,
             optimized: false,
+            optimized_after: false,
             inlined_elsewhere: false,
             inlined: Vec::new(),
             optimized_away_calls: Vec::new(),

@@ -239,6 +239,12 @@ pub struct CfgFunction {
     /// Compiled with optimization: code may have moved between source lines.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optimized: bool,
+    /// Instrumented before optimization (`csi-cc --csi-instrument=before-optimization`):
+    /// nodes, positions and probes are the source's (as unoptimized), but the optimized
+    /// machine code a frame stops in may carry any line of the code between two probes, and
+    /// inlined copies carry their own probes and frame state.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optimized_after: bool,
     /// Subprograms (linkage names) with code inlined into this function, from every
     /// instruction's debug scope — also those whose positions no node kept. A line of an
     /// optimized subprogram can run in any of its inlined copies with no instruction of its
@@ -457,6 +463,7 @@ pub fn cfg_linked_program_graph(
             func.path_traced = f.path_traced;
             func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
             func.optimized = f.optimized;
+            func.optimized_after = f.optimized_after;
             func.inlined = f.inlined.clone();
             func.optimized_away_calls = f.optimized_away_calls.clone();
             func.object = objects[i].clone();
