@@ -251,11 +251,14 @@ pub fn project_lines_cut(
         let lines = per_file.entry(file).or_default();
         let ran_to: Option<Vec<u32>> = (c == Coverage::Yes)
             .then(|| {
-                let cut: Vec<u32> = cuts
-                    .iter()
-                    .filter(|(n, _)| *n == node)
-                    .flat_map(|&(n, p)| lines_up_to(g, n, p))
-                    .collect();
+                let mine = cuts.iter().filter(|(n, _)| *n == node);
+                // Stopped at an unknown place in the node (line 0: a pc whose line names no
+                // statement, or code instrumented before optimization): none of its lines
+                // surely ran in this activation.
+                if mine.clone().any(|(_, p)| p.line == 0) {
+                    return Some(Vec::new());
+                }
+                let cut: Vec<u32> = mine.flat_map(|&(n, p)| lines_up_to(g, n, p)).collect();
                 (!cut.is_empty()).then_some(cut)
             })
             .flatten();

@@ -87,6 +87,18 @@ pub struct CrashFrame {
     pub context: FrameContext,
 }
 
+/// Where an activation stands, as `Extract::activation` takes it.
+struct Position<'a> {
+    /// The source position that names its point (a call's, for a frame in a call).
+    at: Option<&'a SourceLoc>,
+    /// The position the frame reports (its pc's).
+    location: Option<&'a SourceLoc>,
+    /// In a call (a return address, or code inlined into it running).
+    at_call: bool,
+    /// The position names no statement reliably: every node is a candidate.
+    unknown: bool,
+}
+
 /// A frame's registers and where its debug info is, kept for on-demand reading
 /// (`Crash::frame_values`, `Crash::evaluate`, `Crash::frame_registers`).
 #[derive(Clone, Debug, Default)]
@@ -421,7 +433,7 @@ fn load_parts(
                     .is_some_and(|c| process.core.is_cut_off(c.wrapping_sub(8)))
             {
                 lost_frames.push(format!("#{} {}", frames.len(), cf.display_name()));
-                if rf.is_some() {
+                if !rf.is_empty() {
                     cf.path_note = Some(
                         "this frame's stack memory is missing from the truncated core: its path \
                          trace and local coverage are unknown"
@@ -429,9 +441,11 @@ fn load_parts(
                     );
                 }
             }
-            if let Some(rf) = rf {
-                cf.report_frame = Some(rframes.len());
-                rframes.push(rf);
+            // Inlined copies' own activations (instrumented before optimization) come first,
+            // innermost first; the crash frame stands for its function's, the last.
+            if !rf.is_empty() {
+                cf.report_frame = Some(rframes.len() + rf.len() - 1);
+                rframes.extend(rf);
             }
             frames.push(cf);
         }
@@ -883,7 +897,7 @@ impl<'a> Extract<'a> {
         pf: &crate::unwind::PhysFrame,
         fs_base: u64,
         notices: &mut Vec<String>,
-    ) -> (CrashFrame, Option<Frame>) {
+    ) -> (CrashFrame, Vec<Frame>) {
         let p = self.process;
         let module = p.module_at(pf.pc);
         let mut cf = CrashFrame {
@@ -907,7 +921,7 @@ impl<'a> Extract<'a> {
             },
         };
         let (Some(m), Some(mi)) = (module, p.module_index_at(pf.pc)) else {
-            return (cf, None);
+            return (cf, Vec::new());
         };
         let lookup_pc = if pf.exact_pc {
             pf.pc
@@ -919,7 +933,7 @@ impl<'a> Extract<'a> {
         let Some(debug) = self.debug[mi].as_ref() else {
             cf.function = m.symbolize(lookup_pc).map(|(n, _)| n);
             cf.linkage_name = cf.function.clone().filter(|n| n.starts_with("_Z"));
-            return (cf, None);
+            return (cf, Vec::new());
         };
         let mut inl = debug.inline_frames(svma);
         cf.location = inl
@@ -950,18 +964,19 @@ impl<'a> Extract<'a> {
             cf.context.subprogram = Some((sp, svma));
         }
         let Some(name) = cf.function.clone() else {
-            return (cf, None);
+            return (cf, Vec::new());
         };
         let Some(f) = self.graph_function(&name, linkage.as_deref(), cu.as_deref(), object) else {
-            return (cf, None);
+            return (cf, Vec::new());
         };
         cf.graph_function = Some(f);
         // Outer frames (and a program frame whose callee is library code) sit at a call.
         // A return address means a call in progress; an exact pc (the innermost frame, or one
         // interrupted by a signal) stopped anywhere in its node.
         let mut at_call = !pf.exact_pc;
-        let mut at = cf.location.as_ref();
+        let mut at = cf.location.clone();
         let mut position_unknown = false;
+        let mut inlined_frames = Vec::new();
         if self.graph.function(f).optimized_after {
             // Instrumented before optimization: the probes are the source's, the machine code
             // between two of them is not. A call keeps its line (and calls do not move across
@@ -970,13 +985,103 @@ impl<'a> Extract<'a> {
             // that line. Any other stop may carry the line of code moved from elsewhere
             // between the same probes: the position is unknown and the path sum decides.
             if !cf.inlined.is_empty() {
+                inlined_frames = self.inlined_frames(&cf, cu.as_deref(), object, pf, notices);
                 at_call = true;
-                at = cf.call_location.as_ref();
+                at = cf.call_location.clone();
             } else if !at_call {
                 position_unknown = true;
             }
         }
-        let mut point = if position_unknown {
+        let (rf, steps, note) = self.activation(
+            f,
+            &name,
+            pf.pc,
+            &cf.variables,
+            Position {
+                at: at.as_ref(),
+                location: cf.location.as_ref(),
+                at_call,
+                unknown: position_unknown,
+            },
+            notices,
+        );
+        cf.path = steps;
+        cf.path_note = note;
+        inlined_frames.push(rf);
+        (cf, inlined_frames)
+    }
+
+    /// The report frames of the copies of functions instrumented before optimization that are
+    /// inlined at the pc (`cf.inlined`, innermost first): each with its own probes' state (the
+    /// variables of its inlined scope), the innermost stopped anywhere (or at a call when the
+    /// pc is a return address), each outer one at the call of the next.
+    fn inlined_frames(
+        &self,
+        cf: &CrashFrame,
+        cu: Option<&str>,
+        object: Option<&str>,
+        pf: &crate::unwind::PhysFrame,
+        notices: &mut Vec<String>,
+    ) -> Vec<Frame> {
+        let mut out = Vec::new();
+        for (i, inl) in cf.inlined.iter().enumerate() {
+            let Some(name) = inl.function.as_deref() else {
+                continue;
+            };
+            let Some(g) = self
+                .graph_function(name, None, cu, object)
+                .filter(|&g| self.graph.function(g).optimized_after)
+            else {
+                continue;
+            };
+            let vars: Vec<Variable> = cf
+                .variables
+                .iter()
+                .filter(|v| v.inlined_in.as_deref() == Some(name))
+                .map(|v| Variable {
+                    inlined_in: None,
+                    ..v.clone()
+                })
+                .collect();
+            let at_call = i > 0 || !pf.exact_pc;
+            let (mut rf, _, _) = self.activation(
+                g,
+                name,
+                pf.pc,
+                &vars,
+                Position {
+                    at: inl.location.as_ref(),
+                    location: inl.location.as_ref(),
+                    at_call,
+                    unknown: !at_call,
+                },
+                notices,
+            );
+            rf.called_from_outside = false;
+            out.push(rf);
+        }
+        out
+    }
+
+    /// One activation of `f` as a report frame: its current point, path trace and local
+    /// coverage from its variables (the probes' state), and the path as source steps.
+    fn activation(
+        &self,
+        f: FuncId,
+        name: &str,
+        pc: u64,
+        variables: &[Variable],
+        position: Position<'_>,
+        notices: &mut Vec<String>,
+    ) -> (Frame, Vec<PathStep>, Option<String>) {
+        let Position {
+            at,
+            location,
+            at_call,
+            unknown,
+        } = position;
+        let mut path_note = None;
+        let mut point = if unknown {
             Vec::new()
         } else {
             self.point_candidates(f, at, at_call)
@@ -1003,22 +1108,19 @@ impl<'a> Extract<'a> {
             if !gf.optimized_after {
                 notices.push(format!(
                     "{name}: pc {:#x} matches no node of the program graph; using every {} of the function",
-                    pf.pc,
+                    pc,
                     if at_call { "call site" } else { "node" }
                 ));
             }
         }
         let mut rf = Frame {
             function: Some(f),
-            pc: Some(pf.pc),
-            location: cf
-                .location
-                .as_ref()
-                .map(|l| (l.file.clone(), l.line, l.column)),
+            pc: Some(pc),
+            location: location.map(|l| (l.file.clone(), l.line, l.column)),
             ..Frame::default()
         };
         // Local block coverage (zeroed at entry: it holds its bits anywhere in the frame).
-        if let Some(bytes) = variable_bytes(&cf.variables, "__BBC_arr") {
+        if let Some(bytes) = variable_bytes(variables, "__BBC_arr") {
             self.read_local_array(f, bytes, "BBC", &mut rf);
         }
         // Path trace.
@@ -1027,14 +1129,14 @@ impl<'a> Extract<'a> {
             .get(f as usize)
             .filter(|r| r.path_traced && r.pt.is_some())
         {
-            match self.decode_path(f, rec, &cf.variables, &point) {
+            match self.decode_path(f, rec, variables, &point) {
                 Ok(fp) => {
                     point = fp.point;
                     rf.path = fp.path;
                     rf.path_from_entry = fp.from_entry;
-                    cf.path_note = fp.note;
+                    path_note = fp.note;
                 }
-                Err(why) => cf.path_note = Some(why),
+                Err(why) => path_note = Some(why),
             }
         }
         rf.point = point;
@@ -1042,8 +1144,7 @@ impl<'a> Extract<'a> {
         // holds the activation's bits (`cc_local_zeroed_in`), then the call sites without a
         // probe of their own, then what the position decides.
         let array_holds_bits = self.cc_array_holds_bits(f, &rf.point, at_call);
-        if let Some(bytes) = variable_bytes(&cf.variables, "__CC_arr").filter(|_| array_holds_bits)
-        {
+        if let Some(bytes) = variable_bytes(variables, "__CC_arr").filter(|_| array_holds_bits) {
             self.read_local_array(f, bytes, "CC", &mut rf);
             for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
                 rf.local_coverage.insert(n, ran);
@@ -1085,7 +1186,7 @@ impl<'a> Extract<'a> {
         }
         rf.stopped_at = (!at_call)
             .then(|| {
-                cf.location.as_ref().map(|l| csi_model::SourcePos {
+                location.map(|l| csi_model::SourcePos {
                     line: l.line,
                     column: l.column,
                 })
@@ -1097,7 +1198,7 @@ impl<'a> Extract<'a> {
             // no statement, so nothing is cut at it.
             rf.stopped_at = Some(csi_model::SourcePos { line: 0, column: 0 });
         }
-        cf.path = rf
+        let mut steps: Vec<PathStep> = rf
             .path
             .iter()
             .chain(rf.point.first().filter(|_| rf.point.len() == 1))
@@ -1113,15 +1214,14 @@ impl<'a> Extract<'a> {
             });
         // The point node ran only up to the stop position: its later lines are not steps.
         if let (Some(stop), [p]) = (rf.stopped_at, rf.point.as_slice()) {
-            if let Some(k) = cf
-                .path
+            if let Some(k) = steps
                 .iter()
                 .rposition(|s| s.node == *p && s.line == stop.line)
             {
-                cf.path.truncate(k + 1);
+                steps.truncate(k + 1);
             }
         }
-        (cf, Some(rf))
+        (rf, steps, path_note)
     }
 
     fn node_file(&self, n: NodeId) -> Option<&str> {
