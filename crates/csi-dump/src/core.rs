@@ -235,6 +235,16 @@ impl CoreFile {
             let present = filesz.min(file_len.saturating_sub(off));
             truncated_bytes = u64::saturating_add(truncated_bytes, filesz - present);
             if ph.p_type(LE) == elf::PT_LOAD {
+                let vaddr = ph.p_vaddr(LE);
+                if vaddr.checked_add(ph.p_memsz(LE).max(filesz)).is_none() {
+                    return Err(DumpError::corrupt(
+                        path,
+                        format!(
+                            "a memory segment at {vaddr:#x} of {} bytes runs past the end of the address space",
+                            ph.p_memsz(LE).max(filesz)
+                        ),
+                    ));
+                }
                 segments.push(Segment {
                     vaddr: ph.p_vaddr(LE),
                     memsz: ph.p_memsz(LE),
@@ -441,9 +451,12 @@ impl CoreFile {
         }
     }
 
-    /// Total bytes of memory the process had mapped.
+    /// Total bytes of memory the process had mapped (saturating: a corrupt core's segment
+    /// sizes can add up past 2^64 — found by fuzzing, `fuzz/regressions/core/`).
     pub fn mapped_bytes(&self) -> u64 {
-        self.segments.iter().map(|s| s.memsz).sum()
+        self.segments
+            .iter()
+            .fold(0u64, |total, s| total.saturating_add(s.memsz))
     }
 
     pub fn file_size(&self) -> u64 {
