@@ -62,8 +62,13 @@ pub fn project_lines(
 /// Lines of a node that ran only up to a position: the point node of a frame that stopped
 /// inside it (the crash). Lines of its instructions after `pos` are not known to have run.
 fn lines_up_to(g: &ProgramGraph, node: NodeId, pos: SourcePos) -> Vec<u32> {
-    let ps = &g.node(node).positions;
-    if ps.is_empty() {
+    let n = g.node(node);
+    let ps = &n.positions;
+    // Code instrumented before optimization stopped at an unknown place in the node (line
+    // 0): none of its lines surely ran. Elsewhere a line-0 stop cuts nothing (as before: a
+    // cut is per node, so cutting every line would also undo what other activations of the
+    // node ran — a stack overflow's recursive frames).
+    if ps.is_empty() || (pos.line == 0 && g.function(n.function).optimized_after) {
         return Vec::new();
     }
     let cut = ps
@@ -251,15 +256,10 @@ pub fn project_lines_cut(
         let lines = per_file.entry(file).or_default();
         let ran_to: Option<Vec<u32>> = (c == Coverage::Yes)
             .then(|| {
-                let mine = cuts.iter().filter(|(n, _)| *n == node);
-                // Stopped at an unknown place in the node (line 0: a pc whose line names no
-                // statement, or code instrumented before optimization): none of its lines
-                // surely ran in this activation.
-                if mine.clone().any(|(_, p)| p.line == 0) {
-                    return Some(Vec::new());
-                }
-                let cut: Vec<u32> = mine.flat_map(|&(n, p)| lines_up_to(g, n, p)).collect();
-                (!cut.is_empty()).then_some(cut)
+                let mut mine = cuts.iter().filter(|(n, _)| *n == node).peekable();
+                mine.peek()
+                    .is_some()
+                    .then(|| mine.flat_map(|&(n, p)| lines_up_to(g, n, p)).collect())
             })
             .flatten();
         let n = g.node(node);

@@ -235,19 +235,19 @@ impl CoreFile {
             let present = filesz.min(file_len.saturating_sub(off));
             truncated_bytes = u64::saturating_add(truncated_bytes, filesz - present);
             if ph.p_type(LE) == elf::PT_LOAD {
-                let vaddr = ph.p_vaddr(LE);
-                if vaddr.checked_add(ph.p_memsz(LE).max(filesz)).is_none() {
+                let (vaddr, memsz) = (ph.p_vaddr(LE), ph.p_memsz(LE));
+                let extent = memsz.max(filesz);
+                if vaddr.checked_add(extent).is_none() {
                     return Err(DumpError::corrupt(
                         path,
                         format!(
-                            "a memory segment at {vaddr:#x} of {} bytes runs past the end of the address space",
-                            ph.p_memsz(LE).max(filesz)
+                            "a memory segment at {vaddr:#x} of {extent} bytes runs past the end of the address space"
                         ),
                     ));
                 }
                 segments.push(Segment {
-                    vaddr: ph.p_vaddr(LE),
-                    memsz: ph.p_memsz(LE),
+                    vaddr,
+                    memsz,
                     offset: off,
                     filesz,
                     present,

@@ -974,7 +974,7 @@ impl<'a> Extract<'a> {
         // A return address means a call in progress; an exact pc (the innermost frame, or one
         // interrupted by a signal) stopped anywhere in its node.
         let mut at_call = !pf.exact_pc;
-        let mut at = cf.location.clone();
+        let mut at = cf.location.as_ref();
         let mut position_unknown = false;
         let mut inlined_frames = Vec::new();
         if self.graph.function(f).optimized_after {
@@ -987,7 +987,7 @@ impl<'a> Extract<'a> {
             if !cf.inlined.is_empty() {
                 inlined_frames = self.inlined_frames(&cf, cu.as_deref(), object, pf, notices);
                 at_call = true;
-                at = cf.call_location.clone();
+                at = cf.call_location.as_ref();
             } else if !at_call {
                 position_unknown = true;
             }
@@ -998,7 +998,7 @@ impl<'a> Extract<'a> {
             pf.pc,
             &cf.variables,
             Position {
-                at: at.as_ref(),
+                at,
                 location: cf.location.as_ref(),
                 at_call,
                 unknown: position_unknown,
@@ -1193,9 +1193,10 @@ impl<'a> Extract<'a> {
             })
             .flatten();
         if position_unknown && !at_call {
-            // Stopped somewhere among the points (a line-0 row): any of them may have run
-            // only in part, so none's coverage store is evidence it did not run. Line 0 names
-            // no statement, so nothing is cut at it.
+            // Stopped somewhere among the points (a line-0 row, or code instrumented before
+            // optimization): any of them may have run only in part, so none's coverage store
+            // is evidence it did not run; before-optimization code also has no line of them
+            // that surely ran (`csi_analysis::project_lines_cut`).
             rf.stopped_at = Some(csi_model::SourcePos { line: 0, column: 0 });
         }
         let mut steps: Vec<PathStep> = rf
