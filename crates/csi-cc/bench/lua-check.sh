@@ -22,6 +22,8 @@
 #              Lua crash stack shows (the dissertation's "Realistic (fixed)")
 #   bb         --csi-scheme=bb         basic-block coverage everywhere
 #   copy       a copy of the plain binary, timed like the others: its ratio is the timing's noise
+#   X-pre      configuration X instrumented before optimization (--csi-instrument=before-optimization,
+#              experimental), e.g. realistic-pre, fixed-pre; not in the default set
 # and the same names with the suffix -O0 (plain-O0, copy-O0, cc-O0, realistic-O0, fixed-O0 by default):
 # built with -O0 (Lua's makefile flags + MYCFLAGS=-O0, the last -O wins), the set-up of the
 # dissertation's overhead numbers; their ratios are to plain-O0, run with SCALE0.
@@ -75,11 +77,13 @@ luaH_getint;{CC,PT}
 luaH_getshortstr;{CC,PT}
 SCHEMA
 cc_for() {
-  local v="${1%-O0}"
+  local v="${1%-O0}" extra=""
+  # `-pre`: instrumented before optimization (`--csi-instrument=before-optimization`).
+  case "$v" in *-pre) v="${v%-pre}"; extra=" --csi-instrument=before-optimization" ;; esac
   case "$v" in
     plain) echo "clang-19 -g" ;;
-    fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/fixed.schema" ;;
-    *) echo "$CSI --csi-scheme=$v" ;;
+    fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/fixed.schema$extra" ;;
+    *) echo "$CSI --csi-scheme=$v$extra" ;;
   esac
 }
 if [ "$BUILD" = 1 ]; then

@@ -375,20 +375,31 @@ impl Ctx {
 
     /// A zero-initialised internal global `[n x i8]` with DWARF info, for function `f`: in
     /// `f`'s COMDAT group if it has one, so that the linker keeps the copy the kept code uses.
+    /// With `odr_group` (a COMDAT function instrumented before optimization, see
+    /// `instrument_module`) it is instead one hidden `weak_odr` global of that group, shared by every
+    /// unit: inlined copies in any unit update it, whichever unit's group the linker keeps.
     unsafe fn global(
         &self,
         name: &str,
         n: u64,
         sp: LLVMMetadataRef,
         f: LLVMValueRef,
+        odr_group: Option<&str>,
     ) -> (LLVMValueRef, LLVMTypeRef) {
         let ty = LLVMArrayType2(self.i8t, n);
         let g = LLVMAddGlobal(self.module, ty, cstr(name).as_ptr());
         LLVMSetInitializer(g, LLVMConstNull(ty));
-        LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
-        let comdat = llvm_sys::comdat::LLVMGetComdat(f);
-        if !comdat.is_null() {
+        if let Some(group) = odr_group {
+            LLVMSetLinkage(g, LLVMLinkage::LLVMWeakODRLinkage);
+            LLVMSetVisibility(g, llvm_sys::LLVMVisibility::LLVMHiddenVisibility);
+            let comdat = llvm_sys::comdat::LLVMGetOrInsertComdat(self.module, cstr(group).as_ptr());
             llvm_sys::comdat::LLVMSetComdat(g, comdat);
+        } else {
+            LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+            let comdat = llvm_sys::comdat::LLVMGetComdat(f);
+            if !comdat.is_null() {
+                llvm_sys::comdat::LLVMSetComdat(g, comdat);
+            }
         }
         LLVMSetAlignment(g, 1);
         if !sp.is_null() {
@@ -637,6 +648,19 @@ unsafe fn instrument_module(
             continue;
         }
         let comdat = comdat_of(f);
+        // A COMDAT function instrumented before optimization is inlined into code of other
+        // groups, which then updates its coverage globals: those and its records go into a
+        // group of their own that every unit emits whole (`Ctx::global`), not the function's,
+        // which a unit that inlined every call no longer has.
+        let odr_group = comdat
+            .as_deref()
+            .filter(|_| opts.optimized_after)
+            .map(|g| format!("__csi_odr.{g}"));
+        let unit_tag = if odr_group.is_some() {
+            "odr"
+        } else {
+            fmash.as_str()
+        };
         let (mut pt_text, mut cc_text, mut bbc_text, mut fc_text) =
             (String::new(), String::new(), String::new(), String::new());
         CURRENT.with(|c| *c.borrow_mut() = name.clone());
@@ -1061,8 +1085,8 @@ unsafe fn instrument_module(
         let cc_on = mech.cc && n_calls > 0;
         let mut cc_vars = None;
         if cc_on {
-            let gname = format!("__CC_arr_{fmash}_{name}");
-            let (g, gty) = c.global(&gname, n_probes, sp, f);
+            let gname = format!("__CC_arr_{unit_tag}_{name}");
+            let (g, gty) = c.global(&gname, n_probes, sp, f, odr_group.as_deref());
             // The local array holds the slots below `n_local`; none at all when every
             // probe is in the entry block (no zeroing then).
             let local = (n_local > 0).then(|| {
@@ -1103,8 +1127,8 @@ unsafe fn instrument_module(
         let mut bbc_vars = None;
         if mech.bbc {
             let n = bbs.len() as u64;
-            let gname = format!("__BBC_arr_{fmash}_{name}");
-            let (g, gty) = c.global(&gname, n, sp, f);
+            let gname = format!("__BBC_arr_{unit_tag}_{name}");
+            let (g, gty) = c.global(&gname, n, sp, f, odr_group.as_deref());
             let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);
             let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
@@ -1127,8 +1151,8 @@ unsafe fn instrument_module(
         }
         let mut fc_var = None;
         if mech.fc {
-            let gname = format!("__FC_arr_{fmash}_{name}");
-            fc_var = Some(c.global(&gname, 1, sp, f));
+            let gname = format!("__FC_arr_{unit_tag}_{name}");
+            fc_var = Some(c.global(&gname, 1, sp, f, odr_group.as_deref()));
             cfg.fc = Some(gname.clone());
             FcFunction {
                 name: name.clone(),
@@ -1207,7 +1231,7 @@ unsafe fn instrument_module(
         {
             return unsupported("the instrumented function does not verify");
         }
-        let texts = groups.entry(comdat).or_default();
+        let texts = groups.entry(odr_group.or(comdat)).or_default();
         for (k, t) in [pt_text, cc_text, bbc_text, fc_text, cfg.to_line()]
             .into_iter()
             .enumerate()
