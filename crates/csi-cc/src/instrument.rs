@@ -789,7 +789,10 @@ unsafe fn instrument_module(
                 // An unconditional branch may be no machine instruction (a jump to the next
                 // block falls through: the `br` into a `while (1) {` loop) or a real jump:
                 // its position is weak — it cannot make its line "must" (see `CfgNode::weak`).
-                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping) {
+                // The front end's IR (instrumented before optimization) has lifetime markers
+                // at every scope's end, on lines (a `}`) that may execute nothing at -O0.
+                let no_code = opts.optimized_after && intrinsic_without_code(i);
+                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping && !no_code) {
                     if !uncond {
                         lines.push(l);
                     }
@@ -1437,21 +1440,27 @@ unsafe fn quiet_instruction(i: LLVMValueRef) -> bool {
         | LLVMFMul | LLVMFDiv | LLVMFRem | LLVMFNeg => true,
         LLVMLoad => on_alloca(0),
         LLVMStore => on_alloca(1),
-        LLVMCall => {
-            let callee = LLVMGetCalledValue(i);
-            let mut len = 0usize;
-            let name = if LLVMIsAFunction(callee).is_null() {
-                ""
-            } else {
-                let p = LLVMGetValueName2(callee, &mut len);
-                std::str::from_utf8(std::slice::from_raw_parts(p as *const u8, len)).unwrap_or("")
-            };
-            ["llvm.dbg.", "llvm.lifetime.", "llvm.assume"]
-                .iter()
-                .any(|q| name.starts_with(q))
-        }
+        LLVMCall => intrinsic_without_code(i),
         _ => !LLVMIsACastInst(i).is_null(),
     }
+}
+
+/// A call of an intrinsic that compiles to no machine instruction (debug records, lifetime
+/// markers, assumptions): its line never executes anything.
+unsafe fn intrinsic_without_code(i: LLVMValueRef) -> bool {
+    if !is_call(i) {
+        return false;
+    }
+    let callee = LLVMGetCalledValue(i);
+    if LLVMIsAFunction(callee).is_null() {
+        return false;
+    }
+    let mut len = 0usize;
+    let p = LLVMGetValueName2(callee, &mut len);
+    let name = std::str::from_utf8(std::slice::from_raw_parts(p as *const u8, len)).unwrap_or("");
+    ["llvm.dbg.", "llvm.lifetime.", "llvm.assume"]
+        .iter()
+        .any(|q| name.starts_with(q))
 }
 
 impl<'a> BlockFacts<'a> {
