@@ -587,7 +587,15 @@ unsafe fn instrument_module(
         while !u.is_null() {
             let user = LLVMGetUser(u);
             let is_callee = is_call(user) && LLVMGetCalledValue(user) == g;
-            if !is_callee {
+            // Instrumented before optimization, an uninstrumented `available_externally`
+            // body (a library's inline function: `std::string::begin()`) is inlined into
+            // traced code with its calls, which no record shows: as for library code, its
+            // callees here may be called from anywhere.
+            let from_library_body = opts.optimized_after
+                && is_callee
+                && LLVMGetLinkage(LLVMGetBasicBlockParent(LLVMGetInstructionParent(user)))
+                    == LLVMLinkage::LLVMAvailableExternallyLinkage;
+            if !is_callee || from_library_body {
                 taken = true;
                 break;
             }
