@@ -1129,7 +1129,7 @@ impl<'a> Extract<'a> {
             .get(f as usize)
             .filter(|r| r.path_traced && r.pt.is_some())
         {
-            match self.decode_path(f, rec, variables, &point) {
+            match self.decode_path(f, rec, variables, &point, position_unknown) {
                 Ok(fp) => {
                     point = fp.point;
                     rf.path = fp.path;
@@ -1292,6 +1292,7 @@ impl<'a> Extract<'a> {
         rec: &CfgFunction,
         vars: &[Variable],
         point: &[NodeId],
+        position_unknown: bool,
     ) -> Result<FramePath, String> {
         let pt = rec.pt.as_ref().ok_or("no path graph")?;
         let var = |name: &str| {
@@ -1358,6 +1359,17 @@ impl<'a> Extract<'a> {
         for b in blocks {
             if let Ok(d) = pg.decode_partial(sum, b) {
                 feasible.push((b, d));
+            } else if position_unknown && b == pt.entry {
+                // Stopped at an unknown place, the frame may still be in its entry block
+                // before the sum is set (a stack overflow in the prologue): not ruled out.
+                feasible.push((
+                    b,
+                    DecodedPath {
+                        blocks: vec![pt.entry],
+                        start: PathStart::Entry,
+                        end: csi_model::ballarus::PathEnd::Partial,
+                    },
+                ));
             }
         }
         let (cur_block, partial) = match feasible.len() {
@@ -1371,9 +1383,25 @@ impl<'a> Extract<'a> {
             }
             1 => feasible.pop().unwrap(),
             _ => {
-                return Err(
-                    "the current position is ambiguous between blocks; path not decoded".into(),
-                )
+                // Still, the frame is in one of the blocks where the sum decodes — or in the
+                // entry block before the sum is set.
+                let blocks: Vec<u32> = feasible
+                    .iter()
+                    .map(|(b, _)| *b)
+                    .chain(std::iter::once(pt.entry))
+                    .collect();
+                return Ok(FramePath {
+                    path: Vec::new(),
+                    point: point
+                        .iter()
+                        .copied()
+                        .filter(|&n| block_of(n).is_none_or(|b| blocks.contains(&b)))
+                        .collect(),
+                    from_entry: false,
+                    note: Some(
+                        "the current position is ambiguous between blocks; path not decoded".into(),
+                    ),
+                });
             }
         };
         let point: Vec<NodeId> = point
