@@ -589,6 +589,8 @@ impl Process {
     /// when that memory is not in the core.
     pub fn link_map(&self) -> Vec<LinkMapEntry> {
         const DT_DEBUG: u64 = 21;
+        // Every address below is read from the core, so any value: offsets wrap (a wrapped
+        // address reads nothing) rather than overflow (fuzz/regressions/core/link-map-wrap).
         let mut out = Vec::new();
         let exe = self.exe();
         let Some(dynamic) = exe.bytes.as_deref().and_then(dynamic_vaddr) else {
@@ -597,7 +599,8 @@ impl Process {
         let mut r_debug = None;
         for k in 0..4096u64 {
             let at = dynamic.wrapping_add(exe.bias).wrapping_add(16 * k);
-            let (Some(tag), Some(val)) = (self.read_u64(at), self.read_u64(at + 8)) else {
+            let (Some(tag), Some(val)) = (self.read_u64(at), self.read_u64(at.wrapping_add(8)))
+            else {
                 break;
             };
             match tag {
@@ -609,7 +612,7 @@ impl Process {
         // struct r_debug { int r_version; struct link_map *r_map; ... }
         let Some(mut lm) = r_debug
             .filter(|&a| a != 0)
-            .and_then(|a| self.read_u64(a + 8))
+            .and_then(|a| self.read_u64(a.wrapping_add(8)))
         else {
             return out;
         };
@@ -617,9 +620,9 @@ impl Process {
         while lm != 0 && out.len() < 65536 {
             let (Some(bias), Some(name_at), Some(dynamic), Some(next)) = (
                 self.read_u64(lm),
-                self.read_u64(lm + 8),
-                self.read_u64(lm + 16),
-                self.read_u64(lm + 24),
+                self.read_u64(lm.wrapping_add(8)),
+                self.read_u64(lm.wrapping_add(16)),
+                self.read_u64(lm.wrapping_add(24)),
             ) else {
                 break;
             };
