@@ -252,6 +252,8 @@ struct Ctx {
     dib: LLVMDIBuilderRef,
     i8t: LLVMTypeRef,
     i64t: LLVMTypeRef,
+    /// Instrumented before optimization: every frame-state local escapes (see `local_parts`).
+    escape_locals: bool,
 }
 
 impl Ctx {
@@ -341,6 +343,31 @@ impl Ctx {
         self.position_before(first);
         let a = LLVMBuildAlloca(self.builder, ty, cstr(alloca_name).as_ptr());
         LLVMSetAlignment(a, align);
+        if self.escape_locals {
+            // Optimized after instrumentation, SROA would split the frame state into
+            // scalars (volatile accesses and all) that DWARF describes piece by piece, some
+            // pieces "optimized out": the core would not show the state whole. An empty asm
+            // taking its address keeps it one object in memory; it emits no instruction.
+            self.position_before(after_allocas(entry));
+            let ptr_ty = LLVMTypeOf(a);
+            let mut params = [ptr_ty];
+            let fn_ty =
+                LLVMFunctionType(LLVMVoidTypeInContext(self.ctx), params.as_mut_ptr(), 1, 0);
+            let (text, constraints) = ("", "r");
+            let asm = LLVMGetInlineAsm(
+                fn_ty,
+                text.as_ptr() as _,
+                text.len(),
+                constraints.as_ptr() as _,
+                constraints.len(),
+                1,
+                0,
+                llvm_sys::LLVMInlineAsmDialect::LLVMInlineAsmDialectATT,
+                0,
+            );
+            let mut args = [a];
+            LLVMBuildCall2(self.builder, fn_ty, asm, args.as_mut_ptr(), 1, c"".as_ptr());
+        }
         if sp.is_null() {
             return a;
         }
@@ -501,6 +528,7 @@ fn instrument_attempt(
             dib: LLVMCreateDIBuilder(module),
             i8t: LLVMInt8TypeInContext(ctx),
             i64t: LLVMInt64TypeInContext(ctx),
+            escape_locals: opts.optimized_after,
         };
         // An invariant broken by input csi-cc does not know (a bug, not the user's) costs that
         // function its instrumentation, not the build: the panic is caught, its message kept.

@@ -651,7 +651,12 @@ fn main() {
         let mut back = Command::new(driver.compiler());
         back.args(&backend_flags)
             .args(["-g", "-Wno-unused-command-line-argument"]);
-        if !instrument_first {
+        if instrument_first {
+            // Assignment tracking (clang's default at -O1 and up) would describe the frame
+            // state by the values stored, fragment by fragment, some "optimized out" where
+            // the memory holds them all: a plain `dbg.declare` keeps one stack location.
+            back.args(["-Xclang", "-fexperimental-assignment-tracking=disabled"]);
+        } else {
             back.args(["-Xclang", "-disable-llvm-passes"]);
         }
         back.arg(if line.asm_only { "-S" } else { "-c" })
