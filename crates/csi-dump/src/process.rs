@@ -550,18 +550,19 @@ impl Process {
                     .segments()
                     .map(|s| {
                         use object::ObjectSegment;
-                        s.address() + s.size()
+                        s.address().saturating_add(s.size())
                     })
                     .max()
                     .unwrap_or(bytes.len() as u64);
                 let first = first_load_vaddr(&bytes).unwrap_or(0);
+                // Its headers come from the core, so any values (a corrupt core): saturate.
                 modules.push(Module {
                     name: "[vdso]".into(),
                     file: None,
                     start: vdso,
-                    end: vdso + size.max(bytes.len() as u64),
-                    bias: vdso - first,
-                    maps: vec![(vdso, vdso + bytes.len() as u64, 0)],
+                    end: vdso.saturating_add(size.max(bytes.len() as u64)),
+                    bias: vdso.wrapping_sub(first),
+                    maps: vec![(vdso, vdso.saturating_add(bytes.len() as u64), 0)],
                     build_id: None,
                     core_build_id: None,
                     unwind: unwind_sections(&bytes),
