@@ -56,45 +56,11 @@ enum TriageFormat {
     Json,
 }
 
-/// Source lines by file.
-type FileLineSet = BTreeMap<String, BTreeSet<u32>>;
-/// One frame's evidence: the (file, line)s that surely ran and surely did not.
-type FrameEvidence = (BTreeSet<(String, u32)>, BTreeSet<(String, u32)>);
-
-/// What one crash contributes to triage (the crash itself is dropped after analysis, so
-/// memory stays at one loaded crash per worker).
-struct Analysed {
-    core: PathBuf,
-    exe: PathBuf,
-    /// Core file modification time, seconds since the epoch.
-    time: Option<u64>,
-    signal: String,
-    /// Signature frames, innermost first.
-    frames: Vec<String>,
-    /// Where the crashing thread stopped, `file:line`.
-    site: Option<String>,
-    /// Per innermost physical program frame (up to `--refine-frames`): lines that surely ran
-    /// and surely did not in that activation.
-    local: Vec<FrameEvidence>,
-    must: FileLineSet,
-    never: FileLineSet,
-    /// The program has CSI metadata (must/never are meaningful).
-    analysed_lines: bool,
-}
+use csi_triage::{bucketize, Bucket, CrashRecord as Analysed, FileLineSet, FrameEvidence};
 
 struct Skipped {
     core: PathBuf,
     reason: String,
-}
-
-struct Bucket {
-    signature: String,
-    signal: String,
-    frames: Vec<String>,
-    /// Indices into the analysed crashes, oldest first.
-    crashes: Vec<usize>,
-    must_in_all: FileLineSet,
-    never_in_any: FileLineSet,
 }
 
 pub fn run(args: &TriageArgs) -> Result<(), Failure> {
@@ -348,7 +314,7 @@ fn analyse_one(core: &Path, args: &TriageArgs) -> Result<Analysed, String> {
                             must.extend(l.must.iter().map(|&n| (file.clone(), n)));
                             never.extend(l.never.iter().map(|&n| (file.clone(), n)));
                         }
-                        local.push((must, never));
+                        local.push(FrameEvidence { must, never });
                     }
                 }
             }
@@ -387,95 +353,6 @@ fn analyse_one(core: &Path, args: &TriageArgs) -> Result<Analysed, String> {
         never,
         analysed_lines: cov.is_some(),
     })
-}
-
-fn intersect(a: &mut FileLineSet, b: &FileLineSet) {
-    a.retain(|file, lines| {
-        match b.get(file) {
-            Some(other) => lines.retain(|l| other.contains(l)),
-            None => lines.clear(),
-        }
-        !lines.is_empty()
-    });
-}
-
-/// Do two sets of (must, never) frame evidence contradict: a line surely ran in one and
-/// surely did not in the other, in the same frame position?
-fn contradicts(a: &[FrameEvidence], b: &[FrameEvidence]) -> bool {
-    a.iter()
-        .zip(b)
-        .any(|((am, an), (bm, bn))| !am.is_disjoint(bn) || !an.is_disjoint(bm))
-}
-
-/// Groups crashes by (executable, signal, signature frames), then splits each group so that
-/// no two crashes of a part contradict each other's path evidence (first fit, oldest first:
-/// deterministic).
-fn bucketize(crashes: &[Analysed], refine_frames: usize) -> Vec<Bucket> {
-    let mut groups: BTreeMap<(&Path, &str, &[String]), Vec<usize>> = BTreeMap::new();
-    for (i, c) in crashes.iter().enumerate() {
-        groups
-            .entry((&c.exe, &c.signal, &c.frames))
-            .or_default()
-            .push(i);
-    }
-    let mut buckets = Vec::new();
-    for ((_, signal, frames), mut members) in groups {
-        members.sort_by(|&a, &b| {
-            (crashes[a].time, &crashes[a].core).cmp(&(crashes[b].time, &crashes[b].core))
-        });
-        // Each part keeps the union of its members' evidence per frame: a newcomer must
-        // contradict none of them.
-        type Evidence = Vec<(BTreeSet<(String, u32)>, BTreeSet<(String, u32)>)>;
-        let mut parts: Vec<(Vec<usize>, Evidence)> = Vec::new();
-        for i in members {
-            let ev = &crashes[i].local[..crashes[i].local.len().min(refine_frames)];
-            let fit = parts.iter().position(|(_, pe)| !contradicts(ev, pe));
-            match fit {
-                Some(p) => {
-                    let (m, pe) = &mut parts[p];
-                    m.push(i);
-                    for (k, (must, never)) in ev.iter().enumerate() {
-                        if k < pe.len() {
-                            pe[k].0.extend(must.iter().cloned());
-                            pe[k].1.extend(never.iter().cloned());
-                        } else {
-                            pe.push((must.clone(), never.clone()));
-                        }
-                    }
-                }
-                None => parts.push((vec![i], ev.to_vec())),
-            }
-        }
-        let n_parts = parts.len();
-        let base = format!("{signal} in {}", frames.join(" | "));
-        for (k, (members, _)) in parts.into_iter().enumerate() {
-            let mut must = crashes[members[0]].must.clone();
-            let mut never = crashes[members[0]].never.clone();
-            for &i in &members[1..] {
-                intersect(&mut must, &crashes[i].must);
-                intersect(&mut never, &crashes[i].never);
-            }
-            buckets.push(Bucket {
-                signature: if n_parts > 1 {
-                    format!("{base} [path {}/{n_parts}]", k + 1)
-                } else {
-                    base.clone()
-                },
-                signal: signal.to_string(),
-                frames: frames.to_vec(),
-                crashes: members,
-                must_in_all: must,
-                never_in_any: never,
-            });
-        }
-    }
-    buckets.sort_by(|a, b| {
-        b.crashes
-            .len()
-            .cmp(&a.crashes.len())
-            .then_with(|| a.signature.cmp(&b.signature))
-    });
-    buckets
 }
 
 fn lines_json(l: &FileLineSet) -> Value {
@@ -658,28 +535,5 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00");
         assert_eq!(utc(1_700_000_000), "2023-11-14 22:13:20");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00:00");
-    }
-
-    fn ev(must: &[u32], never: &[u32]) -> Vec<FrameEvidence> {
-        let f = |ls: &[u32]| ls.iter().map(|&l| ("a.c".to_string(), l)).collect();
-        vec![(f(must), f(never))]
-    }
-
-    #[test]
-    fn contradiction_is_must_against_never_in_the_same_frame() {
-        assert!(contradicts(&ev(&[1, 2], &[5]), &ev(&[5], &[])));
-        assert!(contradicts(&ev(&[1], &[7]), &ev(&[2, 7], &[])));
-        assert!(!contradicts(&ev(&[1, 2], &[5]), &ev(&[1], &[6])));
-        // May in one, must in the other: no evidence of a different path.
-        assert!(!contradicts(&ev(&[1], &[]), &ev(&[], &[])));
-    }
-
-    #[test]
-    fn intersection_drops_files_left_empty() {
-        let mut a: FileLineSet =
-            [("a.c".into(), [1, 2, 3].into()), ("b.c".into(), [4].into())].into();
-        let b: FileLineSet = [("a.c".into(), [2, 3, 9].into()), ("b.c".into(), [5].into())].into();
-        intersect(&mut a, &b);
-        assert_eq!(a, [("a.c".to_string(), BTreeSet::from([2, 3]))].into());
     }
 }
