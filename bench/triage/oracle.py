@@ -9,7 +9,14 @@ must-in-all line must have a count > 0 in every crash of its bucket; a never-in-
 have count 0 (or no code) in every one. Prints the number of lines checked and every
 violation; exits 1 on any.
 
-Usage: oracle.py TRIAGE.json CORES_DIR ORACLE_DIR"""
+With PASSING_DIR (the output of `csi triage --passing`): the passing runs were run under
+callgrind too (OUT/oracle/passing-runs/<program>/<n>/coverage.json), and each bucket's
+comparison is checked: a line "only failing" ran in no passing run of the program, a line
+"only passing" ran in every one and in no crash of the bucket, and for every ranked line the
+true number of crashes and of passing runs in which it ran lies in its [surely, possibly]
+interval.
+
+Usage: oracle.py TRIAGE.json CORES_DIR ORACLE_DIR [PASSING_DIR]"""
 import json
 import os
 import sys
@@ -17,15 +24,31 @@ import sys
 doc = json.load(open(sys.argv[1]))
 cores = os.path.realpath(sys.argv[2])
 oracle = os.path.realpath(sys.argv[3])
+passing = os.path.realpath(sys.argv[4]) if len(sys.argv) > 4 else None
 
 
-def counts(core):
-    rel = os.path.relpath(os.path.dirname(os.path.realpath(core)), cores)
-    cov = json.load(open(os.path.join(oracle, rel, "coverage.json")))
+def load(path):
+    cov = json.load(open(os.path.join(path, "coverage.json")))
     out = {}
     for f, lines in cov.items():
         out[f.lstrip("./")] = {int(l): c for l, c in lines.items()}
     return out
+
+
+def counts(core):
+    rel = os.path.relpath(os.path.dirname(os.path.realpath(core)), cores)
+    return load(os.path.join(oracle, "cores", rel))
+
+
+def ran(run, f, line):
+    name = f.lstrip("./")
+    return sum(v.get(line, 0) for k, v in run.items()
+               if k == name or k.endswith("/" + name) or name.endswith("/" + k)) > 0
+
+
+def crash_ran(run, c, f, line):
+    # The line the core's pc is on ran (see below).
+    return (c.get("site") and c["site"].rsplit(":", 1) == [f, str(line)]) or ran(run, f, line)
 
 
 checked = violations = 0
@@ -52,4 +75,48 @@ for b in doc["buckets"]:
                               f"times in {c['core']}")
 print(f"oracle: {checked} must-in-all / never-in-any lines checked over "
       f"{sum(len(b['crashes']) for b in doc['buckets'])} crashes, {violations} violations")
+
+if passing:
+    runs_of = {}
+    for prog in sorted(os.listdir(os.path.join(oracle, "passing-runs"))):
+        d = os.path.join(oracle, "passing-runs", prog)
+        runs_of[prog] = [load(os.path.join(d, n)) for n in sorted(os.listdir(d))]
+    pchecked = pviol = 0
+    for b in doc["buckets"]:
+        cmp = b.get("passing")
+        if cmp is None:
+            continue
+        prog = os.path.basename(b["representative"]["executable"])
+        pruns = runs_of.get(prog, [])
+        if cmp["runs"] != len(pruns):
+            pviol += 1
+            print(f"UNSOUND: {b['signature']}: {cmp['runs']} passing runs matched, {len(pruns)} ran")
+        crashes = [(counts(c["core"]), c) for c in b["crashes"]]
+        for f, lines in cmp["failing_only"].items():
+            for line in lines:
+                pchecked += 1
+                n = sum(ran(r, f, line) for r in pruns)
+                if n:
+                    pviol += 1
+                    print(f"UNSOUND: {b['signature']}: {f}:{line} only failing, ran in {n} passing runs")
+        for f, lines in cmp["passing_only"].items():
+            for line in lines:
+                pchecked += 1
+                n = sum(ran(r, f, line) for r in pruns)
+                m = sum(crash_ran(r, c, f, line) for r, c in crashes)
+                if n != len(pruns) or m:
+                    pviol += 1
+                    print(f"UNSOUND: {b['signature']}: {f}:{line} only passing, ran in "
+                          f"{n}/{len(pruns)} passing runs and {m} crashes")
+        for s in cmp["suspicious"]:
+            pchecked += 1
+            n = sum(ran(r, s["file"], s["line"]) for r in pruns)
+            m = sum(crash_ran(r, c, s["file"], s["line"]) for r, c in crashes)
+            if not (s["passed"][0] <= n <= s["passed"][1] and s["failed"][0] <= m <= s["failed"][1]):
+                pviol += 1
+                print(f"UNSOUND: {b['signature']}: {s['file']}:{s['line']} passed {s['passed']} "
+                      f"failed {s['failed']}, truly {n} and {m}")
+    print(f"oracle (passing runs): {pchecked} claims checked over "
+          f"{sum(len(v) for v in runs_of.values())} passing runs, {pviol} violations")
+    violations += pviol
 sys.exit(1 if violations else 0)

@@ -15,6 +15,24 @@ fn main() {
         .warnings(false)
         .compile("csi_shim");
     link_cxx_driver();
+    compile_runtime();
+}
+
+/// The runtime csi-cc links into every instrumented unit (runtime/coverage_out.c), as LLVM
+/// bitcode for `include_bytes!`. Compiled by the clang that matches the LLVM csi-cc links.
+fn compile_runtime() {
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let clang = std::env::var("CSI_CLANG").unwrap_or_else(|_| "clang-19".into());
+    println!("cargo:rerun-if-changed=runtime/coverage_out.c");
+    println!("cargo:rerun-if-env-changed=CSI_CLANG");
+    let status = std::process::Command::new(&clang)
+        .args(["-c", "-emit-llvm", "-O2", "-fPIC", "-fno-stack-protector", "-Wall", "-Werror"])
+        .arg("runtime/coverage_out.c")
+        .arg("-o")
+        .arg(out.join("coverage_out.bc"))
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {clang} for runtime/coverage_out.c: {e}"));
+    assert!(status.success(), "{clang} failed on runtime/coverage_out.c");
 }
 
 /// `csi-c++` next to `csi-cc` in the profile directory (target/release): a relative symlink

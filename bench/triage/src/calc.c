@@ -30,7 +30,7 @@ static void push(struct num *n) {
 /* BUG underflow: an empty stack gives NULL, which the operators use unchecked. */
 static struct num *pop(void) {
     if (depth == 0)
-        return NULL;
+        return NULL; // fault: underflow
     return stack[--depth];
 }
 
@@ -39,12 +39,12 @@ static struct num *lookup(const char *name) {
     for (int i = 0; i < 3; i++)
         if (strcmp(var_names[i], name) == 0)
             return &vars[i];
-    return NULL;
+    return NULL; // fault: unknown-var
 }
 
 static long divide(long a, long b) {
     /* BUG zero-divisor: no check that b != 0 (here and in modulo). */
-    return a / b;
+    return a / b; // fault: zero-divisor
 }
 
 static long modulo(long a, long b) {

@@ -31,7 +31,7 @@ static char *unquote(char *v) {
         return v;
     char *close = strchr(v + 1, '"');
     if (!close)
-        return NULL;
+        return NULL; // fault: unterminated-quote
     *close = '\0';
     return v + 1;
 }
@@ -51,7 +51,7 @@ static void open_section(char *line) {
         if (*p == '.')
             s->depth++;
     /* BUG too-deep: nesting is limited to 3 levels, enforced only by this assertion. */
-    assert(s->depth < 3);
+    assert(s->depth < 3); // fault: too-deep
 }
 
 static void set_value(char *line) {
@@ -72,7 +72,7 @@ static void summary(void) {
     for (int i = 0; i < nsections && i < 8; i++) {
         const struct section *s = &sections[i];
         /* BUG empty-section: a section without entries divides by zero. */
-        printf("[%s] average %ld over %d\n", s->name, s->total / s->entries, s->entries);
+        printf("[%s] average %ld over %d\n", s->name, s->total / s->entries, s->entries); // fault: empty-section
     }
 }
 

@@ -38,19 +38,19 @@ static void cmd_add(char *args) {
         it->qty = 0;
     }
     /* BUG no-qty: `add NAME` without a quantity passes NULL to atol. */
-    it->qty += atol(qty);
+    it->qty += atol(qty); // fault: no-qty
 }
 
 static void cmd_del(char *args) {
     struct item *it = find(strtok(args, " "));
     if (it) {
         free(it->name);
-        it->name = NULL;
+        it->name = NULL; // fault: deleted-slot
     }
 }
 
 static void cmd_get(char *args) {
-    report(find(strtok(args, " ")));
+    report(find(strtok(args, " "))); // fault: missing-item
 }
 
 static void cmd_max(void) {
@@ -58,7 +58,7 @@ static void cmd_max(void) {
     for (int i = 0; i < count; i++)
         if (table[i].name && (!best || table[i].qty > best->qty))
             best = &table[i];
-    report(best);
+    report(best); // fault: empty-max
 }
 
 static void cmd_sum(void) {

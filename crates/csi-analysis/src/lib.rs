@@ -11,6 +11,7 @@ pub mod becp;
 pub mod context;
 pub mod icfg;
 pub mod lines;
+pub mod passing;
 pub mod query;
 pub mod sdg;
 pub mod slice;

@@ -107,3 +107,40 @@ extern "C" int csi_anchoring_call(LLVMValueRef i) {
   if (f && f->isIntrinsic()) return 0;
   return cb->mayHaveSideEffects() ? 1 : 0;
 }
+
+// Links csi-cc's runtime (`src`, consumed) into the unit `dest`: every named definition of the
+// runtime becomes linkonce_odr, hidden and its own COMDAT (one copy per linked module), the
+// runtime's module flags are dropped (the unit's own decide code generation), and `init` /
+// `fini` become a constructor / destructor whose entries live in their function's COMDAT (one
+// each per linked module). Returns 0 on success, 1 when the targets differ (nothing linked),
+// 2 when linking failed.
+#include <llvm/Linker/Linker.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
+extern "C" int csi_link_runtime(LLVMModuleRef dest, LLVMModuleRef src, const char *init,
+                                const char *fini) {
+  Module *d = unwrap(dest);
+  std::unique_ptr<Module> s(unwrap(src));
+  if (s->getTargetTriple() != d->getTargetTriple()) return 1;
+  if (NamedMDNode *flags = s->getModuleFlagsMetadata()) s->eraseNamedMetadata(flags);
+  if (NamedMDNode *ident = s->getNamedMetadata("llvm.ident")) s->eraseNamedMetadata(ident);
+  s->setDataLayout(d->getDataLayout());
+  // Linked as plain definitions (the linker would drop linkonce ones nothing references
+  // yet), made linkonce_odr in their own COMDAT after.
+  std::vector<std::string> names;
+  for (GlobalObject &g : s->global_objects())
+    if (!g.isDeclaration() && !g.hasLocalLinkage()) names.push_back(g.getName().str());
+  if (Linker::linkModules(*d, std::move(s))) return 2;
+  for (const std::string &n : names) {
+    GlobalValue *g = d->getNamedValue(n);
+    auto *go = dyn_cast_or_null<GlobalObject>(g);
+    if (!go) continue;
+    go->setLinkage(GlobalValue::LinkOnceODRLinkage);
+    go->setVisibility(GlobalValue::HiddenVisibility);
+    go->setComdat(d->getOrInsertComdat(n));
+  }
+  Function *i = d->getFunction(init), *f = d->getFunction(fini);
+  if (!i || !f) return 3;
+  appendToGlobalCtors(*d, i, 65535, i);
+  appendToGlobalDtors(*d, f, 65535, f);
+  return 0;
+}

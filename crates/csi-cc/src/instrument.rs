@@ -28,6 +28,12 @@ extern "C" {
     fn csi_comdat_name(f: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
     fn csi_anchoring_call(i: LLVMValueRef) -> i32;
     fn csi_loc_subprogram(i: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
+    fn csi_link_runtime(
+        dest: LLVMModuleRef,
+        src: LLVMModuleRef,
+        init: *const std::ffi::c_char,
+        fini: *const std::ffi::c_char,
+    ) -> i32;
 }
 
 /// The subprogram (linkage name, else name) an instruction's debug location belongs to: an
@@ -429,6 +435,7 @@ impl Ctx {
             }
         }
         LLVMSetAlignment(g, 1);
+        LLVMSetSection(g, cstr(COVERAGE_SECTION).as_ptr());
         if !sp.is_null() {
             let file = LLVMDIScopeGetFile(sp);
             let b = self.basic_type("__csi_bool", 8, 0x02);
@@ -563,6 +570,7 @@ fn instrument_attempt(
         }
         LLVMDisposeDIBuilder(c.dib);
         LLVMDisposeBuilder(c.builder);
+        link_coverage_runtime(ctx, module)?;
         let mut err = ptr::null_mut();
         if llvm_sys::analysis::LLVMVerifyModule(
             module,
@@ -583,6 +591,46 @@ fn instrument_attempt(
         LLVMDisposeModule(module);
         LLVMContextDispose(ctx);
         Ok(Ok(report))
+    }
+}
+
+/// The runtime that writes coverage of runs that do not crash (runtime/coverage_out.c, see
+/// there), compiled to bitcode by build.rs.
+static COVERAGE_RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/coverage_out.bc"));
+
+/// The section every coverage array is placed in: the runtime writes the whole of it (its
+/// `__start_`/`__stop_` bounds are per linked module).
+pub const COVERAGE_SECTION: &str = "csi_cov";
+
+/// Links the coverage runtime into `module` when the unit has coverage arrays (one copy per
+/// linked module survives: see `csi_link_runtime` in shim.cpp). A unit for another target
+/// than the runtime's is left without it (its arrays are still read from cores).
+unsafe fn link_coverage_runtime(ctx: LLVMContextRef, module: LLVMModuleRef) -> Result<(), String> {
+    let mut g = LLVMGetFirstGlobal(module);
+    let mut any = false;
+    while !g.is_null() && !any {
+        let s = LLVMGetSection(g);
+        any = !s.is_null() && CStr::from_ptr(s).to_bytes() == COVERAGE_SECTION.as_bytes();
+        g = LLVMGetNextGlobal(g);
+    }
+    if !any {
+        return Ok(());
+    }
+    let buf = LLVMCreateMemoryBufferWithMemoryRange(
+        COVERAGE_RUNTIME.as_ptr() as *const _,
+        COVERAGE_RUNTIME.len(),
+        c"coverage_out.bc".as_ptr(),
+        0,
+    );
+    let mut rt = ptr::null_mut();
+    let failed = llvm_sys::bit_reader::LLVMParseBitcodeInContext2(ctx, buf, &mut rt) != 0;
+    LLVMDisposeMemoryBuffer(buf);
+    if failed {
+        return Err("cannot parse csi-cc's coverage runtime (a build problem of csi-cc)".into());
+    }
+    match csi_link_runtime(module, rt, c"__csi_rt_init".as_ptr(), c"__csi_rt_fini".as_ptr()) {
+        0 | 1 => Ok(()),
+        e => Err(format!("cannot link csi-cc's coverage runtime into the unit ({e})")),
     }
 }
 

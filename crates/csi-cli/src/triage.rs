@@ -48,6 +48,58 @@ pub struct TriageArgs {
     /// Use only the crash stacks (ignore coverage observations), as `csi analyze --stack-only`.
     #[arg(long)]
     stack_only: bool,
+    /// Coverage of runs that did not crash: directories searched recursively for the
+    /// `*.csicov` files csi-cc builds write when run with `CSI_COVERAGE_OUT=dir`. Each bucket
+    /// is then compared with the passing runs of its program (ranked suspicious lines).
+    #[arg(long, value_name = "DIR")]
+    passing: Vec<PathBuf>,
+    /// Suspicious lines listed per bucket (with --passing).
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    suspicious: usize,
+}
+
+/// Passing runs, and their line answers per program build (computed by the first crash of
+/// that build to be analysed: the coverage is numbered by its loaded program graph).
+struct Passing {
+    runs: Vec<csi_dump::coverage_file::PassingRun>,
+    unreadable: Vec<(PathBuf, String)>,
+    by_build: Mutex<BTreeMap<(PathBuf, Option<String>), Arc<OnceLock<Vec<PassingLines>>>>>,
+}
+
+impl Passing {
+    fn lines_for(&self, c: &csi_dump::Crash, build_id: &Option<String>) -> Arc<OnceLock<Vec<PassingLines>>> {
+        let cell = self
+            .by_build
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry((c.exe.clone(), build_id.clone()))
+            .or_default()
+            .clone();
+        cell.get_or_init(|| {
+            let projector = csi_analysis::passing::PassingProjector::new(&c.graph);
+            self.runs
+                .iter()
+                .filter_map(|r| {
+                    let bits = c.passing_run_coverage(r)?;
+                    let (mut must, mut never) = (FileLineSet::new(), FileLineSet::new());
+                    for (file, l) in projector.lines(&bits) {
+                        if !l.must.is_empty() {
+                            must.insert(file.clone(), l.must.iter().copied().collect());
+                        }
+                        if !l.never.is_empty() {
+                            never.insert(file, l.never.iter().copied().collect());
+                        }
+                    }
+                    Some(PassingLines {
+                        run: r.name.clone(),
+                        must,
+                        never,
+                    })
+                })
+                .collect()
+        });
+        cell
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -56,6 +108,9 @@ enum TriageFormat {
     Json,
 }
 
+use std::sync::{Arc, OnceLock};
+
+use csi_triage::passing::{compare, PassingComparison, PassingLines};
 use csi_triage::{bucketize, Bucket, CrashRecord as Analysed, FileLineSet, FrameEvidence};
 
 struct Skipped {
@@ -70,7 +125,21 @@ pub fn run(args: &TriageArgs) -> Result<(), Failure> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, cores.len().max(1));
-    let results = analyse_all(&cores, args, jobs);
+    let passing = (!args.passing.is_empty()).then(|| {
+        for d in &args.passing {
+            if !d.exists() {
+                return Err(Failure::BadInput(format!("{}: no such file or directory", d.display())));
+            }
+        }
+        let (runs, unreadable) = csi_dump::coverage_file::find_passing_runs(&args.passing);
+        Ok(Passing {
+            runs,
+            unreadable,
+            by_build: Mutex::new(BTreeMap::new()),
+        })
+    });
+    let passing = passing.transpose()?;
+    let results = analyse_all(&cores, args, jobs, passing.as_ref());
     let mut crashes = Vec::new();
     let mut skipped = Vec::new();
     for (core, r) in cores.iter().zip(results) {
@@ -83,10 +152,33 @@ pub fn run(args: &TriageArgs) -> Result<(), Failure> {
         }
     }
     let buckets = bucketize(&crashes, args.refine_frames);
-    let elapsed = started.elapsed();
+    // Each bucket against the passing runs of its program build.
+    let comparisons: Option<Vec<PassingComparison>> = passing.as_ref().map(|p| {
+        let by_build = p.by_build.lock().unwrap_or_else(|e| e.into_inner());
+        buckets
+            .iter()
+            .map(|b| {
+                let rep = &crashes[b.crashes[0]];
+                let runs = by_build
+                    .get(&(rep.exe.clone(), rep.build_id.clone()))
+                    .and_then(|c| c.get())
+                    .map_or(&[][..], Vec::as_slice);
+                let members: Vec<&Analysed> = b.crashes.iter().map(|&i| &crashes[i]).collect();
+                compare(&members, runs, args.suspicious)
+            })
+            .collect()
+    });
+    let report = Report {
+        crashes: &crashes,
+        buckets: &buckets,
+        skipped: &skipped,
+        cores: cores.len(),
+        elapsed: started.elapsed(),
+        passing: passing.as_ref().zip(comparisons.as_deref()),
+    };
     let out = match args.format {
-        TriageFormat::Json => json_output(&crashes, &buckets, &skipped, cores.len(), elapsed),
-        TriageFormat::Text => text_output(&crashes, &buckets, &skipped, cores.len(), elapsed),
+        TriageFormat::Json => json_output(&report),
+        TriageFormat::Text => text_output(&report),
     };
     print!("{out}");
     Ok(())
@@ -135,7 +227,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Analyses every core on `jobs` threads; a progress line on stderr when it is a terminal.
-fn analyse_all(cores: &[PathBuf], args: &TriageArgs, jobs: usize) -> Vec<Result<Analysed, String>> {
+fn analyse_all(
+    cores: &[PathBuf],
+    args: &TriageArgs,
+    jobs: usize,
+    passing: Option<&Passing>,
+) -> Vec<Result<Analysed, String>> {
     let results: Vec<Mutex<Option<Result<Analysed, String>>>> =
         cores.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
@@ -148,7 +245,7 @@ fn analyse_all(cores: &[PathBuf], args: &TriageArgs, jobs: usize) -> Vec<Result<
                 let Some(core) = cores.get(i) else { break };
                 // A bug in the analysis of one core must not lose the others.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    analyse_one(core, args)
+                    analyse_one(core, args, passing)
                 }))
                 .unwrap_or_else(|_| {
                     Err("internal error while analysing this core (reported above)".into())
@@ -221,7 +318,11 @@ pub(crate) fn executable_of(core: &Path) -> Result<PathBuf, String> {
     })
 }
 
-fn analyse_one(core: &Path, args: &TriageArgs) -> Result<Analysed, String> {
+fn analyse_one(
+    core: &Path,
+    args: &TriageArgs,
+    passing: Option<&Passing>,
+) -> Result<Analysed, String> {
     if let Some(kind) = compression(core) {
         return Err(format!("{kind}-compressed core: decompress it first"));
     }
@@ -285,6 +386,7 @@ fn analyse_one(core: &Path, args: &TriageArgs) -> Result<Analysed, String> {
     };
     let mut frames: Vec<String> = Vec::new();
     let mut site = None;
+    let mut stack_lines = Vec::new();
     let mut local = Vec::new();
     if let Some(t) = thread {
         for f in t.frames.iter().filter(program_frame) {
@@ -293,6 +395,9 @@ fn analyse_one(core: &Path, args: &TriageArgs) -> Result<Analysed, String> {
                     .location
                     .as_ref()
                     .map(|l| format!("{}:{}", l.file, l.line));
+            }
+            if let Some(l) = &f.location {
+                stack_lines.push((l.file.clone(), l.line));
             }
             let names = f
                 .inlined
@@ -341,13 +446,19 @@ fn analyse_one(core: &Path, args: &TriageArgs) -> Result<Analysed, String> {
             }
         }
     }
+    let build_id = c.executable_build_id();
+    if let (Some(p), true) = (passing, cov.is_some()) {
+        p.lines_for(&c, &build_id);
+    }
     Ok(Analysed {
         core: core.to_path_buf(),
         exe: c.exe.clone(),
+        build_id,
         time,
         signal,
         frames,
         site,
+        stack_lines,
         local,
         must,
         never,
@@ -363,19 +474,27 @@ fn lines_json(l: &FileLineSet) -> Value {
     )
 }
 
-fn json_output(
-    crashes: &[Analysed],
-    buckets: &[Bucket],
-    skipped: &[Skipped],
+/// Everything a triage run prints.
+struct Report<'a> {
+    crashes: &'a [Analysed],
+    buckets: &'a [Bucket],
+    skipped: &'a [Skipped],
     cores: usize,
     elapsed: Duration,
-) -> String {
+    /// With `--passing`: the runs found, and each bucket's comparison (same order).
+    passing: Option<(&'a Passing, &'a [PassingComparison])>,
+}
+
+fn json_output(r: &Report) -> String {
+    let (crashes, buckets, skipped, cores, elapsed) =
+        (r.crashes, r.buckets, r.skipped, r.cores, r.elapsed);
     let bs: Vec<Value> = buckets
         .iter()
-        .map(|b| {
+        .enumerate()
+        .map(|(k, b)| {
             let rep = &crashes[b.crashes[0]];
             let times: Vec<u64> = b.crashes.iter().filter_map(|&i| crashes[i].time).collect();
-            json!({
+            let mut bucket = json!({
                 "signature": b.signature,
                 "signal": b.signal,
                 "frames": b.frames,
@@ -395,10 +514,14 @@ fn json_output(
                 "lines_analysed": b.crashes.iter().all(|&i| crashes[i].analysed_lines),
                 "must_in_all": lines_json(&b.must_in_all),
                 "never_in_any": lines_json(&b.never_in_any),
-            })
+            });
+            if let Some((_, cmp)) = r.passing {
+                bucket["passing"] = comparison_json(&cmp[k]);
+            }
+            bucket
         })
         .collect();
-    let doc = json!({
+    let mut doc = json!({
         "version": 1,
         "summary": {
             "cores": cores,
@@ -410,6 +533,14 @@ fn json_output(
         "buckets": bs,
         "skipped": skipped.iter().map(|s| json!({"core": s.core.display().to_string(), "reason": s.reason})).collect::<Vec<_>>(),
     });
+    if let Some((p, _)) = r.passing {
+        doc["summary"]["passing_runs"] = json!(p.runs.len());
+        doc["passing_unreadable"] = p
+            .unreadable
+            .iter()
+            .map(|(f, why)| json!({"file": f.display().to_string(), "reason": why}))
+            .collect();
+    }
     let mut s = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
     s.push('\n');
     s
@@ -438,13 +569,26 @@ fn ranges(lines: &BTreeSet<u32>) -> String {
 
 use csi_dump::coredump_store::utc_date as utc;
 
-fn text_output(
-    crashes: &[Analysed],
-    buckets: &[Bucket],
-    skipped: &[Skipped],
-    cores: usize,
-    elapsed: Duration,
-) -> String {
+fn comparison_json(c: &PassingComparison) -> Value {
+    json!({
+        "runs": c.passing_runs,
+        "failing_only": lines_json(&c.failing_only),
+        "passing_only": lines_json(&c.passing_only),
+        "suspicious": c.suspicious.iter().map(|s| json!({
+            "file": s.file, "line": s.line,
+            "ochiai": [round3(s.ochiai[0]), round3(s.ochiai[1])],
+            "failed": s.failed, "passed": s.passed, "on_stack": s.on_stack,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn text_output(r: &Report) -> String {
+    let (crashes, buckets, skipped, cores, elapsed) =
+        (r.crashes, r.buckets, r.skipped, r.cores, r.elapsed);
     let mut out = String::new();
     let secs = elapsed.as_secs_f64();
     let _ = writeln!(
@@ -455,6 +599,18 @@ fn text_output(
         skipped.len(),
         cores as f64 / secs.max(1e-9)
     );
+    if let Some((p, _)) = r.passing {
+        let _ = writeln!(
+            out,
+            "{} passing runs{}",
+            p.runs.len(),
+            if p.unreadable.is_empty() {
+                String::new()
+            } else {
+                format!(", {} unreadable coverage files (listed at the end)", p.unreadable.len())
+            }
+        );
+    }
     for (k, b) in buckets.iter().enumerate() {
         let rep = &crashes[b.crashes[0]];
         let times: Vec<u64> = b.crashes.iter().filter_map(|&i| crashes[i].time).collect();
@@ -504,6 +660,15 @@ fn text_output(
                 let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
             }
         }
+        if let Some((_, cmp)) = r.passing {
+            text_comparison(&mut out, &cmp[k]);
+        }
+    }
+    if let Some((p, _)) = r.passing.filter(|(p, _)| !p.unreadable.is_empty()) {
+        let _ = writeln!(out, "\nunreadable coverage files ({}):", p.unreadable.len());
+        for (f, why) in &p.unreadable {
+            let _ = writeln!(out, "  {}: {why}", f.display());
+        }
     }
     if !skipped.is_empty() {
         let _ = writeln!(out, "\nskipped ({}):", skipped.len());
@@ -512,6 +677,35 @@ fn text_output(
         }
     }
     out
+}
+
+fn text_comparison(out: &mut String, c: &PassingComparison) {
+    if c.passing_runs == 0 {
+        let _ = writeln!(out, "      passing runs:    none of this build");
+        return;
+    }
+    let _ = writeln!(out, "      passing runs:    {}", c.passing_runs);
+    for (label, set) in [
+        ("only failing:  ", &c.failing_only),
+        ("only passing:  ", &c.passing_only),
+    ] {
+        if set.is_empty() {
+            let _ = writeln!(out, "      {label} —");
+        }
+        for (i, (file, lines)) in set.iter().enumerate() {
+            let head = if i == 0 { label } else { "               " };
+            let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
+        }
+    }
+    for (i, s) in c.suspicious.iter().enumerate() {
+        let head = if i == 0 { "suspicious:    " } else { "               " };
+        let _ = writeln!(
+            out,
+            "      {head} {}:{}  ochiai {:.2}–{:.2}  (failed {}–{} of the bucket, passed {}–{} of {}{})",
+            s.file, s.line, s.ochiai[0], s.ochiai[1], s.failed[0], s.failed[1], s.passed[0], s.passed[1], c.passing_runs,
+            if s.on_stack > 0 { format!("; on the stack in {}", s.on_stack) } else { String::new() }
+        );
+    }
 }
 
 #[cfg(test)]

@@ -151,9 +151,37 @@ pub struct Crash {
     pub(crate) process: Process,
     /// Debug info of each module of `process.modules` (same index), where it has any.
     pub(crate) debug: Vec<Option<DebugInfo>>,
+    /// The CSI records the graph was built from (coverage of passing runs is read with them).
+    linked: LinkedCfg,
 }
 
 impl Crash {
+    /// The global coverage a passing run of this crash's program recorded: node → ran, for
+    /// the probed nodes of every instrumented module the run has a coverage file of (matched
+    /// by build id; a module without one, or without a build id, contributes nothing). `None`
+    /// when the run is not of this build (no instrumented module has a file).
+    pub fn passing_run_coverage(
+        &self,
+        run: &crate::coverage_file::PassingRun,
+    ) -> Option<BTreeMap<NodeId, bool>> {
+        let build_id = |mi: usize| self.process.modules[mi].build_id.as_deref();
+        let file_of = |mi: usize| {
+            let id = build_id(mi).filter(|id| !id.is_empty())?;
+            run.files.iter().find(|f| f.build_id == id)
+        };
+        if !self.linked.module_of.iter().any(|&mi| file_of(mi).is_some()) {
+            return None;
+        }
+        let ctx = Extract::new(&self.process, &self.debug, &self.graph, &self.linked);
+        let bytes_of = |fi: usize, name: &str, n: usize| {
+            let (mi, addr) = ctx.global_address(fi, name)?;
+            let vaddr = addr.wrapping_sub(self.process.modules[mi].bias);
+            file_of(mi)?.bytes_at(vaddr, n).map(<[u8]>::to_vec)
+        };
+        let mut ignored = Vec::new();
+        Some(ctx.coverage_from(&bytes_of, &mut ignored))
+    }
+
     /// Values of global variables by name, formatted like frame variables (`None` when unknown
     /// or unreadable).
     /// The line a function is declared on (its signature), when DWARF says so unambiguously.
@@ -166,6 +194,12 @@ impl Crash {
             .flatten();
         let first = *lines.next()?;
         lines.all(|&l| l == first).then_some(first)
+    }
+
+    /// The executable's GNU build id, in hex.
+    pub fn executable_build_id(&self) -> Option<String> {
+        let m = &self.process.modules[self.process.exe];
+        m.build_id.as_deref().or(m.core_build_id.as_deref()).map(crate::process::hex)
     }
 
     /// Every module of the process with its build id and where its debug info came from.
@@ -579,6 +613,7 @@ fn load_parts(
         metadata,
         notices,
         mapped_bytes,
+        linked,
     })
 }
 
@@ -1508,6 +1543,16 @@ impl<'a> Extract<'a> {
     }
 
     fn global_coverage(&self, notices: &mut Vec<String>) -> BTreeMap<NodeId, bool> {
+        self.coverage_from(&|fi, name, n| self.global_bytes(fi, name, n), notices)
+    }
+
+    /// Global coverage from the coverage arrays `bytes_of(function record, array, length)`
+    /// gives: the process's memory, or a passing run's coverage files.
+    fn coverage_from(
+        &self,
+        bytes_of: &dyn Fn(usize, &str, usize) -> Option<Vec<u8>>,
+        notices: &mut Vec<String>,
+    ) -> BTreeMap<NodeId, bool> {
         let mut out = BTreeMap::new();
         let mut missing = 0usize;
         for (fi, rec) in self.cfg.iter().enumerate() {
@@ -1517,7 +1562,7 @@ impl<'a> Extract<'a> {
                 let n = (0..)
                     .take_while(|k| labels.contains_key(format!("{prefix}{k}").as_str()))
                     .count();
-                let Some(bytes) = self.global_bytes(fi, name, n) else {
+                let Some(bytes) = bytes_of(fi, name, n) else {
                     missing += 1;
                     continue;
                 };
@@ -1531,7 +1576,7 @@ impl<'a> Extract<'a> {
                 }
             }
             if let Some(name) = &rec.fc {
-                match self.global_bytes(fi, name, 1) {
+                match bytes_of(fi, name, 1) {
                     Some(b) => {
                         out.insert(self.graph.functions[fi].entry, b[0] != 0);
                     }
@@ -1746,13 +1791,19 @@ impl<'a> Extract<'a> {
 
     /// The bytes of function `fi`'s coverage array `name`, in the function's own module.
     fn global_bytes(&self, fi: usize, name: &str, n: usize) -> Option<Vec<u8>> {
+        let (_, addr) = self.global_address(fi, name)?;
+        self.process.read_vec(addr, n)
+    }
+
+    /// The module of function record `fi` and the runtime address of its global `name`.
+    fn global_address(&self, fi: usize, name: &str) -> Option<(usize, u64)> {
         let mi = self.module_of.get(fi).copied().unwrap_or(self.process.exe);
         let addr = self.symbols[mi].get(name).copied().or_else(|| {
             self.debug[mi]
                 .as_ref()
                 .and_then(|d| d.global_address(name, self.process.modules[mi].bias, self.process))
         })?;
-        self.process.read_vec(addr, n)
+        Some((mi, addr))
     }
 }
 

@@ -11,6 +11,7 @@
 
 pub mod compressed;
 pub mod core;
+pub mod coverage_file;
 pub mod coredump_store;
 pub mod debug_files;
 pub mod dwarf;

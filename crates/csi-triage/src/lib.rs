@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub mod passing;
+
 /// Source lines by file (files named as in DWARF).
 pub type FileLineSet = BTreeMap<String, BTreeSet<u32>>;
 
@@ -26,6 +28,9 @@ pub struct FrameEvidence {
 pub struct CrashRecord {
     pub core: PathBuf,
     pub exe: PathBuf,
+    /// The executable's GNU build id (hex), when it has one.
+    #[serde(default)]
+    pub build_id: Option<String>,
     /// Core file modification time, seconds since the epoch.
     pub time: Option<u64>,
     pub signal: String,
@@ -33,6 +38,9 @@ pub struct CrashRecord {
     pub frames: Vec<String>,
     /// Where the crashing thread stopped, `file:line`.
     pub site: Option<String>,
+    /// The line each program frame of the crashing thread was executing, innermost first.
+    #[serde(default)]
+    pub stack_lines: Vec<(String, u32)>,
     /// Per innermost physical program frame (up to `--refine-frames`): lines that surely ran
     /// and surely did not in that activation.
     pub local: Vec<FrameEvidence>,
@@ -183,10 +191,12 @@ mod tests {
         CrashRecord {
             core: core.into(),
             exe: "/bin/app".into(),
+            build_id: None,
             time: Some(time),
             signal: "SIGSEGV".into(),
             frames: vec!["f".into(), "main".into()],
             site: Some("a.c:3".into()),
+            stack_lines: vec![],
             local,
             must: [("a.c".to_string(), must.iter().copied().collect())].into(),
             never: FileLineSet::new(),

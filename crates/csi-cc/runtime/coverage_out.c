@@ -1,0 +1,196 @@
+/* csi-cc's runtime: coverage of runs that do not crash (CSI_COVERAGE_OUT).
+ *
+ * csi-cc links this file (compiled to bitcode by build.rs) into every instrumented unit; each
+ * function and variable is linkonce_odr, hidden and in its own COMDAT, so each linked module
+ * (the executable, each shared library) has one copy, with its own view of the `csi_cov`
+ * section that holds the module's coverage arrays (`__CC_arr_*`, `__BBC_arr_*`, `__FC_arr_*`).
+ *
+ * Nothing happens unless the environment variable CSI_COVERAGE_OUT names a directory when the
+ * module is loaded. Then the module's whole `csi_cov` section is written to
+ * `$CSI_COVERAGE_OUT/<build-id>.<pid>.csicov` when the module is unloaded (normal exit, or
+ * dlclose) and whenever the process receives SIGUSR2 (a snapshot; the program keeps running).
+ * Nothing runs on the hot path: the probes are unchanged.
+ *
+ * File format (host byte order, x86-64: little endian), read by csi-dump (`coverage_file`):
+ *   "CSICOV01"             8 bytes
+ *   u64 section_vaddr      the section's link-time address (runtime address - load bias)
+ *   u64 section_size
+ *   u32 pid
+ *   u32 reason             0 = unloaded (exit), 1 = SIGUSR2 snapshot
+ *   u32 build_id_size, u32 path_size
+ *   build id bytes, module path bytes (not terminated)
+ *   section bytes
+ *
+ * The dump runs in a signal handler, so it uses only async-signal-safe calls (open, write,
+ * rename, close, getpid) and no stdio or malloc; everything else is prepared at load time.
+ * The file is written under a temporary name and renamed, so a reader never sees half of one.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h> /* rename */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char __start_csi_cov[] __attribute__((weak, visibility("hidden")));
+extern char __stop_csi_cov[] __attribute__((weak, visibility("hidden")));
+
+#define CSI_RT_PATH 4096
+
+char __csi_rt_dir[CSI_RT_PATH];
+char __csi_rt_module[CSI_RT_PATH];
+unsigned char __csi_rt_build_id[64];
+uint32_t __csi_rt_build_id_size;
+uint64_t __csi_rt_bias;
+struct sigaction __csi_rt_previous_usr2;
+
+/* Finds this module (the one holding `__start_csi_cov`) among the loaded objects: its load
+ * bias, path and GNU build id. */
+int __csi_rt_find_module(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t target = (uintptr_t)data;
+  int mine = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+    if (p->p_type == PT_LOAD && target >= lo && target < lo + p->p_memsz) mine = 1;
+  }
+  if (!mine) return 0;
+  __csi_rt_bias = info->dlpi_addr;
+  if (info->dlpi_name && info->dlpi_name[0]) {
+    size_t n = strlen(info->dlpi_name);
+    if (n >= CSI_RT_PATH) n = CSI_RT_PATH - 1;
+    memcpy(__csi_rt_module, info->dlpi_name, n);
+    __csi_rt_module[n] = 0;
+  } else {
+    ssize_t n = readlink("/proc/self/exe", __csi_rt_module, CSI_RT_PATH - 1);
+    __csi_rt_module[n > 0 ? n : 0] = 0;
+  }
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    if (p->p_type != PT_NOTE) continue;
+    const char *note = (const char *)(info->dlpi_addr + p->p_vaddr);
+    const char *end = note + p->p_memsz;
+    while (note + sizeof(ElfW(Nhdr)) <= end) {
+      const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)note;
+      const char *name = note + sizeof(ElfW(Nhdr));
+      const char *desc = name + ((nh->n_namesz + 3) & ~3u);
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+          nh->n_descsz <= sizeof __csi_rt_build_id) {
+        memcpy(__csi_rt_build_id, desc, nh->n_descsz);
+        __csi_rt_build_id_size = nh->n_descsz;
+        return 1;
+      }
+      note = desc + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;
+}
+
+int __csi_rt_write_all(int fd, const void *p, size_t n) {
+  const char *c = (const char *)p;
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w <= 0) return -1;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Appends the decimal digits of `v` at `out`; returns the end. */
+char *__csi_rt_decimal(char *out, uint32_t v) {
+  char digits[10];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n) *out++ = digits[--n];
+  return out;
+}
+
+void __csi_rt_dump(uint32_t reason) {
+  char *begin = __start_csi_cov, *end = __stop_csi_cov;
+  if (!__csi_rt_dir[0] || !begin || end <= begin) return;
+  /* `<dir>/<build-id hex>.<pid>.csicov` and the same + ".tmp". */
+  char path[CSI_RT_PATH + 200], tmp[CSI_RT_PATH + 210];
+  size_t d = strlen(__csi_rt_dir);
+  char *o = path;
+  memcpy(o, __csi_rt_dir, d);
+  o += d;
+  *o++ = '/';
+  static const char hex[] = "0123456789abcdef";
+  for (uint32_t i = 0; i < __csi_rt_build_id_size; i++) {
+    *o++ = hex[__csi_rt_build_id[i] >> 4];
+    *o++ = hex[__csi_rt_build_id[i] & 15];
+  }
+  if (!__csi_rt_build_id_size) {
+    memcpy(o, "no-build-id", 11);
+    o += 11;
+  }
+  *o++ = '.';
+  uint32_t pid = (uint32_t)getpid();
+  o = __csi_rt_decimal(o, pid);
+  memcpy(o, ".csicov", 8);
+  memcpy(tmp, path, (size_t)(o - path) + 7);
+  memcpy(tmp + (o - path) + 7, ".tmp", 5);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  struct {
+    char magic[8];
+    uint64_t vaddr, size;
+    uint32_t pid, reason, build_id_size, path_size;
+  } head;
+  memcpy(head.magic, "CSICOV01", 8);
+  head.vaddr = (uint64_t)((uintptr_t)begin - __csi_rt_bias);
+  head.size = (uint64_t)(end - begin);
+  head.pid = pid;
+  head.reason = reason;
+  head.build_id_size = __csi_rt_build_id_size;
+  head.path_size = (uint32_t)strlen(__csi_rt_module);
+  int bad = __csi_rt_write_all(fd, &head, sizeof head) ||
+            __csi_rt_write_all(fd, __csi_rt_build_id, head.build_id_size) ||
+            __csi_rt_write_all(fd, __csi_rt_module, head.path_size) ||
+            __csi_rt_write_all(fd, begin, (size_t)head.size);
+  close(fd);
+  if (bad)
+    unlink(tmp);
+  else
+    rename(tmp, path);
+}
+
+/* SIGUSR2: a snapshot of every instrumented module (each module's handler chains to the one
+ * installed before it); a handler the program had is called after. */
+void __csi_rt_on_usr2(int sig, siginfo_t *info, void *uc) {
+  __csi_rt_dump(1);
+  struct sigaction *prev = &__csi_rt_previous_usr2;
+  if (prev->sa_flags & SA_SIGINFO) {
+    if (prev->sa_sigaction) prev->sa_sigaction(sig, info, uc);
+  } else if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN && prev->sa_handler) {
+    prev->sa_handler(sig);
+  }
+}
+
+/* Load time (a constructor, added by csi-cc). */
+void __csi_rt_init(void) {
+  const char *dir = getenv("CSI_COVERAGE_OUT");
+  if (!dir || !dir[0] || !__start_csi_cov) return;
+  size_t n = strlen(dir);
+  if (n >= CSI_RT_PATH) return;
+  memcpy(__csi_rt_dir, dir, n + 1);
+  dl_iterate_phdr(__csi_rt_find_module, (void *)__start_csi_cov);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = __csi_rt_on_usr2;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR2, &sa, &__csi_rt_previous_usr2);
+}
+
+/* Unload time: normal exit or dlclose (a destructor, added by csi-cc). */
+void __csi_rt_fini(void) { __csi_rt_dump(0); }
