@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -265,4 +265,168 @@ fn missing_input_is_one_line_of_error() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("/nonexistent/crashes"), "{err}");
+}
+
+/// Runs `exe input` in `dir` with `CSI_COVERAGE_OUT=dir`; it must exit 0.
+fn pass(exe: &Path, input: &str, dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let o = Command::new(exe)
+        .arg(input)
+        .env("CSI_COVERAGE_OUT", dir)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{input}: {o:?}");
+}
+
+#[test]
+fn crashes_against_passing_runs() {
+    let tmp = std::env::temp_dir().join(format!("csi-triage-passing-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let exe = tmp.join("bin/calc");
+    // Basic-block coverage: a passing run's coverage says line by line what ran.
+    build(&exe, &["--csi-scheme=bb"]);
+    for (k, input) in ["6 0 /", "x 3 + 5 5 - /", "1 0 %"].iter().enumerate() {
+        crash(&exe, input, &tmp.join(format!("cores/{k}")));
+    }
+    let inputs = ["1 2 +", "6 3 /", "x 2 *", "9 4 %"];
+    for (k, input) in inputs.iter().enumerate() {
+        pass(&exe, input, &tmp.join(format!("passing/{k}")));
+    }
+    std::fs::write(tmp.join("passing/junk.csicov"), b"CSICOV01 truncated").unwrap();
+    let o = triage(&[
+        "--format",
+        "json",
+        "--passing",
+        tmp.join("passing").to_str().unwrap(),
+        "--suspicious",
+        "1000",
+        tmp.join("cores").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["summary"]["passing_runs"], 4, "{doc:#}");
+    let junk = &doc["passing_unreadable"][0];
+    assert!(junk["file"].as_str().unwrap().ends_with("junk.csicov"), "{doc:#}");
+    let div = doc["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["signature"].as_str().unwrap().starts_with("SIGFPE in divide"))
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    let cmp = &div["passing"];
+    assert_eq!(cmp["runs"], 4, "{cmp:#}");
+    // Every passing run, and no crash, took the result off the stack after the loop.
+    let result = line_of("struct num *r = pop();");
+    assert!(lines(cmp, "passing_only").contains(&result), "{cmp:#}");
+    let suspicious = cmp["suspicious"].as_array().unwrap();
+    let entry = |line: u64| {
+        suspicious
+            .iter()
+            .find(|s| s["line"] == line && s["file"].as_str().unwrap().ends_with("src/calc.c"))
+    };
+    // The division ran in both crashes of the bucket and in one passing run ("6 3 /"): known
+    // exactly, and it is the first line: the crashes stopped on it.
+    let divide = line_of("return a / b;");
+    let d = entry(divide).unwrap_or_else(|| panic!("{cmp:#}"));
+    assert_eq!((d["failed"].clone(), d["passed"].clone()), (json!([2, 2]), json!([1, 1])), "{d:#}");
+    assert_eq!(d["on_stack"], 2);
+    let rank = suspicious.iter().position(|s| s == d).unwrap();
+    assert!(rank < 5, "the division ranks {} in {cmp:#}", rank + 1);
+    // The modulo never ran in this bucket: not suspicious here.
+    assert!(entry(line_of("long r = a % b;")).is_none(), "{cmp:#}");
+    // Every ranked line's counts are intervals within the runs.
+    for s in suspicious {
+        let (f, p) = (&s["failed"], &s["passed"]);
+        assert!(f[0].as_u64() <= f[1].as_u64() && f[1].as_u64() <= Some(2), "{s}");
+        assert!(p[0].as_u64() <= p[1].as_u64() && p[1].as_u64() <= Some(4), "{s}");
+    }
+    // The text report says the same.
+    let o = triage(&[
+        "--passing",
+        tmp.join("passing").to_str().unwrap(),
+        tmp.join("cores").to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("4 passing runs, 1 unreadable coverage files"), "{text}");
+    assert!(text.contains(&format!("suspicious:     ./src/calc.c:{divide}")), "{text}");
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// csi-cc's runtime: one coverage file per instrumented module (executable and shared
+/// library) at exit, a snapshot on SIGUSR2, nothing without `CSI_COVERAGE_OUT`.
+#[test]
+fn coverage_files_of_executable_and_library() {
+    use csi_dump::coverage_file::{find_passing_runs, CoverageFile};
+    let tmp = std::env::temp_dir().join(format!("csi-coverage-files-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        tmp.join("lib.c"),
+        // A call, so that call-site coverage has an array here.
+        "#include <stdlib.h>\nint twice(int x) { if (x > 100) abort(); return atoi(\"2\") * x; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.join("app.c"),
+        "#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\nint twice(int);\n\
+         int main(int argc, char **argv) { printf(\"%d\\n\", twice(argc));\n\
+         if (argc > 2) { raise(SIGUSR2); _exit(0); }\n return 0; }\n",
+    )
+    .unwrap();
+    let cc = |args: &[&str]| {
+        let st = Command::new(csi_cc()).args(args).current_dir(&tmp).status().unwrap();
+        assert!(st.success(), "csi-cc {args:?}");
+    };
+    cc(&["-O0", "-g", "-fPIC", "-shared", "-o", "libtwice.so", "lib.c"]);
+    cc(&["-O2", "-g", "-o", "app", "app.c", "-L.", "-ltwice", "-Wl,-rpath,$ORIGIN"]);
+    let run = |out: Option<&Path>, args: &[&str]| {
+        let mut c = Command::new(tmp.join("app"));
+        c.args(args).env_remove("CSI_COVERAGE_OUT");
+        if let Some(o) = out {
+            std::fs::create_dir_all(o).unwrap();
+            c.env("CSI_COVERAGE_OUT", o);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{o:?}");
+    };
+    run(None, &[]);
+    let files = |d: &Path| -> Vec<CoverageFile> {
+        let mut v: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| CoverageFile::read(&e.unwrap().path()).unwrap())
+            .collect();
+        v.sort_by(|a, b| a.module.cmp(&b.module));
+        v
+    };
+    run(Some(&tmp.join("exit")), &["a"]);
+    let at_exit = files(&tmp.join("exit"));
+    assert_eq!(at_exit.len(), 2, "{at_exit:#?}");
+    let (app, lib) = (&at_exit[0], &at_exit[1]);
+    assert!(app.module.ends_with("/app") && lib.module.ends_with("/libtwice.so"), "{at_exit:#?}");
+    for f in &at_exit {
+        assert!(!f.snapshot);
+        let hex: String = f.build_id.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(!hex.is_empty());
+        let name = f.path.file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(name, format!("{hex}.{}.csicov", f.pid));
+        // Some coverage bit is set: main and twice ran.
+        assert!(f.bytes.iter().any(|&b| b != 0), "{f:?}");
+    }
+    // SIGUSR2 writes a snapshot and the program goes on (then leaves by _exit: no more).
+    run(Some(&tmp.join("usr2")), &["a", "b"]);
+    let snap = files(&tmp.join("usr2"));
+    assert_eq!(snap.len(), 2, "{snap:#?}");
+    assert!(snap.iter().all(|f| f.snapshot));
+    let (runs, bad) = find_passing_runs(&[tmp.join("exit"), tmp.join("usr2")]);
+    assert_eq!((runs.len(), bad.len()), (2, 0));
+    assert!(runs.iter().all(|r| r.files.len() == 2));
+    // No files were written anywhere else (in particular not without the variable).
+    assert!(!tmp.join("app.csicov").exists());
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "csicov")).count(),
+        0
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
 }
