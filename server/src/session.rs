@@ -101,6 +101,7 @@ impl Session {
                 ..Default::default()
             },
             sysroot: config.sysroot.clone(),
+            cache: None,
         }
     }
 
@@ -181,7 +182,7 @@ impl Session {
             title,
             crash.signal.clone(),
             threads,
-            std::mem::take(&mut crash.graph),
+            std::sync::Arc::unwrap_or_clone(std::mem::take(&mut crash.graph)),
             std::mem::take(&mut crash.report),
             coverage,
             notices,

@@ -320,6 +320,7 @@ fn open_crash(args: &CrashArgs) -> Result<csi_dump::Crash, Failure> {
             ..Default::default()
         },
         sysroot: args.sysroot.clone(),
+        cache: None,
     };
     let mut crash = csi_dump::Crash::open(&exe, &core, &opts)?;
     if let Some(n) = stored_notice {

@@ -139,7 +139,9 @@ pub fn run(args: &TriageArgs) -> Result<(), Failure> {
         })
     });
     let passing = passing.transpose()?;
-    let results = analyse_all(&cores, args, jobs, passing.as_ref());
+    // The program half of loading (debug info, CSI records, graph) once per build.
+    let cache = Arc::new(csi_dump::LoadCache::default());
+    let results = analyse_all(&cores, args, jobs, passing.as_ref(), &cache);
     let mut crashes = Vec::new();
     let mut skipped = Vec::new();
     for (core, r) in cores.iter().zip(results) {
@@ -232,6 +234,7 @@ fn analyse_all(
     args: &TriageArgs,
     jobs: usize,
     passing: Option<&Passing>,
+    cache: &Arc<csi_dump::LoadCache>,
 ) -> Vec<Result<Analysed, String>> {
     let results: Vec<Mutex<Option<Result<Analysed, String>>>> =
         cores.iter().map(|_| Mutex::new(None)).collect();
@@ -245,7 +248,7 @@ fn analyse_all(
                 let Some(core) = cores.get(i) else { break };
                 // A bug in the analysis of one core must not lose the others.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    analyse_one(core, args, passing)
+                    analyse_one(core, args, passing, cache)
                 }))
                 .unwrap_or_else(|_| {
                     Err("internal error while analysing this core (reported above)".into())
@@ -322,6 +325,7 @@ fn analyse_one(
     core: &Path,
     args: &TriageArgs,
     passing: Option<&Passing>,
+    cache: &Arc<csi_dump::LoadCache>,
 ) -> Result<Analysed, String> {
     if let Some(kind) = compression(core) {
         return Err(format!("{kind}-compressed core: decompress it first"));
@@ -330,7 +334,10 @@ fn analyse_one(
         Some(e) => e.clone(),
         None => executable_of(core)?,
     };
-    let opts = csi_dump::LoadOptions::default();
+    let opts = csi_dump::LoadOptions {
+        cache: Some(cache.clone()),
+        ..Default::default()
+    };
     let opened = csi_dump::Crash::open(&exe, core, &opts).or_else(|e| {
         // The recorded path may hold a newer build; a copy of the program kept beside the
         // core (collected with it) may be the one that ran.

@@ -71,7 +71,9 @@ pub struct FrameRegs<'a> {
 
 pub struct DebugInfo {
     dwarf: Arc<gimli::Dwarf<Rd>>,
-    ctx: addr2line::Context<Rd>,
+    /// addr2line's lazily filled context is not `Sync`; the lock lets crashes of one build
+    /// share a `DebugInfo` across threads (`LoadCache`). Uncontended within one crash.
+    ctx: std::sync::Mutex<addr2line::Context<Rd>>,
     pub(crate) units: Vec<gimli::Unit<Rd>>,
     /// (low, high, unit, subprogram DIE) of every out-of-line subprogram, sorted by `low`.
     subprograms: Vec<(u64, u64, usize, UnitOffset<usize>)>,
@@ -289,7 +291,7 @@ impl DebugInfo {
         subprograms.sort_by_key(|s| (s.0, s.1));
         let mut info = DebugInfo {
             dwarf,
-            ctx,
+            ctx: std::sync::Mutex::new(ctx),
             units,
             subprograms,
             type_index: Default::default(),
@@ -328,7 +330,8 @@ impl DebugInfo {
 
     /// Source position of a link-time address.
     pub fn location(&self, svma: u64) -> Option<SourceLoc> {
-        let l = self.ctx.find_location(svma).ok()??;
+        let ctx = self.ctx.lock().unwrap_or_else(|p| p.into_inner());
+        let l = ctx.find_location(svma).ok()??;
         Some(SourceLoc {
             file: l.file?.to_string(),
             line: l.line?,
@@ -340,7 +343,8 @@ impl DebugInfo {
     /// out-of-line function.
     pub fn inline_frames(&self, svma: u64) -> Vec<InlineFrame> {
         let mut out = Vec::new();
-        let Ok(mut frames) = self.ctx.find_frames(svma).skip_all_loads() else {
+        let ctx = self.ctx.lock().unwrap_or_else(|p| p.into_inner());
+        let Ok(mut frames) = ctx.find_frames(svma).skip_all_loads() else {
             return out;
         };
         // The DIEs of the inlined calls are in the unit of the out-of-line function: named

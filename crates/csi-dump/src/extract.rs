@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use csi_model::ballarus::{unrotate_ring, DecodedPath, PathGraph, PathStart};
 use csi_model::sections::cfg::{cfg_linked_program_graph, parse_cfg_all, CfgFunction, CfgModule};
@@ -24,6 +25,9 @@ pub struct LoadOptions {
     /// The crashed machine's file system (`--sysroot`): libraries are looked up under it by
     /// the path the core records, and matched by build id.
     pub sysroot: Option<PathBuf>,
+    /// Share the program half of loading (debug info, CSI records, program graph) with other
+    /// crashes of the same build.
+    pub cache: Option<Arc<LoadCache>>,
 }
 
 /// Where the program graph came from.
@@ -139,7 +143,8 @@ pub struct Crash {
     pub signal: Option<SignalInfo>,
     /// Crashing thread first.
     pub threads: Vec<CrashThread>,
-    pub graph: ProgramGraph,
+    /// Shared with other crashes of the same build when loaded with a [`LoadCache`].
+    pub graph: Arc<ProgramGraph>,
     pub report: FailureReport,
     pub metadata: Metadata,
     /// Things the user should know (missing libraries, stack-only analysis, ...), one sentence
@@ -150,9 +155,9 @@ pub struct Crash {
     /// The process image and debug info, for reading more on demand (hovers, globals).
     pub(crate) process: Process,
     /// Debug info of each module of `process.modules` (same index), where it has any.
-    pub(crate) debug: Vec<Option<DebugInfo>>,
+    pub(crate) debug: Vec<Option<Arc<DebugInfo>>>,
     /// The CSI records the graph was built from (coverage of passing runs is read with them).
-    linked: LinkedCfg,
+    linked: Arc<LinkedCfg>,
 }
 
 impl Crash {
@@ -244,7 +249,7 @@ impl Crash {
         let exe = self.process.exe;
         std::iter::once(exe)
             .chain((0..self.debug.len()).filter(move |&m| m != exe))
-            .filter_map(|m| Some((m, self.debug[m].as_ref()?)))
+            .filter_map(|m| Some((m, self.debug[m].as_deref()?)))
     }
 }
 
@@ -328,111 +333,15 @@ fn load_parts(
             notices.push(p.clone());
         }
     }
-    let exe_mod = process.exe();
-    exe_mod.elf().ok_or_else(|| DumpError::NotElf {
-        path: exe.to_path_buf(),
-    })?;
-    let elf = exe_mod.debug_elf().ok_or_else(|| DumpError::NotElf {
-        path: exe.to_path_buf(),
-    })?;
-    let exe_debug = if crate::dwarf::has_debug_info(&elf) {
-        match DebugInfo::load(&elf) {
-            Ok(d) => Some(d),
-            Err(e) => {
-                notices.push(format!(
-                    "{}: unreadable debug info ({e}); showing symbols only",
-                    exe.display()
-                ));
-                None
-            }
-        }
-    } else {
-        notices.push(format!(
-            "{} has no debug info (stripped?) and no debug file was found (build-id tree, .gnu_debuglink, debuginfod): frames show symbols only and no lines can be analysed",
-            exe.display()
-        ));
-        None
+    let program = match &opts.cache {
+        Some(cache) => cache.program(exe, &process, opts)?,
+        None => std::sync::Arc::new(load_program(exe, &process, opts)?),
     };
-    // The program graph: the executable's records, then each instrumented library's.
-    let section = |name: &str| {
-        elf.section_by_name(name)
-            .and_then(|s| s.uncompressed_data().ok())
-    };
-    let mut linked = LinkedCfg::default();
-    let exe_cfg = section(".debug_CSI_CFG");
-    if let Some(bytes) = &exe_cfg {
-        let label = format!("{} (.debug_CSI_CFG)", exe.display());
-        let (funcs, modules) =
-            parse_cfg_all(bytes, &label).map_err(|e| DumpError::BadMetadata {
-                path: exe.to_path_buf(),
-                what: e.to_string(),
-            })?;
-        linked.add(process.exe, None, funcs, modules);
-    }
-    drop(elf);
-    let mut debug: Vec<Option<DebugInfo>> = Vec::with_capacity(process.modules.len());
-    for (mi, m) in process.modules.iter().enumerate() {
-        if mi == process.exe {
-            debug.push(None);
-            continue;
-        }
-        let (d, cfg) = library_metadata(m, &mut notices);
-        if let Some((funcs, modules)) = cfg {
-            linked.add(mi, Some(m.name.clone()), funcs, modules);
-        }
-        debug.push(d);
-    }
-    debug[process.exe] = exe_debug;
-    let exe_label = format!("{} (.debug_CSI_CFG)", exe.display());
-    let (graph, metadata) = if exe_cfg.is_some()
-        || (!linked.funcs.is_empty() && opts.graphml.is_none())
-    {
-        let g =
-            cfg_linked_program_graph(&linked.funcs, &linked.objects, &linked.modules, &exe_label)
-                .map_err(|e| DumpError::BadMetadata {
-                path: exe.to_path_buf(),
-                what: e.to_string(),
-            })?;
-        (g, Metadata::CsiCfg)
-    } else if let Some(gml) = &opts.graphml {
-        let g = csi_model::read_graphml(gml).map_err(|e| DumpError::BadMetadata {
-            path: gml.clone(),
-            what: e.to_string(),
-        })?;
-        notices.push(
-            "program graph from GraphML: path traces of original csi-cc binaries are not decoded yet; \
-             stack and coverage are used"
-                .into(),
-        );
-        linked = LinkedCfg::default();
-        (g, Metadata::GraphMl)
-    } else {
-        notices.push(format!(
-            "{} has no CSI metadata (not built with csi-cc): showing the stack and variables only; \
-             build with `csi-cc --csi-scheme=none` for stack-only must/may/never, or the default scheme for traces",
-            exe.display()
-        ));
-        (ProgramGraph::default(), Metadata::None)
-    };
-    if exe_cfg.is_none() && metadata == Metadata::CsiCfg {
-        notices.push(format!(
-            "{} has no CSI metadata (not built with csi-cc): only the instrumented libraries' frames are analysed",
-            exe.display()
-        ));
-    }
-    let mut graph = graph;
-    for (fi, f) in graph.functions.iter_mut().enumerate() {
-        let m = linked.module_of.get(fi).copied().unwrap_or(process.exe);
-        if let Some(d) = &debug[m] {
-            f.inlined_elsewhere = d.inlined.contains(&f.name)
-                || f.linkage_name
-                    .as_ref()
-                    .is_some_and(|l| d.inlined.contains(l));
-        }
-    }
-    if metadata == Metadata::CsiCfg {
-        keep_positions_with_code(&mut graph, &linked.module_of, process.exe, &debug);
-    }
+    notices.extend(program.notices.iter().cloned());
+    let debug = program.debug.clone();
+    let graph = program.graph.clone();
+    let linked = program.linked.clone();
+    let metadata = program.metadata.clone();
 
     let signal = process.core.siginfo.as_ref().map(|s| SignalInfo {
         signo: s.signo,
@@ -617,6 +526,201 @@ fn load_parts(
     })
 }
 
+/// The program half of a crash: debug info, CSI records and the program graph of the
+/// process's modules — the same for every crash of one build (see [`LoadCache`]).
+pub(crate) struct Program {
+    debug: Vec<Option<Arc<DebugInfo>>>,
+    linked: Arc<LinkedCfg>,
+    graph: Arc<ProgramGraph>,
+    metadata: Metadata,
+    /// What loading it said, repeated for every crash that uses it.
+    notices: Vec<String>,
+}
+
+/// What loading a program costs once per build, shared by the crashes of that build (`csi
+/// triage` opens hundreds of cores of one program). Keyed by everything [`load_program`]
+/// reads: the executable's path, each module's name, file, build ids and debug file. A file
+/// without a build id rebuilt during one triage run with the same size is not noticed.
+#[derive(Default)]
+pub struct LoadCache {
+    programs: std::sync::Mutex<HashMap<ProgramKey, Arc<std::sync::OnceLock<Arc<Program>>>>>,
+}
+
+type ProgramKey = (PathBuf, Option<PathBuf>, Vec<ModuleKey>);
+type ModuleKey = (
+    String,
+    Option<PathBuf>,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Option<usize>,
+    Option<usize>,
+);
+
+impl std::fmt::Debug for LoadCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoadCache")
+    }
+}
+
+impl LoadCache {
+    /// The program of `process`, loaded by the first crash that needs it (others of the same
+    /// build wait for it). A program that fails to load is not kept: each crash says why.
+    fn program(
+        &self,
+        exe: &Path,
+        process: &Process,
+        opts: &LoadOptions,
+    ) -> Result<Arc<Program>, DumpError> {
+        let key: ProgramKey = (
+            exe.to_path_buf(),
+            opts.graphml.clone(),
+            process
+                .modules
+                .iter()
+                .map(|m| {
+                    (
+                        m.name.clone(),
+                        m.file.clone(),
+                        m.build_id.clone(),
+                        m.core_build_id.clone(),
+                        m.bytes.as_ref().map(|b| b.len()),
+                        m.debug_file.as_ref().map(|b| b.len()),
+                    )
+                })
+                .collect(),
+        );
+        let cell = self
+            .programs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key)
+            .or_default()
+            .clone();
+        if let Some(p) = cell.get() {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(load_program(exe, process, opts)?);
+        Ok(cell.get_or_init(|| p).clone())
+    }
+}
+
+/// Loads the program half of a crash (see [`Program`]).
+fn load_program(exe: &Path, process: &Process, opts: &LoadOptions) -> Result<Program, DumpError> {
+    let mut notices = Vec::new();
+    let exe_mod = process.exe();
+    exe_mod.elf().ok_or_else(|| DumpError::NotElf {
+        path: exe.to_path_buf(),
+    })?;
+    let elf = exe_mod.debug_elf().ok_or_else(|| DumpError::NotElf {
+        path: exe.to_path_buf(),
+    })?;
+    let exe_debug = if crate::dwarf::has_debug_info(&elf) {
+        match DebugInfo::load(&elf) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                notices.push(format!(
+                    "{}: unreadable debug info ({e}); showing symbols only",
+                    exe.display()
+                ));
+                None
+            }
+        }
+    } else {
+        notices.push(format!(
+            "{} has no debug info (stripped?) and no debug file was found (build-id tree, .gnu_debuglink, debuginfod): frames show symbols only and no lines can be analysed",
+            exe.display()
+        ));
+        None
+    };
+    // The program graph: the executable's records, then each instrumented library's.
+    let section = |name: &str| {
+        elf.section_by_name(name)
+            .and_then(|s| s.uncompressed_data().ok())
+    };
+    let mut linked = LinkedCfg::default();
+    let exe_cfg = section(".debug_CSI_CFG");
+    if let Some(bytes) = &exe_cfg {
+        let label = format!("{} (.debug_CSI_CFG)", exe.display());
+        let (funcs, modules) =
+            parse_cfg_all(bytes, &label).map_err(|e| DumpError::BadMetadata {
+                path: exe.to_path_buf(),
+                what: e.to_string(),
+            })?;
+        linked.add(process.exe, None, funcs, modules);
+    }
+    drop(elf);
+    let mut debug: Vec<Option<DebugInfo>> = Vec::with_capacity(process.modules.len());
+    for (mi, m) in process.modules.iter().enumerate() {
+        if mi == process.exe {
+            debug.push(None);
+            continue;
+        }
+        let (d, cfg) = library_metadata(m, &mut notices);
+        if let Some((funcs, modules)) = cfg {
+            linked.add(mi, Some(m.name.clone()), funcs, modules);
+        }
+        debug.push(d);
+    }
+    debug[process.exe] = exe_debug;
+    let exe_label = format!("{} (.debug_CSI_CFG)", exe.display());
+    let (graph, metadata) = if exe_cfg.is_some()
+        || (!linked.funcs.is_empty() && opts.graphml.is_none())
+    {
+        let g =
+            cfg_linked_program_graph(&linked.funcs, &linked.objects, &linked.modules, &exe_label)
+                .map_err(|e| DumpError::BadMetadata {
+                path: exe.to_path_buf(),
+                what: e.to_string(),
+            })?;
+        (g, Metadata::CsiCfg)
+    } else if let Some(gml) = &opts.graphml {
+        let g = csi_model::read_graphml(gml).map_err(|e| DumpError::BadMetadata {
+            path: gml.clone(),
+            what: e.to_string(),
+        })?;
+        notices.push(
+            "program graph from GraphML: path traces of original csi-cc binaries are not decoded yet; \
+             stack and coverage are used"
+                .into(),
+        );
+        linked = LinkedCfg::default();
+        (g, Metadata::GraphMl)
+    } else {
+        notices.push(format!(
+            "{} has no CSI metadata (not built with csi-cc): showing the stack and variables only; \
+             build with `csi-cc --csi-scheme=none` for stack-only must/may/never, or the default scheme for traces",
+            exe.display()
+        ));
+        (ProgramGraph::default(), Metadata::None)
+    };
+    if exe_cfg.is_none() && metadata == Metadata::CsiCfg {
+        notices.push(format!(
+            "{} has no CSI metadata (not built with csi-cc): only the instrumented libraries' frames are analysed",
+            exe.display()
+        ));
+    }
+    let mut graph = graph;
+    for (fi, f) in graph.functions.iter_mut().enumerate() {
+        let m = linked.module_of.get(fi).copied().unwrap_or(process.exe);
+        if let Some(d) = &debug[m] {
+            f.inlined_elsewhere = d.inlined.contains(&f.name)
+                || f.linkage_name
+                    .as_ref()
+                    .is_some_and(|l| d.inlined.contains(l));
+        }
+    }
+    if metadata == Metadata::CsiCfg {
+        keep_positions_with_code(&mut graph, &linked.module_of, process.exe, &debug);
+    }
+    Ok(Program {
+        debug: debug.into_iter().map(|d| d.map(Arc::new)).collect(),
+        linked: Arc::new(linked),
+        graph: Arc::new(graph),
+        metadata,
+        notices,
+    })
+}
+
 /// Separate debug files for the modules whose images lack debug info: the executable and the
 /// program's own libraries (system libraries' debug info would only name libc's lines, and is
 /// not downloaded). Each one found is said in a notice.
@@ -730,7 +834,7 @@ impl LinkedCfg {
 /// their frames showing symbols only is expected.
 fn modules_without_lines(
     process: &Process,
-    debug: &[Option<DebugInfo>],
+    debug: &[Option<Arc<DebugInfo>>],
     threads: &[CrashThread],
 ) -> Vec<String> {
     let system = is_system_path;
@@ -832,7 +936,7 @@ struct FramePath {
 struct Extract<'a> {
     process: &'a Process,
     /// Per module of the process.
-    debug: &'a [Option<DebugInfo>],
+    debug: &'a [Option<Arc<DebugInfo>>],
     graph: &'a ProgramGraph,
     cfg: &'a [CfgFunction],
     /// Per graph function (with CSI records): its module's index in the process.
@@ -849,7 +953,7 @@ struct Extract<'a> {
 impl<'a> Extract<'a> {
     fn new(
         process: &'a Process,
-        debug: &'a [Option<DebugInfo>],
+        debug: &'a [Option<Arc<DebugInfo>>],
         graph: &'a ProgramGraph,
         linked: &'a LinkedCfg,
     ) -> Self {

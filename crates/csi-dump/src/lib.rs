@@ -27,7 +27,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::DumpError;
 pub use extract::{
-    load_bytes, same_source, Crash, CrashFrame, CrashThread, FrameContext, LoadOptions, Metadata,
+    load_bytes, same_source, Crash, CrashFrame, CrashThread, FrameContext, LoadCache, LoadOptions,
+    Metadata,
     ModuleInfo, PathStep,
 };
 pub use values::{NamedValue, Value, REGISTER_NAMES};

@@ -308,7 +308,7 @@ impl Crash {
     }
 
     fn debug_of(&self, module: usize) -> Option<&DebugInfo> {
-        self.debug.get(module)?.as_ref()
+        self.debug.get(module)?.as_deref()
     }
 
     /// A global by name in one module (preferring a DIE of `unit`).
