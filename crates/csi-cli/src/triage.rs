@@ -48,6 +48,10 @@ pub struct TriageArgs {
     /// Use only the crash stacks (ignore coverage observations), as `csi analyze --stack-only`.
     #[arg(long)]
     stack_only: bool,
+    /// Also keep the crashes in a crash store and re-bucket it: a SQLite file (created if
+    /// absent) or a postgres:// URL (see `csi crashes`).
+    #[arg(long, value_name = "PATH|URL")]
+    store: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -66,6 +70,7 @@ struct Skipped {
 pub fn run(args: &TriageArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let cores = find_cores(&args.inputs)?;
+    let store = crate::crashes::open_store(args.store.as_deref())?;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -89,7 +94,7 @@ pub fn run(args: &TriageArgs) -> Result<(), Failure> {
         TriageFormat::Text => text_output(&crashes, &buckets, &skipped, cores.len(), elapsed),
     };
     print!("{out}");
-    Ok(())
+    crate::crashes::ingest(store, &crashes, args.refine_frames)
 }
 
 /// Is this file name one of a core dump (`core`, `core.*`, `*.core`)?
