@@ -157,9 +157,9 @@ fn main() {
     let buckets = store.buckets(None).unwrap();
     let total: u64 = buckets.iter().map(|b| b.count).sum();
     println!(
-        "{} store: {n} crashes ({} KB of record JSON each on average) in {groups} groups, {} buckets; {b} ingests of {batch} crashes over {gpb} groups",
+        "{} store: {n} crashes ({} bytes of record JSON each on average) in {groups} groups, {} buckets; {b} ingests of {batch} crashes over {gpb} groups",
         store.kind(),
-        record_bytes / n.max(1) / 1024,
+        record_bytes / n.max(1),
         buckets.len()
     );
     assert_eq!(total as usize, n, "the buckets hold every crash");
