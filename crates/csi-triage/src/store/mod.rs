@@ -86,7 +86,12 @@ impl StoreError {
     pub(crate) fn new(message: impl Into<String>) -> Self {
         let message: String = message.into();
         // One line, whatever the driver said.
-        let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        let message = message
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
         StoreError {
             message,
             retry: false,
