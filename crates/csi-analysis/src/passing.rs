@@ -119,7 +119,10 @@ impl<'g> PassingProjector<'g> {
         let answers = self.node_answers(bits);
         project_lines_cut(
             self.g,
-            answers.into_iter().enumerate().map(|(i, c)| (i as NodeId, c)),
+            answers
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| (i as NodeId, c)),
             &[],
         )
     }

@@ -5,6 +5,7 @@
 //! Exit codes: 0 success, 2 bad input (unreadable or malformed files, unknown nodes, usage),
 //! 3 the report is inconsistent with the graph.
 
+mod crashes;
 mod output;
 mod show;
 mod slice;
@@ -129,6 +130,10 @@ enum Command {
     /// directories (files named `core`, `core.*`, `*.core`); each core's executable is the
     /// one it recorded unless `--exe` is given. Unusable cores are listed as skipped.
     Triage(triage::TriageArgs),
+    /// The crash store `csi triage --store` fills (a SQLite file or a postgres:// URL),
+    /// read-only: its buckets by count, each with its crashes, must-in-all and never-in-any
+    /// lines (`--bucket` for one, `--crash HASH` for one crash's record).
+    Crashes(crashes::CrashesArgs),
     /// Answer one control-flow query; prints `possible` or `impossible`.
     ///
     /// A location is a node id (`n:-9:12`) or `FILE:LINE` (all nodes on that line; FILE may
@@ -469,6 +474,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Triage(args) => triage::run(&args),
+        Command::Crashes(args) => crashes::run(&args),
         Command::Query {
             graph,
             report,

@@ -56,6 +56,10 @@ pub struct TriageArgs {
     /// Suspicious lines listed per bucket (with --passing).
     #[arg(long, default_value_t = 10, value_name = "N")]
     suspicious: usize,
+    /// Also keep the crashes in a crash store and re-bucket it: a SQLite file (created if
+    /// absent) or a postgres:// URL (see `csi crashes`).
+    #[arg(long, value_name = "PATH|URL")]
+    store: Option<String>,
 }
 
 /// Passing runs, and their line answers per program build (computed by the first crash of
@@ -67,7 +71,11 @@ struct Passing {
 }
 
 impl Passing {
-    fn lines_for(&self, c: &csi_dump::Crash, build_id: &Option<String>) -> Arc<OnceLock<Vec<PassingLines>>> {
+    fn lines_for(
+        &self,
+        c: &csi_dump::Crash,
+        build_id: &Option<String>,
+    ) -> Arc<OnceLock<Vec<PassingLines>>> {
         let cell = self
             .by_build
             .lock()
@@ -121,6 +129,7 @@ struct Skipped {
 pub fn run(args: &TriageArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let cores = find_cores(&args.inputs)?;
+    let store = crate::crashes::open_store(args.store.as_deref())?;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -128,7 +137,10 @@ pub fn run(args: &TriageArgs) -> Result<(), Failure> {
     let passing = (!args.passing.is_empty()).then(|| {
         for d in &args.passing {
             if !d.exists() {
-                return Err(Failure::BadInput(format!("{}: no such file or directory", d.display())));
+                return Err(Failure::BadInput(format!(
+                    "{}: no such file or directory",
+                    d.display()
+                )));
             }
         }
         let (runs, unreadable) = csi_dump::coverage_file::find_passing_runs(&args.passing);
@@ -183,7 +195,20 @@ pub fn run(args: &TriageArgs) -> Result<(), Failure> {
         TriageFormat::Text => text_output(&report),
     };
     print!("{out}");
-    Ok(())
+    let extras: Vec<(String, String, Value)> = comparisons
+        .iter()
+        .flatten()
+        .zip(&buckets)
+        .map(|(cmp, b)| {
+            let program = crashes[b.crashes[0]].exe.display().to_string();
+            (
+                program,
+                b.signature.clone(),
+                json!({ "passing": comparison_json(cmp) }),
+            )
+        })
+        .collect();
+    crate::crashes::ingest(store, &crashes, args.refine_frames, &extras)
 }
 
 /// Is this file name one of a core dump (`core`, `core.*`, `*.core`)?
@@ -614,7 +639,10 @@ fn text_output(r: &Report) -> String {
             if p.unreadable.is_empty() {
                 String::new()
             } else {
-                format!(", {} unreadable coverage files (listed at the end)", p.unreadable.len())
+                format!(
+                    ", {} unreadable coverage files (listed at the end)",
+                    p.unreadable.len()
+                )
             }
         );
     }
@@ -705,7 +733,11 @@ fn text_comparison(out: &mut String, c: &PassingComparison) {
         }
     }
     for (i, s) in c.suspicious.iter().enumerate() {
-        let head = if i == 0 { "suspicious:    " } else { "               " };
+        let head = if i == 0 {
+            "suspicious:    "
+        } else {
+            "               "
+        };
         let _ = writeln!(
             out,
             "      {head} {}:{}  ochiai {:.2}–{:.2}  (failed {}–{} of the bucket, passed {}–{} of {}{})",

@@ -308,12 +308,20 @@ fn crashes_against_passing_runs() {
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["summary"]["passing_runs"], 4, "{doc:#}");
     let junk = &doc["passing_unreadable"][0];
-    assert!(junk["file"].as_str().unwrap().ends_with("junk.csicov"), "{doc:#}");
+    assert!(
+        junk["file"].as_str().unwrap().ends_with("junk.csicov"),
+        "{doc:#}"
+    );
     let div = doc["buckets"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|b| b["signature"].as_str().unwrap().starts_with("SIGFPE in divide"))
+        .find(|b| {
+            b["signature"]
+                .as_str()
+                .unwrap()
+                .starts_with("SIGFPE in divide")
+        })
         .unwrap_or_else(|| panic!("{doc:#}"));
     let cmp = &div["passing"];
     assert_eq!(cmp["runs"], 4, "{cmp:#}");
@@ -330,7 +338,11 @@ fn crashes_against_passing_runs() {
     // exactly, and it is the first line: the crashes stopped on it.
     let divide = line_of("return a / b;");
     let d = entry(divide).unwrap_or_else(|| panic!("{cmp:#}"));
-    assert_eq!((d["failed"].clone(), d["passed"].clone()), (json!([2, 2]), json!([1, 1])), "{d:#}");
+    assert_eq!(
+        (d["failed"].clone(), d["passed"].clone()),
+        (json!([2, 2]), json!([1, 1])),
+        "{d:#}"
+    );
     assert_eq!(d["on_stack"], 2);
     let rank = suspicious.iter().position(|s| s == d).unwrap();
     assert!(rank < 5, "the division ranks {} in {cmp:#}", rank + 1);
@@ -339,8 +351,14 @@ fn crashes_against_passing_runs() {
     // Every ranked line's counts are intervals within the runs.
     for s in suspicious {
         let (f, p) = (&s["failed"], &s["passed"]);
-        assert!(f[0].as_u64() <= f[1].as_u64() && f[1].as_u64() <= Some(2), "{s}");
-        assert!(p[0].as_u64() <= p[1].as_u64() && p[1].as_u64() <= Some(4), "{s}");
+        assert!(
+            f[0].as_u64() <= f[1].as_u64() && f[1].as_u64() <= Some(2),
+            "{s}"
+        );
+        assert!(
+            p[0].as_u64() <= p[1].as_u64() && p[1].as_u64() <= Some(4),
+            "{s}"
+        );
     }
     // The text report says the same.
     let o = triage(&[
@@ -349,8 +367,14 @@ fn crashes_against_passing_runs() {
         tmp.join("cores").to_str().unwrap(),
     ]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("4 passing runs, 1 unreadable coverage files"), "{text}");
-    assert!(text.contains(&format!("suspicious:     ./src/calc.c:{divide}")), "{text}");
+    assert!(
+        text.contains("4 passing runs, 1 unreadable coverage files"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("suspicious:     ./src/calc.c:{divide}")),
+        "{text}"
+    );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
 
@@ -376,11 +400,32 @@ fn coverage_files_of_executable_and_library() {
     )
     .unwrap();
     let cc = |args: &[&str]| {
-        let st = Command::new(csi_cc()).args(args).current_dir(&tmp).status().unwrap();
+        let st = Command::new(csi_cc())
+            .args(args)
+            .current_dir(&tmp)
+            .status()
+            .unwrap();
         assert!(st.success(), "csi-cc {args:?}");
     };
-    cc(&["-O0", "-g", "-fPIC", "-shared", "-o", "libtwice.so", "lib.c"]);
-    cc(&["-O2", "-g", "-o", "app", "app.c", "-L.", "-ltwice", "-Wl,-rpath,$ORIGIN"]);
+    cc(&[
+        "-O0",
+        "-g",
+        "-fPIC",
+        "-shared",
+        "-o",
+        "libtwice.so",
+        "lib.c",
+    ]);
+    cc(&[
+        "-O2",
+        "-g",
+        "-o",
+        "app",
+        "app.c",
+        "-L.",
+        "-ltwice",
+        "-Wl,-rpath,$ORIGIN",
+    ]);
     let run = |out: Option<&Path>, args: &[&str]| {
         let mut c = Command::new(tmp.join("app"));
         c.args(args).env_remove("CSI_COVERAGE_OUT");
@@ -404,7 +449,10 @@ fn coverage_files_of_executable_and_library() {
     let at_exit = files(&tmp.join("exit"));
     assert_eq!(at_exit.len(), 2, "{at_exit:#?}");
     let (app, lib) = (&at_exit[0], &at_exit[1]);
-    assert!(app.module.ends_with("/app") && lib.module.ends_with("/libtwice.so"), "{at_exit:#?}");
+    assert!(
+        app.module.ends_with("/app") && lib.module.ends_with("/libtwice.so"),
+        "{at_exit:#?}"
+    );
     for f in &at_exit {
         assert!(!f.snapshot);
         let hex: String = f.build_id.iter().map(|b| format!("{b:02x}")).collect();
@@ -425,7 +473,15 @@ fn coverage_files_of_executable_and_library() {
     // No files were written anywhere else (in particular not without the variable).
     assert!(!tmp.join("app.csicov").exists());
     assert_eq!(
-        std::fs::read_dir(&tmp).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "csicov")).count(),
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .filter(|e| e
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "csicov"))
+            .count(),
         0
     );
     std::fs::remove_dir_all(&tmp).unwrap();

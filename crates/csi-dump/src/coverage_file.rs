@@ -152,12 +152,18 @@ mod tests {
     fn parses_and_bounds_checks() {
         let d = file(&[1, 2, 3], "/bin/app", 0x5000, &[0, 1, 1, 0]);
         let f = CoverageFile::parse(Path::new("x"), &d).unwrap();
-        assert_eq!((f.pid, f.snapshot, f.module.as_str()), (42, false, "/bin/app"));
+        assert_eq!(
+            (f.pid, f.snapshot, f.module.as_str()),
+            (42, false, "/bin/app")
+        );
         assert_eq!(f.bytes_at(0x5001, 2), Some(&[1u8, 1][..]));
         assert_eq!(f.bytes_at(0x5003, 2), None);
         assert_eq!(f.bytes_at(0x4fff, 1), None);
         for cut in [0, 7, 20, d.len() - 1] {
-            assert!(CoverageFile::parse(Path::new("x"), &d[..cut]).is_err(), "{cut}");
+            assert!(
+                CoverageFile::parse(Path::new("x"), &d[..cut]).is_err(),
+                "{cut}"
+            );
         }
         let mut long = d.clone();
         long.push(0);

@@ -174,7 +174,12 @@ impl Crash {
             let id = build_id(mi).filter(|id| !id.is_empty())?;
             run.files.iter().find(|f| f.build_id == id)
         };
-        if !self.linked.module_of.iter().any(|&mi| file_of(mi).is_some()) {
+        if !self
+            .linked
+            .module_of
+            .iter()
+            .any(|&mi| file_of(mi).is_some())
+        {
             return None;
         }
         let ctx = Extract::new(&self.process, &self.debug, &self.graph, &self.linked);
@@ -204,7 +209,10 @@ impl Crash {
     /// The executable's GNU build id, in hex.
     pub fn executable_build_id(&self) -> Option<String> {
         let m = &self.process.modules[self.process.exe];
-        m.build_id.as_deref().or(m.core_build_id.as_deref()).map(crate::process::hex)
+        m.build_id
+            .as_deref()
+            .or(m.core_build_id.as_deref())
+            .map(crate::process::hex)
     }
 
     /// Every module of the process with its build id and where its debug info came from.

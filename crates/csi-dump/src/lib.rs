@@ -11,8 +11,8 @@
 
 pub mod compressed;
 pub mod core;
-pub mod coverage_file;
 pub mod coredump_store;
+pub mod coverage_file;
 pub mod debug_files;
 pub mod dwarf;
 mod error;
@@ -28,8 +28,7 @@ use std::path::{Path, PathBuf};
 pub use error::DumpError;
 pub use extract::{
     load_bytes, same_source, Crash, CrashFrame, CrashThread, FrameContext, LoadCache, LoadOptions,
-    Metadata,
-    ModuleInfo, PathStep,
+    Metadata, ModuleInfo, PathStep,
 };
 pub use values::{NamedValue, Value, REGISTER_NAMES};
 

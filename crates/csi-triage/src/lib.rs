@@ -4,6 +4,8 @@
 //! rendering (text, JSON, editor) live elsewhere: `csi triage` (csi-cli) produces records,
 //! the crash store keeps them, csi-lsp shows them. See docs/triage.md.
 
+pub mod store;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 

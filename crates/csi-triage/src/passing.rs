@@ -228,7 +228,10 @@ mod tests {
         let (a, b) = (crash(&[1, 5, 7], &[]), crash(&[1, 5], &[]));
         let runs = [run(&[1], &[5, 7]), run(&[1], &[5]), run(&[1, 3], &[5, 7])];
         let c = compare(&[&a, &b], &runs, 10);
-        assert_eq!((c.suspicious[0].file.as_str(), c.suspicious[0].line), ("a.c", 5));
+        assert_eq!(
+            (c.suspicious[0].file.as_str(), c.suspicious[0].line),
+            ("a.c", 5)
+        );
         assert_eq!(c.suspicious[0].ochiai, [1.0, 1.0]);
         let l7 = c.suspicious.iter().find(|s| s.line == 7).unwrap();
         assert_eq!((l7.failed, l7.passed), ([1, 2], [0, 1]));
@@ -245,7 +248,10 @@ mod tests {
         assert_eq!(c.failing_only, set(&[5]));
         assert!(c.passing_only.is_empty());
         let s = summarize(&runs);
-        assert_eq!((s.always.clone(), s.sometimes.clone(), s.never.clone()), (set(&[1]), set(&[3]), set(&[5])));
+        assert_eq!(
+            (s.always.clone(), s.sometimes.clone(), s.never.clone()),
+            (set(&[1]), set(&[3]), set(&[5]))
+        );
     }
 
     #[test]
