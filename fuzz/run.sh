@@ -10,7 +10,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 secs=${1:-20}
-targets=${FUZZ_TARGETS:-"core compressed_core minidump debug_file sections graphml grissom_json"}
+targets=${FUZZ_TARGETS:-"core compressed_core minidump debug_file sections graphml grissom_json coverage_file"}
 export RUSTC_BOOTSTRAP=1
 if ! command -v cargo-fuzz >/dev/null; then
   cargo install cargo-fuzz --version =0.13.1 --locked
@@ -21,7 +21,7 @@ seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT
 small_cores=$(ls -S "$root"/fixtures/crashes/*/realistic-O0/core | tail -4)
 exes=$(for c in $small_cores; do d=$(dirname "$c"); p=$(basename "$(dirname "$d")"); echo "$d/$p"; done)
-mkdir -p "$seeds"/{core,compressed_core,minidump,debug_file,sections,graphml,grissom_json}
+mkdir -p "$seeds"/{core,compressed_core,minidump,debug_file,sections,graphml,grissom_json,coverage_file}
 for c in $small_cores; do
   n=$(basename "$(dirname "$(dirname "$c")")")
   cp "$c" "$seeds/core/$n"
@@ -39,6 +39,14 @@ for e in $exes; do
 done
 cp "$root/examples/fig6-1/example.graphml" "$seeds/graphml/"
 cp "$root/examples/fig6-1/report.json" "$seeds/grissom_json/"
+# Coverage files as csi-cc's runtime writes them (crates/csi-cc/runtime/coverage_out.c).
+python3 - "$seeds/coverage_file" <<'PY'
+import struct, sys
+for k, (bid, path, body) in enumerate([(bytes(range(20)), b"/usr/bin/app", bytes([0, 1, 1, 0, 1])),
+                                       (b"", b"", b""), (b"\x01" * 8, b"/lib/x.so", b"\x01" * 300)]):
+    head = b"CSICOV01" + struct.pack("<QQIIII", 0x4000 + k, len(body), 42, k % 2, len(bid), len(path))
+    open(f"{sys.argv[1]}/seed{k}.csicov", "wb").write(head + bid + path + body)
+PY
 status=0
 for t in $targets; do
   corpus="$seeds/$t"
