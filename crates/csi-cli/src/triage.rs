@@ -301,22 +301,17 @@ fn analyse_all(
         .collect()
 }
 
-/// The magic numbers of compressors cores are commonly stored with.
-fn compression(core: &Path) -> Option<&'static str> {
+/// Compressors csi-dump does not read cores from (zstd, lz4 and xz it decompresses itself:
+/// systemd-coredump's formats).
+fn unsupported_compression(core: &Path) -> Option<&'static str> {
     use std::io::Read;
-    let mut head = [0u8; 6];
+    let mut head = [0u8; 3];
     let n = std::fs::File::open(core).ok()?.read(&mut head).ok()?;
     let head = &head[..n];
-    [
-        (&b"\x1f\x8b"[..], "gzip"),
-        (&b"\x28\xb5\x2f\xfd"[..], "zstd"),
-        (&b"\xfd7zXZ\x00"[..], "xz"),
-        (&b"BZh"[..], "bzip2"),
-        (&b"\x04\x22\x4d\x18"[..], "lz4"),
-    ]
-    .into_iter()
-    .find(|(m, _)| head.starts_with(m))
-    .map(|(_, k)| k)
+    [(&b"\x1f\x8b"[..], "gzip"), (&b"BZh"[..], "bzip2")]
+        .into_iter()
+        .find(|(m, _)| head.starts_with(m))
+        .map(|(_, k)| k)
 }
 
 /// The executable a core belongs to: the path it recorded, else a file of that name beside
@@ -352,7 +347,7 @@ fn analyse_one(
     passing: Option<&Passing>,
     cache: &Arc<csi_dump::LoadCache>,
 ) -> Result<Analysed, String> {
-    if let Some(kind) = compression(core) {
+    if let Some(kind) = unsupported_compression(core) {
         return Err(format!("{kind}-compressed core: decompress it first"));
     }
     let exe = match &args.exe {

@@ -130,6 +130,16 @@ fn buckets_and_skips_on_real_crashes() {
     for (k, (bug, input)) in inputs.iter().enumerate() {
         crash(&exe, input, &cores.join(format!("{bug}/{k}")));
     }
+    // A zstd-compressed core (as systemd-coredump stores them) counts like the plain one.
+    let plain = crash(&exe, "8 0 /", &tmp.join("plain"));
+    std::fs::create_dir_all(cores.join("div/zst")).unwrap();
+    let st = Command::new("zstd")
+        .args(["-q", "-o"])
+        .arg(cores.join("div/zst/core.zst"))
+        .arg(&plain)
+        .status()
+        .expect("zstd");
+    assert!(st.success());
     // Not a core at all.
     std::fs::write(cores.join("garbage.core"), b"not an ELF file").unwrap();
     // A core whose executable is gone.
@@ -158,7 +168,7 @@ fn buckets_and_skips_on_real_crashes() {
     let modulo = find("SIGFPE in modulo | apply | eval | main");
     let under = find("SIGSEGV in apply | eval | main");
     assert_eq!(buckets.len(), 3, "{doc:#}");
-    for (b, bug, n) in [(div, "div", 3), (modulo, "mod", 2), (under, "underflow", 3)] {
+    for (b, bug, n) in [(div, "div", 4), (modulo, "mod", 2), (under, "underflow", 3)] {
         let crashes = b["crashes"].as_array().unwrap();
         assert_eq!(crashes.len(), n, "{b:#}");
         for c in crashes {
@@ -236,11 +246,11 @@ fn buckets_and_skips_on_real_crashes() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success());
     assert!(
-        text.starts_with("3 cores: 3 analysed into 1 buckets, 0 skipped"),
+        text.starts_with("4 cores: 4 analysed into 1 buckets, 0 skipped"),
         "{text}"
     );
     assert!(
-        text.contains("3 × SIGFPE in divide | apply | eval | main"),
+        text.contains("4 × SIGFPE in divide | apply | eval | main"),
         "{text}"
     );
     assert!(text.contains("must in all:"), "{text}");
@@ -252,7 +262,7 @@ fn buckets_and_skips_on_real_crashes() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "wrong --exe skips, never fails");
     assert!(
-        text.contains("0 analysed into 0 buckets, 3 skipped"),
+        text.contains("0 analysed into 0 buckets, 4 skipped"),
         "{text}"
     );
     std::fs::remove_dir_all(&tmp).unwrap();
