@@ -31,6 +31,9 @@ const CSI_OPTIONS: &str =
   --csi-help            this list only
 Environment: CSI_CLANG (C compiler, default clang-19), CSI_CLANGXX (C++, default clang++-19),
 CSI_KEEP_TEMPS (keep the per-file bitcode).
+Programs built with coverage arrays (every scheme but pt and none) write them, when run with
+CSI_COVERAGE_OUT=DIR, to DIR/<build-id>.<pid>.csicov per instrumented module at exit and on
+SIGUSR2 (coverage of passing runs for `csi triage --passing`); unset, they do nothing.
 ";
 
 /// Options of clang that take the next argument as their value.
