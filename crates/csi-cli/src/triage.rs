@@ -53,6 +53,10 @@ pub struct TriageArgs {
     /// is then compared with the passing runs of its program (ranked suspicious lines).
     #[arg(long, value_name = "DIR")]
     passing: Vec<PathBuf>,
+    /// Also intersect the crashes' restricted slices from the crash point per bucket (as `csi
+    /// slice`; a dependence graph per program build and a slice per crash).
+    #[arg(long)]
+    slices: bool,
     /// Suspicious lines listed per bucket (with --passing).
     #[arg(long, default_value_t = 10, value_name = "N")]
     suspicious: usize,
@@ -60,6 +64,42 @@ pub struct TriageArgs {
     /// absent) or a postgres:// URL (see `csi crashes`).
     #[arg(long, value_name = "PATH|URL")]
     store: Option<String>,
+}
+
+/// What the workers of one triage run share.
+struct Shared<'a> {
+    passing: Option<&'a Passing>,
+    /// The program half of loading (debug info, CSI records, graph), once per build.
+    cache: Arc<csi_dump::LoadCache>,
+    /// With `--slices`: the dependence graph of each program graph (by its address: crashes
+    /// of one build share one graph through `cache`).
+    dependence_graphs: Mutex<BTreeMap<usize, Arc<OnceLock<csi_analysis::sdg::Sdg>>>>,
+}
+
+impl Shared<'_> {
+    /// The restricted slice from the crashing thread's crash point, by file.
+    fn crash_slice(
+        &self,
+        c: &csi_dump::Crash,
+        cov: &csi_analysis::Coverages,
+    ) -> Option<FileLineSet> {
+        use csi_analysis::slice::{crash_criterion, restrict, slice_pair};
+        let criterion = crash_criterion(&c.report, 0)?;
+        let cell = self
+            .dependence_graphs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(Arc::as_ptr(&c.graph) as usize)
+            .or_default()
+            .clone();
+        let sdg = cell.get_or_init(|| csi_analysis::sdg::Sdg::build(&c.graph));
+        let r = restrict(&c.graph, sdg, &c.report, cov, 0);
+        Some(
+            slice_pair(&c.graph, sdg, &c.report, &r, criterion)
+                .restricted
+                .lines,
+        )
+    }
 }
 
 /// Passing runs, and their line answers per program build (computed by the first crash of
@@ -151,9 +191,13 @@ pub fn run(args: &TriageArgs) -> Result<(), Failure> {
         })
     });
     let passing = passing.transpose()?;
-    // The program half of loading (debug info, CSI records, graph) once per build.
     let cache = Arc::new(csi_dump::LoadCache::default());
-    let results = analyse_all(&cores, args, jobs, passing.as_ref(), &cache);
+    let shared = Shared {
+        passing: passing.as_ref(),
+        cache,
+        dependence_graphs: Mutex::new(BTreeMap::new()),
+    };
+    let results = analyse_all(&cores, args, jobs, &shared);
     let mut crashes = Vec::new();
     let mut skipped = Vec::new();
     for (core, r) in cores.iter().zip(results) {
@@ -258,8 +302,7 @@ fn analyse_all(
     cores: &[PathBuf],
     args: &TriageArgs,
     jobs: usize,
-    passing: Option<&Passing>,
-    cache: &Arc<csi_dump::LoadCache>,
+    shared: &Shared,
 ) -> Vec<Result<Analysed, String>> {
     let results: Vec<Mutex<Option<Result<Analysed, String>>>> =
         cores.iter().map(|_| Mutex::new(None)).collect();
@@ -273,7 +316,7 @@ fn analyse_all(
                 let Some(core) = cores.get(i) else { break };
                 // A bug in the analysis of one core must not lose the others.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    analyse_one(core, args, passing, cache)
+                    analyse_one(core, args, shared)
                 }))
                 .unwrap_or_else(|_| {
                     Err("internal error while analysing this core (reported above)".into())
@@ -341,12 +384,8 @@ pub(crate) fn executable_of(core: &Path) -> Result<PathBuf, String> {
     })
 }
 
-fn analyse_one(
-    core: &Path,
-    args: &TriageArgs,
-    passing: Option<&Passing>,
-    cache: &Arc<csi_dump::LoadCache>,
-) -> Result<Analysed, String> {
+fn analyse_one(core: &Path, args: &TriageArgs, shared: &Shared) -> Result<Analysed, String> {
+    let (passing, cache) = (shared.passing, &shared.cache);
     if let Some(kind) = unsupported_compression(core) {
         return Err(format!("{kind}-compressed core: decompress it first"));
     }
@@ -474,6 +513,10 @@ fn analyse_one(
         }
     }
     let build_id = c.executable_build_id();
+    let slice = cov
+        .as_ref()
+        .filter(|_| args.slices)
+        .and_then(|cov| shared.crash_slice(&c, cov));
     if let (Some(p), true) = (passing, cov.is_some()) {
         p.lines_for(&c, &build_id);
     }
@@ -490,6 +533,7 @@ fn analyse_one(
         must,
         never,
         analysed_lines: cov.is_some(),
+        slice,
     })
 }
 
@@ -542,6 +586,9 @@ fn json_output(r: &Report) -> String {
                 "must_in_all": lines_json(&b.must_in_all),
                 "never_in_any": lines_json(&b.never_in_any),
             });
+            if let Some(sl) = &b.slice_in_all {
+                bucket["slice_in_all"] = lines_json(sl);
+            }
             if let Some((_, cmp)) = r.passing {
                 bucket["passing"] = comparison_json(&cmp[k]);
             }
@@ -687,6 +734,19 @@ fn text_output(r: &Report) -> String {
             }
             for (i, (file, lines)) in set.iter().enumerate() {
                 let head = if i == 0 { label } else { "               " };
+                let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
+            }
+        }
+        if let Some(sl) = &b.slice_in_all {
+            if sl.is_empty() {
+                let _ = writeln!(out, "      slice in all:   —");
+            }
+            for (i, (file, lines)) in sl.iter().enumerate() {
+                let head = if i == 0 {
+                    "slice in all:  "
+                } else {
+                    "               "
+                };
                 let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
             }
         }

@@ -210,6 +210,28 @@ fn buckets_and_skips_on_real_crashes() {
         "{under:#}"
     );
 
+    // --slices: every division crash's restricted slice holds the division and where its
+    // operands came from; a bucket keeps what all of them hold.
+    let o = triage(&[
+        "--format",
+        "json",
+        "--slices",
+        cores.join("div").to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let sliced: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let b = &sliced["buckets"][0];
+    for text in ["return a / b;", "long x = a->v, y = b->v;"] {
+        assert!(
+            lines(b, "slice_in_all").contains(&line_of(text)),
+            "{text}: {b:#}"
+        );
+    }
+    assert!(
+        doc["buckets"][0].get("slice_in_all").is_none(),
+        "only with --slices"
+    );
+
     let skipped = doc["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 3, "{skipped:#?}");
     let reason = |part: &str| {

@@ -90,6 +90,7 @@ fn crash(rng: &mut Rng, i: usize, g: usize) -> (String, CrashRecord) {
         must,
         never,
         analysed_lines: true,
+        slice: None,
     };
     (
         blake3::hash(format!("synthetic core {i}").as_bytes())

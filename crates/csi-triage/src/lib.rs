@@ -52,6 +52,9 @@ pub struct CrashRecord {
     pub never: FileLineSet,
     /// The program has CSI metadata (must/never are meaningful).
     pub analysed_lines: bool,
+    /// The restricted slice from the crash point (`csi triage --slices`), by file.
+    #[serde(default)]
+    pub slice: Option<FileLineSet>,
 }
 
 /// Crashes with one signature whose path evidence agrees.
@@ -66,6 +69,9 @@ pub struct Bucket {
     pub must_in_all: FileLineSet,
     /// Lines that ran in no crash of the bucket.
     pub never_in_any: FileLineSet,
+    /// Lines in the restricted slice from the crash point of every crash of the bucket (when
+    /// every crash has one).
+    pub slice_in_all: Option<FileLineSet>,
 }
 
 /// `a ∩= b`, files left empty dropped.
@@ -132,9 +138,14 @@ pub fn bucketize(crashes: &[CrashRecord], refine_frames: usize) -> Vec<Bucket> {
         for (k, (members, _)) in parts.into_iter().enumerate() {
             let mut must = crashes[members[0]].must.clone();
             let mut never = crashes[members[0]].never.clone();
+            let mut slice = crashes[members[0]].slice.clone();
             for &i in &members[1..] {
                 intersect(&mut must, &crashes[i].must);
                 intersect(&mut never, &crashes[i].never);
+                slice = slice.zip(crashes[i].slice.as_ref()).map(|(mut a, b)| {
+                    intersect(&mut a, b);
+                    a
+                });
             }
             buckets.push(Bucket {
                 signature: if n_parts > 1 {
@@ -147,6 +158,7 @@ pub fn bucketize(crashes: &[CrashRecord], refine_frames: usize) -> Vec<Bucket> {
                 crashes: members,
                 must_in_all: must,
                 never_in_any: never,
+                slice_in_all: slice,
             });
         }
     }
@@ -203,6 +215,7 @@ mod tests {
             must: [("a.c".to_string(), must.iter().copied().collect())].into(),
             never: FileLineSet::new(),
             analysed_lines: true,
+            slice: Some([("a.c".to_string(), must.iter().copied().collect())].into()),
         }
     }
 
@@ -218,6 +231,10 @@ mod tests {
         assert_eq!(b[0].signature, "SIGSEGV in f | main [path 1/2]");
         assert_eq!(b[0].crashes, vec![1, 2]);
         assert_eq!(b[0].must_in_all["a.c"], BTreeSet::from([1, 5]));
+        assert_eq!(
+            b[0].slice_in_all.as_ref().unwrap()["a.c"],
+            BTreeSet::from([1, 5])
+        );
         assert_eq!(b[1].crashes, vec![0]);
         // Without refinement: one bucket.
         assert_eq!(bucketize(&cs, 0).len(), 1);

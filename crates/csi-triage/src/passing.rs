@@ -210,6 +210,7 @@ mod tests {
             must: set(must),
             never: set(never),
             analysed_lines: true,
+            slice: None,
         }
     }
 

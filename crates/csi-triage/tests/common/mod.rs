@@ -50,6 +50,7 @@ pub fn record(
         must: lines("app.c", must),
         never: lines("app.c", never),
         analysed_lines: true,
+        slice: None,
     }
 }
 
