@@ -20,6 +20,7 @@ OPT="${OPT:-O0}"
 # csi-cc's scheme: realistic (its default: path traces + call-site coverage), bb (basic-block
 # coverage: what ran is known block by block, in crashes and passing runs alike), ...
 SCHEME="${SCHEME:-realistic}"
+# More csi-cc options, e.g. CSI_CC_FLAGS=--csi-instrument=before-optimization with OPT=O2.
 if [ ! -x "$CSI_CC" ]; then
   (cd "$ROOT/crates/csi-cc" && LLVM_SYS_191_PREFIX=/usr/lib/llvm-19 cargo build --release -q)
 fi
@@ -29,7 +30,7 @@ mkdir -p "$OUT/bin"
 for p in calc inventory config; do
   # Relative source paths and -fdebug-compilation-dir=. keep DWARF and metadata relative
   # (src/calc.c), as the fixtures do.
-  (cd "$HERE" && "$CSI_CC" "--csi-scheme=$SCHEME" "-$OPT" -g -fdebug-compilation-dir=. -o "$OUT/bin/$p" "src/$p.c")
+  (cd "$HERE" && "$CSI_CC" "--csi-scheme=$SCHEME" ${CSI_CC_FLAGS:-} "-$OPT" -g -fdebug-compilation-dir=. -o "$OUT/bin/$p" "src/$p.c")
 done
 
 # Runs OUT/bin/$1 with argument $2 in the current directory; a crash leaves `core` here, a
