@@ -111,6 +111,15 @@ struct Passing {
 }
 
 impl Passing {
+    /// Each program build's matched runs merged, by executable and build id.
+    fn merged(&self) -> Vec<(PathBuf, Option<String>, PassingSummary)> {
+        let by_build = self.by_build.lock().unwrap_or_else(|p| p.into_inner());
+        by_build
+            .iter()
+            .filter_map(|((exe, id), cell)| Some((exe.clone(), id.clone(), summarize(cell.get()?))))
+            .collect()
+    }
+
     fn lines_for(
         &self,
         c: &csi_dump::Crash,
@@ -158,7 +167,7 @@ enum TriageFormat {
 
 use std::sync::{Arc, OnceLock};
 
-use csi_triage::passing::{compare, PassingComparison, PassingLines};
+use csi_triage::passing::{compare, summarize, PassingComparison, PassingLines, PassingSummary};
 use csi_triage::{bucketize, Bucket, CrashRecord as Analysed, FileLineSet, FrameEvidence};
 
 struct Skipped {
@@ -609,6 +618,21 @@ fn json_output(r: &Report) -> String {
     });
     if let Some((p, _)) = r.passing {
         doc["summary"]["passing_runs"] = json!(p.runs.len());
+        // Per program build: its passing runs merged (always / sometimes / never covered).
+        doc["passing_programs"] = p
+            .merged()
+            .iter()
+            .map(|(exe, build_id, m)| {
+                json!({
+                    "executable": exe.display().to_string(),
+                    "build_id": build_id,
+                    "runs": m.runs,
+                    "always": lines_json(&m.always),
+                    "sometimes": lines_json(&m.sometimes),
+                    "never": lines_json(&m.never),
+                })
+            })
+            .collect();
         doc["passing_unreadable"] = p
             .unreadable
             .iter()
@@ -674,6 +698,18 @@ fn text_output(r: &Report) -> String {
         cores as f64 / secs.max(1e-9)
     );
     if let Some((p, _)) = r.passing {
+        let count = |l: &FileLineSet| l.values().map(BTreeSet::len).sum::<usize>();
+        for (exe, _, m) in p.merged() {
+            let _ = writeln!(
+                out,
+                "{} passing runs of {}: {} lines ran in all, {} in some, {} in none",
+                m.runs,
+                exe.display(),
+                count(&m.always),
+                count(&m.sometimes),
+                count(&m.never)
+            );
+        }
         let _ = writeln!(
             out,
             "{} passing runs{}",

@@ -339,6 +339,11 @@ fn crashes_against_passing_runs() {
     assert!(o.status.success(), "{err}");
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["summary"]["passing_runs"], 4, "{doc:#}");
+    let merged = &doc["passing_programs"][0];
+    assert_eq!(merged["runs"], 4, "{doc:#}");
+    // Every passing run took the result off the stack; one of four divided.
+    assert!(lines(merged, "always").contains(&line_of("struct num *r = pop();")));
+    assert!(lines(merged, "sometimes").contains(&line_of("return a / b;")));
     let junk = &doc["passing_unreadable"][0];
     assert!(
         junk["file"].as_str().unwrap().ends_with("junk.csicov"),
