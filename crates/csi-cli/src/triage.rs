@@ -102,12 +102,15 @@ impl Shared<'_> {
     }
 }
 
+/// A program build: executable and build id.
+type Build = (PathBuf, Option<String>);
+
 /// Passing runs, and their line answers per program build (computed by the first crash of
 /// that build to be analysed: the coverage is numbered by its loaded program graph).
 struct Passing {
     runs: Vec<csi_dump::coverage_file::PassingRun>,
     unreadable: Vec<(PathBuf, String)>,
-    by_build: Mutex<BTreeMap<(PathBuf, Option<String>), Arc<OnceLock<Vec<PassingLines>>>>>,
+    by_build: Mutex<BTreeMap<Build, Arc<OnceLock<Vec<PassingLines>>>>>,
 }
 
 impl Passing {

@@ -1662,7 +1662,7 @@ impl<'a> Extract<'a> {
     /// gives: the process's memory, or a passing run's coverage files.
     fn coverage_from(
         &self,
-        bytes_of: &dyn Fn(usize, &str, usize) -> Option<Vec<u8>>,
+        bytes_of: &ArrayBytes<'_>,
         notices: &mut Vec<String>,
     ) -> BTreeMap<NodeId, bool> {
         let mut out = BTreeMap::new();
@@ -1918,6 +1918,9 @@ impl<'a> Extract<'a> {
         Some((mi, addr))
     }
 }
+
+/// Where coverage arrays are read from: (function record, array name, length) → bytes.
+type ArrayBytes<'f> = dyn Fn(usize, &str, usize) -> Option<Vec<u8>> + 'f;
 
 /// The bytes read for a frame's local `name`, if any.
 fn variable_bytes<'v>(variables: &'v [Variable], name: &str) -> Option<&'v [u8]> {
