@@ -178,7 +178,8 @@ void __csi_rt_on_usr2(int sig, siginfo_t *info, void *uc) {
 
 /* Load time (a constructor, added by csi-cc). */
 void __csi_rt_init(void) {
-  const char *dir = getenv("CSI_COVERAGE_OUT");
+  /* secure_getenv: a set-user-ID program does not write where its caller says. */
+  const char *dir = secure_getenv("CSI_COVERAGE_OUT");
   if (!dir || !dir[0] || !__start_csi_cov) return;
   size_t n = strlen(dir);
   if (n >= CSI_RT_PATH) return;
