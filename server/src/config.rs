@@ -33,6 +33,9 @@ pub struct Config {
     pub line_states: bool,
     /// Per-line status glyphs as inlay hints.
     pub status_hints: bool,
+    /// The crash store of `csi triage --store` (a SQLite file or a `postgres://` URL) that
+    /// `csi/crashBuckets`, `csi/bucketCrashes` and `csi/bucketLineStates` read.
+    pub crash_store: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, serde::Deserialize)]
@@ -43,7 +46,7 @@ pub struct SubstitutePath {
 
 /// `.csi.toml` in the workspace root: `executable`, `core` (or `coredump` = `"latest"`, a
 /// pid or a program name, and `coredump-dir`), `graphml`, `debug-dirs`,
-/// `sysroot` (relative to the root),
+/// `sysroot`, `crash-store` (a SQLite file relative to the root, or a `postgres://` URL),
 /// and `[[substitute-path]] from = "..." to = "..."` tables.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "kebab-case", default)]
@@ -56,6 +59,7 @@ struct CsiToml {
     debug_dirs: Vec<PathBuf>,
     sysroot: Option<PathBuf>,
     substitute_path: Vec<SubstitutePath>,
+    crash_store: Option<String>,
 }
 
 impl Config {
@@ -100,6 +104,10 @@ impl Config {
         if has("statusHints") {
             self.status_hints = incoming.status_hints;
         }
+        if has("crashStore") {
+            // An empty string (an editor's unset setting) is no store.
+            self.crash_store = incoming.crash_store.filter(|s| !s.is_empty());
+        }
         self.root = root;
         Ok(())
     }
@@ -136,6 +144,15 @@ impl Config {
         }
         if self.sysroot.is_none() {
             self.sysroot = t.sysroot.map(abs);
+        }
+        if self.crash_store.is_none() {
+            self.crash_store = t.crash_store.filter(|s| !s.is_empty()).map(|s| {
+                if s.contains("://") || Path::new(&s).is_absolute() {
+                    s
+                } else {
+                    root.join(s).display().to_string()
+                }
+            });
         }
         self.substitute_paths.extend(t.substitute_path);
         Ok(true)
