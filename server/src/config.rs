@@ -316,4 +316,52 @@ mod tests {
         assert_eq!(c.sysroot, Some(root.join("image")));
         std::fs::remove_dir_all(&root).ok();
     }
+
+    /// `crashStore` (settings; "" unsets it) and `crash-store` (`.csi.toml`: a path relative to
+    /// the workspace root, a URL as written; the settings win).
+    #[test]
+    fn crash_store_from_settings_and_csi_toml() {
+        let mut c = Config::default();
+        c.merge_json(&serde_json::json!({"crashStore": "postgres://h/db"}))
+            .unwrap();
+        assert_eq!(c.crash_store.as_deref(), Some("postgres://h/db"));
+        c.merge_json(&serde_json::json!({"csi": {"crashStore": ""}}))
+            .unwrap();
+        assert_eq!(c.crash_store, None);
+        c.merge_json(&serde_json::json!({"csi": {"lineStates": true}}))
+            .unwrap();
+        assert_eq!(c.crash_store, None);
+
+        let root = std::env::temp_dir().join(format!("csi-config-store-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join(".csi.toml"), "crash-store = \"ci/crashes.db\"\n").unwrap();
+        let mut c = Config {
+            root: Some(root.clone()),
+            ..Config::default()
+        };
+        assert!(c.merge_csi_toml().unwrap());
+        assert_eq!(
+            c.crash_store,
+            Some(root.join("ci/crashes.db").display().to_string())
+        );
+        std::fs::write(
+            root.join(".csi.toml"),
+            "crash-store = \"postgres://u@h/db\"\n",
+        )
+        .unwrap();
+        let mut c = Config {
+            root: Some(root.clone()),
+            ..Config::default()
+        };
+        c.merge_csi_toml().unwrap();
+        assert_eq!(c.crash_store.as_deref(), Some("postgres://u@h/db"));
+        let mut c = Config {
+            root: Some(root.clone()),
+            crash_store: Some("/given.db".into()),
+            ..Config::default()
+        };
+        c.merge_csi_toml().unwrap();
+        assert_eq!(c.crash_store.as_deref(), Some("/given.db"));
+        std::fs::remove_dir_all(&root).ok();
+    }
 }

@@ -20,7 +20,7 @@ pub enum Opened {
     /// empty with this message.
     Absent(String),
     /// The store and its spec as it may be shown (a URL's password as `***`).
-    Open(Store, String),
+    Open(Box<Store>, String),
 }
 
 /// The spec of `crashStore`: a URL as given, a relative SQLite path from the workspace root.
@@ -68,7 +68,7 @@ pub fn open(config: &Config) -> Result<Opened, String> {
         )));
     }
     let store = Store::open_existing(&spec).map_err(|e| store_error(&spec, e))?;
-    Ok(Opened::Open(store, redacted(&spec)))
+    Ok(Opened::Open(Box::new(store), redacted(&spec)))
 }
 
 /// `csi/crashBuckets`: the store's buckets (of one program, if given), by count.
@@ -86,9 +86,7 @@ pub fn buckets(config: &Config, program: Option<&str>) -> Result<Buckets, String
             buckets: Vec::new(),
         }),
         Opened::Open(mut store, shown) => {
-            let buckets = store
-                .buckets(program)
-                .map_err(|e| store_error(&shown, e))?;
+            let buckets = store.buckets(program).map_err(|e| store_error(&shown, e))?;
             let message = buckets
                 .is_empty()
                 .then(|| format!("the crash store {shown} holds no crashes"));
@@ -106,7 +104,7 @@ pub fn buckets(config: &Config, program: Option<&str>) -> Result<Buckets, String
 fn open_present(config: &Config) -> Result<(Store, String), String> {
     match open(config)? {
         Opened::Absent(m) => Err(m),
-        Opened::Open(s, shown) => Ok((s, shown)),
+        Opened::Open(s, shown) => Ok((*s, shown)),
     }
 }
 
@@ -232,8 +230,7 @@ pub fn bucket_lines(
     }
     if !bucket.lines_analysed {
         notices.push(
-            "some crashes of this bucket have no CSI metadata: no line answers (stack only)"
-                .into(),
+            "some crashes of this bucket have no CSI metadata: no line answers (stack only)".into(),
         );
     }
     Ok(BucketLines {

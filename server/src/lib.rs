@@ -295,8 +295,8 @@ impl Backend {
         let job: Box<dyn FnOnce() -> std::result::Result<Value, String> + Send> =
             match name.as_str() {
                 "csi.crashBuckets" => {
-                    let p: to_proto::BucketsParams = serde_json::from_value(arg.clone())
-                        .map_err(|e| {
+                    let p: to_proto::BucketsParams =
+                        serde_json::from_value(arg.clone()).map_err(|e| {
                             invalid(format!(
                                 "csi.crashBuckets takes {{\"program\"?: string}}: {e}"
                             ))

@@ -146,9 +146,7 @@ async fn buckets_crashes_and_line_states_of_a_real_store() {
     let divide = line_of("return a / b;");
     assert_eq!(div["sites"], json!({format!("./src/calc.c:{divide}"): 2}));
     // One program's buckets.
-    let r = c
-        .request("csi/crashBuckets", json!({"program": exe}))
-        .await;
+    let r = c.request("csi/crashBuckets", json!({"program": exe})).await;
     assert_eq!(r["result"]["buckets"].as_array().unwrap().len(), 3, "{r}");
     let r = c
         .request("csi/crashBuckets", json!({"program": "/no/such/program"}))
@@ -162,7 +160,9 @@ async fn buckets_crashes_and_line_states_of_a_real_store() {
             json!({"program": exe, "signature": DIV}),
         )
         .await;
-    let crashes = r["result"]["crashes"].as_array().unwrap_or_else(|| panic!("{r}"));
+    let crashes = r["result"]["crashes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
     let cores: BTreeSet<String> = crashes
         .iter()
         .map(|c| c["core"].as_str().unwrap().to_string())
@@ -175,8 +175,20 @@ async fn buckets_crashes_and_line_states_of_a_real_store() {
     for (k, cr) in crashes.iter().enumerate() {
         let s = &stored["buckets"][0]["crashes"][k];
         assert_eq!(
-            (&cr["core"], &cr["executable"], &cr["time"], &cr["site"], &cr["hash"]),
-            (&s["core"], &s["executable"], &s["time"], &s["site"], &s["hash"])
+            (
+                &cr["core"],
+                &cr["executable"],
+                &cr["time"],
+                &cr["site"],
+                &cr["hash"]
+            ),
+            (
+                &s["core"],
+                &s["executable"],
+                &s["time"],
+                &s["site"],
+                &s["hash"]
+            )
         );
         assert_eq!(cr["hash"].as_str().unwrap().len(), 64);
         assert_eq!(cr["signal"], "SIGFPE");
@@ -207,7 +219,10 @@ async fn buckets_crashes_and_line_states_of_a_real_store() {
     let sb = &stored["buckets"][0];
     let zero = |v: &Value| lines(v).into_iter().map(|l| l - 1).collect::<BTreeSet<_>>();
     assert_eq!(lines(&f["must"]), zero(&sb["must_in_all"]["./src/calc.c"]));
-    assert_eq!(lines(&f["never"]), zero(&sb["never_in_any"]["./src/calc.c"]));
+    assert_eq!(
+        lines(&f["never"]),
+        zero(&sb["never_in_any"]["./src/calc.c"])
+    );
     assert!(lines(&f["must"]).contains(&(divide - 1)), "{f:#}");
     assert!(
         lines(&f["never"]).contains(&(line_of("long r = a % b;") - 1)),
@@ -221,12 +236,18 @@ async fn buckets_crashes_and_line_states_of_a_real_store() {
     for s in sus {
         let k = s["rank"].as_u64().unwrap() as usize - 1;
         let st = &stored_sus[k];
-        assert_eq!(s["line"].as_u64().unwrap() + 1, st["line"].as_u64().unwrap());
+        assert_eq!(
+            s["line"].as_u64().unwrap() + 1,
+            st["line"].as_u64().unwrap()
+        );
         assert_eq!(
             (&s["ochiai"], &s["failed"], &s["passed"], &s["onStack"]),
             (&st["ochiai"], &st["failed"], &st["passed"], &st["on_stack"])
         );
-        let (lo, hi) = (s["ochiai"][0].as_f64().unwrap(), s["ochiai"][1].as_f64().unwrap());
+        let (lo, hi) = (
+            s["ochiai"][0].as_f64().unwrap(),
+            s["ochiai"][1].as_f64().unwrap(),
+        );
         assert!((0.0..=hi).contains(&lo) && hi <= 1.0, "{s}");
     }
     let d = sus
@@ -234,7 +255,10 @@ async fn buckets_crashes_and_line_states_of_a_real_store() {
         .find(|s| s["line"] == divide - 1)
         .unwrap_or_else(|| panic!("{f:#}"));
     assert!(d["rank"].as_u64().unwrap() <= 5, "{d}");
-    assert_eq!((&d["failed"], &d["passed"]), (&json!([2, 2]), &json!([1, 1])));
+    assert_eq!(
+        (&d["failed"], &d["passed"]),
+        (&json!([2, 2]), &json!([1, 1]))
+    );
     assert_eq!(d["onStack"], 2);
     assert_eq!(
         lines(&f["passingOnly"]),

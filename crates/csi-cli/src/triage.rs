@@ -67,8 +67,11 @@ pub struct TriageArgs {
 struct Passing {
     runs: Vec<csi_dump::coverage_file::PassingRun>,
     unreadable: Vec<(PathBuf, String)>,
-    by_build: Mutex<BTreeMap<(PathBuf, Option<String>), Arc<OnceLock<Vec<PassingLines>>>>>,
+    by_build: Mutex<BTreeMap<(PathBuf, Option<String>), LinesOnce>>,
 }
+
+/// A build's passing-run line answers, computed once.
+type LinesOnce = Arc<OnceLock<Vec<PassingLines>>>;
 
 impl Passing {
     fn lines_for(

@@ -16,6 +16,9 @@ use crate::error::DumpError;
 use crate::process::{ImageBytes, Process};
 use crate::unwind::{UnwindMethod, Unwinder, WalkEnd};
 
+/// The bytes of a coverage array: `(function record, array name, length)` → its bytes.
+type CoverageBytes<'a> = dyn Fn(usize, &str, usize) -> Option<Vec<u8>> + 'a;
+
 #[derive(Clone, Debug, Default)]
 pub struct LoadOptions {
     /// A csi-grissom GraphML CFG for binaries from the original csi-cc (no `.debug_CSI_CFG`).
@@ -1662,7 +1665,7 @@ impl<'a> Extract<'a> {
     /// gives: the process's memory, or a passing run's coverage files.
     fn coverage_from(
         &self,
-        bytes_of: &dyn Fn(usize, &str, usize) -> Option<Vec<u8>>,
+        bytes_of: &CoverageBytes<'_>,
         notices: &mut Vec<String>,
     ) -> BTreeMap<NodeId, bool> {
         let mut out = BTreeMap::new();
