@@ -33,6 +33,9 @@ pub struct Config {
     pub line_states: bool,
     /// Per-line status glyphs as inlay hints.
     pub status_hints: bool,
+    /// The crash store of `csi triage --store` (a SQLite file or a `postgres://` URL) that
+    /// `csi/crashBuckets`, `csi/bucketCrashes` and `csi/bucketLineStates` read.
+    pub crash_store: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, serde::Deserialize)]
@@ -43,7 +46,7 @@ pub struct SubstitutePath {
 
 /// `.csi.toml` in the workspace root: `executable`, `core` (or `coredump` = `"latest"`, a
 /// pid or a program name, and `coredump-dir`), `graphml`, `debug-dirs`,
-/// `sysroot` (relative to the root),
+/// `sysroot`, `crash-store` (a SQLite file relative to the root, or a `postgres://` URL),
 /// and `[[substitute-path]] from = "..." to = "..."` tables.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "kebab-case", default)]
@@ -56,6 +59,7 @@ struct CsiToml {
     debug_dirs: Vec<PathBuf>,
     sysroot: Option<PathBuf>,
     substitute_path: Vec<SubstitutePath>,
+    crash_store: Option<String>,
 }
 
 impl Config {
@@ -100,6 +104,10 @@ impl Config {
         if has("statusHints") {
             self.status_hints = incoming.status_hints;
         }
+        if has("crashStore") {
+            // An empty string (an editor's unset setting) is no store.
+            self.crash_store = incoming.crash_store.filter(|s| !s.is_empty());
+        }
         self.root = root;
         Ok(())
     }
@@ -136,6 +144,15 @@ impl Config {
         }
         if self.sysroot.is_none() {
             self.sysroot = t.sysroot.map(abs);
+        }
+        if self.crash_store.is_none() {
+            self.crash_store = t.crash_store.filter(|s| !s.is_empty()).map(|s| {
+                if s.contains("://") || Path::new(&s).is_absolute() {
+                    s
+                } else {
+                    root.join(s).display().to_string()
+                }
+            });
         }
         self.substitute_paths.extend(t.substitute_path);
         Ok(true)
@@ -297,6 +314,54 @@ mod tests {
             vec![root.join("debug"), PathBuf::from("/usr/lib/debug")]
         );
         assert_eq!(c.sysroot, Some(root.join("image")));
+        std::fs::remove_dir_all(&root).ok();
+    }
+
+    /// `crashStore` (settings; "" unsets it) and `crash-store` (`.csi.toml`: a path relative to
+    /// the workspace root, a URL as written; the settings win).
+    #[test]
+    fn crash_store_from_settings_and_csi_toml() {
+        let mut c = Config::default();
+        c.merge_json(&serde_json::json!({"crashStore": "postgres://h/db"}))
+            .unwrap();
+        assert_eq!(c.crash_store.as_deref(), Some("postgres://h/db"));
+        c.merge_json(&serde_json::json!({"csi": {"crashStore": ""}}))
+            .unwrap();
+        assert_eq!(c.crash_store, None);
+        c.merge_json(&serde_json::json!({"csi": {"lineStates": true}}))
+            .unwrap();
+        assert_eq!(c.crash_store, None);
+
+        let root = std::env::temp_dir().join(format!("csi-config-store-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join(".csi.toml"), "crash-store = \"ci/crashes.db\"\n").unwrap();
+        let mut c = Config {
+            root: Some(root.clone()),
+            ..Config::default()
+        };
+        assert!(c.merge_csi_toml().unwrap());
+        assert_eq!(
+            c.crash_store,
+            Some(root.join("ci/crashes.db").display().to_string())
+        );
+        std::fs::write(
+            root.join(".csi.toml"),
+            "crash-store = \"postgres://u@h/db\"\n",
+        )
+        .unwrap();
+        let mut c = Config {
+            root: Some(root.clone()),
+            ..Config::default()
+        };
+        c.merge_csi_toml().unwrap();
+        assert_eq!(c.crash_store.as_deref(), Some("postgres://u@h/db"));
+        let mut c = Config {
+            root: Some(root.clone()),
+            crash_store: Some("/given.db".into()),
+            ..Config::default()
+        };
+        c.merge_csi_toml().unwrap();
+        assert_eq!(c.crash_store.as_deref(), Some("/given.db"));
         std::fs::remove_dir_all(&root).ok();
     }
 }

@@ -3,6 +3,7 @@
 //! below are thin. The session is immutable and swapped whole when a crash is (re)opened.
 
 pub mod config;
+pub mod crashes;
 pub mod dap;
 mod disasm;
 pub mod session;
@@ -32,6 +33,17 @@ pub const COMMANDS: &[&str] = &[
     "csi.query",
     "csi.slice",
     "csi.clear",
+    "csi.crashBuckets",
+    "csi.bucketCrashes",
+    "csi.bucketLineStates",
+];
+
+/// The commands that read the crash store (`crashStore`): they need no open crash and do not
+/// wait for the one opened at start.
+const STORE_COMMANDS: &[&str] = &[
+    "csi.crashBuckets",
+    "csi.bucketCrashes",
+    "csi.bucketLineStates",
 ];
 
 struct Doc {
@@ -88,6 +100,9 @@ pub fn service() -> (LspService<Backend>, ClientSocket) {
     .custom_method("csi/slice", Backend::slice_request)
     .custom_method("csi/openCrash", Backend::open_crash_request)
     .custom_method("csi/openReport", Backend::open_report_request)
+    .custom_method("csi/crashBuckets", Backend::crash_buckets_request)
+    .custom_method("csi/bucketCrashes", Backend::bucket_crashes_request)
+    .custom_method("csi/bucketLineStates", Backend::bucket_line_states_request)
     .finish()
 }
 
@@ -112,6 +127,9 @@ custom_requests! {
     slice_request => "csi.slice",
     open_crash_request => "csi.openCrash",
     open_report_request => "csi.openReport",
+    crash_buckets_request => "csi.crashBuckets",
+    bucket_crashes_request => "csi.bucketCrashes",
+    bucket_line_states_request => "csi.bucketLineStates",
 }
 
 /// Locks that outlive a panicking request. Every guarded value is replaced whole (a session,
@@ -250,7 +268,69 @@ impl Backend {
     /// Runs a command (shared by `workspace/executeCommand` and the `csi/*` requests), isolated
     /// from panics.
     async fn command(&self, name: &str, arg: Value) -> Result<Value> {
+        if STORE_COMMANDS.contains(&name) {
+            return isolated(name, self.store_command(name, arg)).await;
+        }
         isolated(name, self.command_unisolated(name, arg)).await
+    }
+
+    /// The crash store's requests (`csi/crashBuckets`, `csi/bucketCrashes`,
+    /// `csi/bucketLineStates`): the store of the settings, read off the runtime; every store
+    /// error is one line.
+    async fn store_command(&self, name: &str, arg: Value) -> Result<Value> {
+        let arg = match arg {
+            Value::Array(mut v) if !v.is_empty() => v.swap_remove(0),
+            Value::Array(_) | Value::Null => json!({}),
+            other => other,
+        };
+        let config = read(&self.state.config).clone();
+        let bucket = |arg: &Value| -> Result<to_proto::BucketParams> {
+            serde_json::from_value(arg.clone()).map_err(|e| {
+                invalid(format!(
+                    "{name} needs {{\"program\": ..., \"signature\": ...}} (strings): {e}"
+                ))
+            })
+        };
+        let name = name.to_string();
+        let job: Box<dyn FnOnce() -> std::result::Result<Value, String> + Send> =
+            match name.as_str() {
+                "csi.crashBuckets" => {
+                    let p: to_proto::BucketsParams =
+                        serde_json::from_value(arg.clone()).map_err(|e| {
+                            invalid(format!(
+                                "csi.crashBuckets takes {{\"program\"?: string}}: {e}"
+                            ))
+                        })?;
+                    Box::new(move || {
+                        let b = crashes::buckets(&config, p.program.as_deref())?;
+                        Ok(json!(to_proto::crash_buckets(&b)))
+                    })
+                }
+                "csi.bucketCrashes" => {
+                    let p = bucket(&arg)?;
+                    Box::new(move || {
+                        let (store, b, list) =
+                            crashes::bucket_crashes(&config, &p.program, &p.signature)?;
+                        Ok(json!(to_proto::bucket_crashes(&store, &b, &list)))
+                    })
+                }
+                _ => {
+                    let p = bucket(&arg)?;
+                    Box::new(move || {
+                        let b = crashes::bucket_lines(&config, &p.program, &p.signature)?;
+                        Ok(json!(to_proto::bucket_line_states(&b)))
+                    })
+                }
+            };
+        tokio::task::spawn_blocking(job)
+            .await
+            .map_err(|e| invalid(format!("internal error reading the crash store: {e}")))?
+            .map_err(|message| Error {
+                // LSP's RequestFailed: the request was valid, the store could not answer.
+                code: ErrorCode::ServerError(-32803),
+                message: message.into(),
+                data: None,
+            })
     }
 
     async fn command_unisolated(&self, name: &str, arg: Value) -> Result<Value> {

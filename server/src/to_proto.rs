@@ -935,3 +935,278 @@ pub fn slice_lens(sl: &crate::session::ShownSlice, keys: &[&str]) -> Option<Code
         data: None,
     })
 }
+
+// ---- The crash store (`csi/crashBuckets`, `csi/bucketCrashes`, `csi/bucketLineStates`) ----
+
+/// `{"program", "signature"}`: the bucket the two bucket requests name.
+#[derive(Debug, serde::Deserialize)]
+pub struct BucketParams {
+    pub program: String,
+    pub signature: String,
+}
+
+/// `{"program"?}`: the buckets of one program only.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct BucketsParams {
+    pub program: Option<String>,
+}
+
+fn utc(t: Option<u64>) -> Option<String> {
+    t.map(|t| format!("{} UTC", csi_dump::coredump_store::utc_date(t)))
+}
+
+/// A bucket in the list (`csi/crashBuckets`).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BucketItem {
+    pub program: String,
+    pub signature: String,
+    pub signal: String,
+    pub frames: Vec<String>,
+    pub count: u64,
+    /// Seconds since the epoch, and as text (`2025-11-24 06:55:01 UTC`).
+    pub first_time: Option<u64>,
+    pub last_time: Option<u64>,
+    pub first_time_text: Option<String>,
+    pub last_time_text: Option<String>,
+    /// The oldest crash: its core, executable and content hash.
+    pub representative: CrashItem,
+    /// Crash site (`file:line`, `?` unknown) → crashes.
+    pub sites: BTreeMap<String, u64>,
+    pub lines_analysed: bool,
+    /// The bucket carries `csi triage --passing` results (suspicious lines).
+    pub has_passing: bool,
+    pub passing_runs: Option<u64>,
+}
+
+/// `csi/crashBuckets` → `{"store", "message", "buckets"}`: `store` null and `message` saying
+/// why when no store is set or its file does not exist.
+#[derive(Debug, serde::Serialize)]
+pub struct CrashBuckets {
+    pub store: Option<String>,
+    pub message: Option<String>,
+    pub buckets: Vec<BucketItem>,
+}
+
+/// A crash of a bucket: what `csi/openCrash` takes (`executable`, `core`) and more.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrashItem {
+    pub core: String,
+    pub executable: String,
+    pub time: Option<u64>,
+    pub time_text: Option<String>,
+    pub site: Option<String>,
+    pub hash: String,
+    pub signal: Option<String>,
+}
+
+/// `csi/bucketCrashes` → the bucket's crashes, oldest first.
+#[derive(Debug, serde::Serialize)]
+pub struct BucketCrashes {
+    pub store: String,
+    pub program: String,
+    pub signature: String,
+    pub crashes: Vec<CrashItem>,
+}
+
+pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
+    CrashBuckets {
+        store: b.store.clone(),
+        message: b.message.clone(),
+        buckets: b
+            .buckets
+            .iter()
+            .map(|b| {
+                let passing = b.extra.as_ref().and_then(|x| x.get("passing"));
+                BucketItem {
+                    program: b.program.clone(),
+                    signature: b.signature.clone(),
+                    signal: b.signal.clone(),
+                    frames: b.frames.clone(),
+                    count: b.count,
+                    first_time: b.first_time,
+                    last_time: b.last_time,
+                    first_time_text: utc(b.first_time),
+                    last_time_text: utc(b.last_time),
+                    representative: CrashItem {
+                        core: b.representative_core.clone(),
+                        executable: b.program.clone(),
+                        time: b.first_time,
+                        time_text: utc(b.first_time),
+                        site: None,
+                        hash: b.representative.clone(),
+                        signal: Some(b.signal.clone()),
+                    },
+                    sites: b.sites.clone(),
+                    lines_analysed: b.lines_analysed,
+                    has_passing: passing.is_some(),
+                    passing_runs: passing.and_then(|p| p.get("runs")).and_then(Value::as_u64),
+                }
+            })
+            .collect(),
+    }
+}
+
+pub fn bucket_crashes(
+    store: &str,
+    bucket: &csi_triage::store::StoredBucket,
+    crashes: &[csi_triage::store::StoredCrash],
+) -> BucketCrashes {
+    BucketCrashes {
+        store: store.to_string(),
+        program: bucket.program.clone(),
+        signature: bucket.signature.clone(),
+        crashes: crashes
+            .iter()
+            .map(|c| CrashItem {
+                core: c.core.clone(),
+                executable: c.program.clone(),
+                time: c.time,
+                time_text: utc(c.time),
+                site: c.site.clone(),
+                hash: c.hash.clone(),
+                signal: Some(c.signal.clone()),
+            })
+            .collect(),
+    }
+}
+
+/// A suspicious line of a bucket (0-based `line`): Ochiai's interval over every way of
+/// resolving the crashes' and passing runs' Maybes, the crashes / passing runs it surely and
+/// possibly ran in, the crashes stopped in it, and its rank in the bucket (1 = most
+/// suspicious).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuspiciousLine {
+    pub line: u32,
+    pub ochiai: [f64; 2],
+    pub failed: [usize; 2],
+    pub passed: [usize; 2],
+    pub on_stack: usize,
+    pub rank: usize,
+}
+
+/// One file of a bucket: the shape of `csi/lineStates` (`uri`, `version` null, `must` =
+/// lines that ran in every crash of the bucket, `never` = in none, `may` and `partial`
+/// empty, `frame` null), the file key(s) of the debug info, and the passing-run results.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BucketFile {
+    pub uri: Option<String>,
+    pub version: Option<i32>,
+    pub file: String,
+    pub keys: Vec<String>,
+    pub must: Vec<u32>,
+    pub may: Vec<u32>,
+    pub never: Vec<u32>,
+    pub partial: Vec<u32>,
+    pub frame: Option<Value>,
+    pub suspicious: Vec<SuspiciousLine>,
+    /// Lines that ran in every crash of the bucket and in no passing run.
+    pub failing_only: Vec<u32>,
+    /// Lines that ran in every passing run and in no crash of the bucket.
+    pub passing_only: Vec<u32>,
+}
+
+/// `csi/bucketLineStates` → the bucket's lines per file.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BucketLineStates {
+    pub store: String,
+    pub program: String,
+    pub signature: String,
+    pub count: u64,
+    pub lines_analysed: bool,
+    /// Passing runs compared (null: the bucket has no `csi triage --passing` results).
+    pub passing_runs: Option<usize>,
+    pub files: Vec<BucketFile>,
+    pub notices: Vec<String>,
+}
+
+fn zero_based<'a>(lines: impl IntoIterator<Item = &'a u32>) -> Vec<u32> {
+    let mut v: Vec<u32> = lines
+        .into_iter()
+        .filter(|&&l| l > 0)
+        .map(|l| l - 1)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> BucketLineStates {
+    // Keys that resolve to one file are one entry (as a crash's line states are per file);
+    // keys not found in the workspace keep their own entry with `uri` null.
+    let mut by_file: BTreeMap<String, (Option<String>, Vec<&str>)> = BTreeMap::new();
+    for (k, p) in &b.sources {
+        let (name, uri) = match p {
+            Some(p) => (
+                p.display().to_string(),
+                Uri::from_file_path(p).map(|u| u.as_str().to_string()),
+            ),
+            None => (k.clone(), None),
+        };
+        by_file.entry(name).or_insert((uri, Vec::new())).1.push(k);
+    }
+    let empty = std::collections::BTreeSet::new();
+    let of = |set: &csi_triage::FileLineSet, keys: &[&str]| -> Vec<u32> {
+        zero_based(
+            keys.iter()
+                .flat_map(|k| set.get(*k).unwrap_or(&empty).iter()),
+        )
+    };
+    let files = by_file
+        .into_iter()
+        .map(|(file, (uri, keys))| {
+            let (suspicious, failing_only, passing_only) = match &b.passing {
+                Some(p) => {
+                    let mut s: Vec<SuspiciousLine> = p
+                        .suspicious
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, s)| keys.contains(&s.file.as_str()) && s.line > 0)
+                        .map(|(i, s)| SuspiciousLine {
+                            line: s.line - 1,
+                            ochiai: s.ochiai,
+                            failed: s.failed,
+                            passed: s.passed,
+                            on_stack: s.on_stack,
+                            rank: i + 1,
+                        })
+                        .collect();
+                    s.sort_by_key(|x| (x.line, x.rank));
+                    s.dedup_by_key(|x| x.line);
+                    s.sort_by_key(|x| x.rank);
+                    (s, of(&p.failing_only, &keys), of(&p.passing_only, &keys))
+                }
+                None => Default::default(),
+            };
+            BucketFile {
+                uri,
+                version: None,
+                file,
+                keys: keys.iter().map(|k| k.to_string()).collect(),
+                must: of(&b.bucket.must_in_all, &keys),
+                may: Vec::new(),
+                never: of(&b.bucket.never_in_any, &keys),
+                partial: Vec::new(),
+                frame: None,
+                suspicious,
+                failing_only,
+                passing_only,
+            }
+        })
+        .collect();
+    BucketLineStates {
+        store: b.store.clone(),
+        program: b.bucket.program.clone(),
+        signature: b.bucket.signature.clone(),
+        count: b.bucket.count,
+        lines_analysed: b.bucket.lines_analysed,
+        passing_runs: b.passing.as_ref().map(|p| p.runs),
+        files,
+        notices: b.notices.clone(),
+    }
+}

@@ -1140,6 +1140,9 @@ async fn malformed_requests_over_stdio_are_answered_and_the_server_lives() {
         "csi/slice",
         "csi/openCrash",
         "csi/openReport",
+        "csi/crashBuckets",
+        "csi/bucketCrashes",
+        "csi/bucketLineStates",
     ];
     let mut answered = 0;
     for crash_open in [false, true] {

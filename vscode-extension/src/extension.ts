@@ -7,9 +7,24 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { LanguageClient, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 
+import {
+  type BucketView,
+  type CrashNode,
+  bucketMessage,
+  bucketNodes,
+  bucketView,
+  crashItemView,
+  crashNodes,
+  suspiciousHover,
+  suspiciousLabel,
+} from './logic/crashes';
 import { type DecorationPlan, KINDS, type Kind, type Scope, nextScope, plan } from './logic/decorations';
 import { type FileOverview, countsText, fileOverview, ratioBar } from './logic/overview';
 import {
+  type Bucket,
+  type BucketCrashes,
+  type BucketLineStates,
+  type CrashBuckets,
   type LineStates,
   Methods,
   type PathTrace,
@@ -45,7 +60,13 @@ export const Commands = {
   sliceClear: 'csi.vscode.sliceClear',
   showLegend: 'csi.vscode.showLegend',
   debugCrash: 'csi.vscode.debugCrash',
+  refreshCrashes: 'csi.vscode.refreshCrashes',
+  showBucketLines: 'csi.vscode.showBucketLines',
+  clearBucketLines: 'csi.vscode.clearBucketLines',
 } as const;
+
+/** Context key: a bucket's lines are shown (menus offer *Clear Bucket Lines*). */
+export const BUCKET_CONTEXT = 'csi.bucketShown';
 
 /** Context key: a slice is shown (menus offer *Clear Slice*). */
 export const SLICE_CONTEXT = 'csi.sliceShown';
@@ -141,6 +162,22 @@ export function createDecorationTypes(extensionPath?: string): Record<Kind, vsco
   };
 }
 
+/** The mark of a bucket's suspicious lines: a double left border, a ruler mark and (per
+ * line) an inline `◆ #rank Ochiai lo–hi` with a hover. */
+export function createSuspiciousType(): vscode.TextEditorDecorationType {
+  const color = new vscode.ThemeColor('csi.suspicious');
+  return vscode.window.createTextEditorDecorationType({
+    isWholeLine: true,
+    borderWidth: '0 0 0 3px',
+    borderStyle: 'double',
+    borderColor: color,
+    overviewRulerColor: color,
+    overviewRulerLane: vscode.OverviewRulerLane.Left,
+    after: { color, margin: '0 0 0 2em' },
+    rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+  });
+}
+
 /** Paints one editor from a plan. */
 export function applyPlan(editor: vscode.TextEditor, types: Record<Kind, vscode.TextEditorDecorationType>, p: DecorationPlan): void {
   for (const k of KINDS) {
@@ -223,6 +260,61 @@ export class StackProvider implements vscode.TreeDataProvider<StackNode> {
   }
 }
 
+/** The CSI Crashes view: the crash store's buckets → their crashes. */
+export class CrashesProvider implements vscode.TreeDataProvider<CrashNode> {
+  private readonly emitter = new vscode.EventEmitter<CrashNode | undefined | void>();
+  readonly onDidChangeTreeData = this.emitter.event;
+  /** The last csi/crashBuckets answer (null: not asked yet, or failed). */
+  buckets: CrashBuckets | null = null;
+
+  constructor(private readonly client: () => CsiClient | undefined) {}
+
+  /** Asks the server again (the store, or the setting, changed). */
+  refresh(): void {
+    this.buckets = null;
+    this.emitter.fire();
+  }
+
+  getTreeItem(node: CrashNode): vscode.TreeItem {
+    const v = crashItemView(node);
+    const item = new vscode.TreeItem(
+      v.label,
+      v.collapsible === 'none' ? vscode.TreeItemCollapsibleState.None : vscode.TreeItemCollapsibleState.Collapsed,
+    );
+    item.id = v.id;
+    item.description = v.description;
+    item.tooltip = v.tooltip;
+    item.contextValue = v.contextValue;
+    if (v.icon) item.iconPath = new vscode.ThemeIcon(v.icon);
+    if (v.command) item.command = { command: v.command.id, title: v.label, arguments: v.command.args };
+    return item;
+  }
+
+  async getChildren(node?: CrashNode): Promise<CrashNode[]> {
+    const client = this.client();
+    if (!client) return bucketNodes(null, 'the CSI language server is not running');
+    if (!node) {
+      try {
+        this.buckets = await client.sendRequest<CrashBuckets>(Methods.crashBuckets, {});
+      } catch (e) {
+        this.buckets = null;
+        return bucketNodes(null, e instanceof Error ? e.message : String(e));
+      }
+      return bucketNodes(this.buckets);
+    }
+    if (node.kind !== 'bucket') return [];
+    try {
+      const r = await client.sendRequest<BucketCrashes>(Methods.bucketCrashes, {
+        program: node.bucket.program,
+        signature: node.bucket.signature,
+      });
+      return crashNodes(node.bucket, r.crashes);
+    } catch (e) {
+      return bucketNodes(null, e instanceof Error ? e.message : String(e));
+    }
+  }
+}
+
 type OverviewNode = { kind: 'file'; file: FileOverview } | { kind: 'function'; file: FileOverview; index: number };
 
 export class OverviewProvider implements vscode.TreeDataProvider<OverviewNode> {
@@ -294,6 +386,10 @@ export class Controller implements vscode.Disposable {
   types: Record<Kind, vscode.TextEditorDecorationType>;
   readonly stackView: StackProvider;
   readonly overview: OverviewProvider;
+  readonly crashes: CrashesProvider;
+  /** A bucket's lines shown instead of a crash's (*Show Bucket Lines*), or null. */
+  bucket: BucketView | null = null;
+  suspiciousType: vscode.TextEditorDecorationType;
   readonly status: vscode.StatusBarItem;
   /** `slice: 4 lines (static 6, −33 %)` while a slice is shown; click clears it. */
   readonly sliceStatus: vscode.StatusBarItem;
@@ -311,6 +407,8 @@ export class Controller implements vscode.Disposable {
     this.types = createDecorationTypes(this.context.extensionPath);
     this.stackView = new StackProvider(this.state, () => this.client);
     this.overview = new OverviewProvider(this.state);
+    this.crashes = new CrashesProvider(() => this.client);
+    this.suspiciousType = createSuspiciousType();
     this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
     this.status.command = Commands.selectFrame;
     this.sliceStatus = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 49);
@@ -359,16 +457,76 @@ export class Controller implements vscode.Disposable {
   /** The plan for one editor (exposed for tests). */
   planFor(doc: vscode.TextDocument): DecorationPlan {
     const uri = doc.uri.toString();
+    // A bucket's lines are the whole program's answer over all its crashes: no frame, no
+    // path step, no slice.
+    const b = this.bucket?.states.get(uriKey(uri));
+    if (this.bucket) return plan(b, this.scope === 'off' ? 'off' : 'global', null, doc.lineCount, null);
     const slice = this.state.sliceLines(uri, config().get<boolean>('slice.showStatic', true));
     return plan(this.state.lineStates(uri), this.scope, this.state.currentStepLine(uri), doc.lineCount, slice);
   }
 
   decorate(editor: vscode.TextEditor): void {
     applyPlan(editor, this.types, this.planFor(editor.document));
+    editor.setDecorations(this.suspiciousType, this.suspiciousFor(editor.document));
+  }
+
+  /** The suspicious lines of the shown bucket in a document, with their hint and hover. */
+  suspiciousFor(doc: vscode.TextDocument): vscode.DecorationOptions[] {
+    const b = this.bucket;
+    if (!b || this.scope === 'off') return [];
+    return (b.suspicious.get(uriKey(doc.uri.toString())) ?? [])
+      .filter((s) => s.line < doc.lineCount)
+      .map((s) => {
+        const hover = new vscode.MarkdownString(suspiciousHover(s, b.count, b.passingRuns));
+        return {
+          range: new vscode.Range(s.line, 0, s.line, 0),
+          hoverMessage: hover,
+          renderOptions: { after: { contentText: suspiciousLabel(s) } },
+        };
+      });
+  }
+
+  /** *Show Bucket Lines*: the bucket's must-in-all / never-in-any lines and its suspicious
+   * lines, in the crash's colours; its files opened, the most suspicious line shown. */
+  async showBucketLines(arg?: unknown): Promise<BucketView | undefined> {
+    let b = bucketArg(arg);
+    if (!b) b = await this.pickBucket();
+    if (!b) return undefined;
+    const r = await this.requireClient().sendRequest<BucketLineStates>(Methods.bucketLineStates, b);
+    this.bucket = bucketView(r, uriKey);
+    void vscode.commands.executeCommand('setContext', BUCKET_CONTEXT, true);
+    for (const f of r.files) if (f.uri) await openDoc(f.uri);
+    if (this.bucket.first) await this.reveal(this.bucket.first.uri, this.bucket.first.line);
+    this.render();
+    void vscode.window.showInformationMessage(bucketMessage(this.bucket));
+    for (const n of r.notices) void vscode.window.showWarningMessage(`CSI: ${n}`);
+    return this.bucket;
+  }
+
+  clearBucketLines(): void {
+    if (!this.bucket) return;
+    this.bucket = null;
+    void vscode.commands.executeCommand('setContext', BUCKET_CONTEXT, false);
+    this.render();
+  }
+
+  private async pickBucket(): Promise<{ program: string; signature: string } | undefined> {
+    const r = await this.requireClient().sendRequest<CrashBuckets>(Methods.crashBuckets, {});
+    if (r.buckets.length === 0) {
+      void vscode.window.showInformationMessage(`CSI: ${r.message ?? 'the crash store holds no crashes'}`);
+      return undefined;
+    }
+    const picked = await vscode.window.showQuickPick(
+      r.buckets.map((b: Bucket) => ({ label: `${b.count} × ${b.signature}`, description: path.basename(b.program), b })),
+      { title: 'CSI: show the lines of a bucket' },
+    );
+    return picked ? { program: picked.b.program, signature: picked.b.signature } : undefined;
   }
 
   rebuildDecorations(): void {
     for (const t of Object.values(this.types)) t.dispose();
+    this.suspiciousType.dispose();
+    this.suspiciousType = createSuspiciousType();
     this.types = createDecorationTypes(this.context.extensionPath);
     this.render();
   }
@@ -422,6 +580,7 @@ export class Controller implements vscode.Disposable {
         break;
       case 'csi.openCrash':
       case 'csi.openReport':
+        this.clearBucketLines();
         this.stackView.resetCache();
         this.state.setSlice(null);
         this.state.setStack(result as Stack);
@@ -517,6 +676,7 @@ export class Controller implements vscode.Disposable {
   /** A crash is open: model, its files opened (for line states), the crash point shown. */
   private async opened(stack: Stack): Promise<void> {
     this.stackView.resetCache();
+    this.clearBucketLines();
     // Opening a crash (even the same one again) clears the server's slice.
     this.state.setSlice(null);
     this.state.setStack(stack);
@@ -606,6 +766,7 @@ export class Controller implements vscode.Disposable {
   }
 
   async clear(): Promise<void> {
+    this.clearBucketLines();
     if (this.client) await this.client.sendRequest('workspace/executeCommand', { command: Methods.clearCommand, arguments: [] });
     this.stackView.resetCache();
     this.state.clear();
@@ -697,6 +858,7 @@ export class Controller implements vscode.Disposable {
 
   dispose(): void {
     for (const t of Object.values(this.types)) t.dispose();
+    this.suspiciousType.dispose();
     for (const d of this.disposables) d.dispose();
     this.status.dispose();
     this.sliceStatus.dispose();
@@ -744,6 +906,8 @@ export function initializationOptions(): Record<string, unknown> {
   if (debugDirs.length > 0) o.debugDirs = debugDirs;
   const sysroot = c.get<string>('sysroot', '');
   if (sysroot) o.sysroot = sysroot;
+  const crashStore = c.get<string>('crashStore', '');
+  if (crashStore) o.crashStore = crashStore;
   return o;
 }
 
@@ -819,6 +983,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   reg(Commands.sliceClear, () => controller.sliceClear());
   reg(Commands.showLegend, () => controller.showLegend());
   reg(Commands.debugCrash, (a?: unknown) => controller.debugCrash(a));
+  reg(Commands.refreshCrashes, () => controller.crashes.refresh());
+  reg(Commands.showBucketLines, (a?: unknown) => controller.showBucketLines(a));
+  reg(Commands.clearBucketLines, () => controller.clearBucketLines());
   context.subscriptions.push(
     ...registerDebugging({
       adapterPath: () =>
@@ -846,6 +1013,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
     out,
     vscode.window.registerTreeDataProvider('csiStack', controller.stackView),
     vscode.window.registerTreeDataProvider('csiOverview', controller.overview),
+    vscode.window.registerTreeDataProvider('csiCrashes', controller.crashes),
     vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => controller.decorate(e))),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('csi.decorations') || e.affectsConfiguration('csi.slice')) {
@@ -854,6 +1022,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
       }
       if (controller.client && (e.affectsConfiguration('csi.statusHints') || e.affectsConfiguration('csi.substitutePaths') || e.affectsConfiguration('csi.graphml'))) {
         void lc?.sendNotification('workspace/didChangeConfiguration', { settings: { csi: initializationOptions() } });
+      }
+      if (controller.client && e.affectsConfiguration('csi.crashStore')) {
+        // Sent even when emptied (initializationOptions leaves an empty one out).
+        const settings = { ...initializationOptions(), crashStore: config().get<string>('crashStore', '') };
+        void lc?.sendNotification('workspace/didChangeConfiguration', { settings: { csi: settings } });
+        controller.crashes.refresh();
       }
       if (e.affectsConfiguration('csi.serverPath')) {
         void vscode.window.showInformationMessage('CSI: reload the window to use the new server path.');
@@ -884,4 +1058,13 @@ export async function deactivate(): Promise<void> {
   const c = current;
   current = undefined;
   if (c?.client) await c.client.stop();
+}
+
+/** `{program, signature}` of a bucket: a CSI Crashes bucket item, or the object itself. */
+export function bucketArg(arg: unknown): { program: string; signature: string } | undefined {
+  const a = arg as { kind?: string; bucket?: Bucket; program?: unknown; signature?: unknown } | undefined;
+  if (a?.kind === 'bucket' && a.bucket) return { program: a.bucket.program, signature: a.bucket.signature };
+  if (a?.kind === 'crash' && a.bucket) return { program: a.bucket.program, signature: a.bucket.signature };
+  if (a && typeof a.program === 'string' && typeof a.signature === 'string') return { program: a.program, signature: a.signature };
+  return undefined;
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'fs';
 import * as path from 'path';
 
-import { Commands, activate, deactivate } from '../src/extension';
+import { BUCKET_CONTEXT, Commands, activate, deactivate } from '../src/extension';
 import { LanguageClient } from './stub/languageclient';
 import * as vscode from './stub/vscode';
 
@@ -75,7 +75,7 @@ test('activation starts the client with lineStates and registers commands, views
   for (const id of Object.values(Commands)) assert.ok(vscode.recorded.commands.has(id), `registered ${id}`);
   // The server's own commands (csi.openCrash, ...) are left to vscode-languageclient.
   assert.ok(![...vscode.recorded.commands.keys()].some((c) => /^csi\.[a-zA-Z]+$/.test(c)));
-  assert.deepEqual([...vscode.recorded.treeProviders.keys()], ['csiStack', 'csiOverview']);
+  assert.deepEqual([...vscode.recorded.treeProviders.keys()], ['csiStack', 'csiOverview', 'csiCrashes']);
   for (const v of pkg.contributes.views.csi) assert.ok(vscode.recorded.treeProviders.has(v.id));
   assert.equal(vscode.recorded.statusItems[0].text, '$(debug-alt) CSI: no crash');
   assert.ok(ctx.subscriptions.length > 10);
@@ -614,4 +614,106 @@ test('the editor follows the frame and path step selected in the debugger (csiPo
   vscode.debug._selectStackItem({ session: { type: 'cppdbg', customRequest: () => assert.fail('asked') }, threadId: 1, frameId: 1 });
   await new Promise((r) => setTimeout(r, 20));
   assert.deepEqual(client.requests, []);
+});
+
+test('CSI Crashes: buckets → crashes, a crash opens, Show Bucket Lines paints the bucket, the setting reaches the server', async () => {
+  const { controller, client } = await start();
+  const bucket = {
+    program: `${ROOT}/bin/calc`,
+    signature: 'SIGSEGV in charge | main',
+    signal: 'SIGSEGV',
+    frames: ['charge', 'main'],
+    count: 2,
+    firstTime: 10,
+    lastTime: 20,
+    firstTimeText: '1970-01-01 00:00:10 UTC',
+    lastTimeText: '1970-01-01 00:00:20 UTC',
+    representative: { core: '/c/0/core', executable: `${ROOT}/bin/calc`, time: 10, timeText: null, site: null, hash: 'a', signal: 'SIGSEGV' },
+    sites: { './src/null_deref.c:31': 2 },
+    linesAnalysed: true,
+    hasPassing: true,
+    passingRuns: 3,
+  };
+  const crash = (k: number) => ({
+    core: `/c/${k}/core`,
+    executable: `${ROOT}/bin/calc`,
+    time: 10 * (k + 1),
+    timeText: `t${k}`,
+    site: './src/null_deref.c:31',
+    hash: `h${k}`,
+    signal: 'SIGSEGV',
+  });
+  const sus = (line: number, rank: number) => ({ line, rank, ochiai: [0.5, 0.707], failed: [2, 2], passed: [1, 2], onStack: rank === 1 ? 2 : 0 });
+  LanguageClient.answers.set('csi/crashBuckets', { store: '/s.db', message: null, buckets: [bucket] });
+  LanguageClient.answers.set('csi/bucketCrashes', { store: '/s.db', program: bucket.program, signature: bucket.signature, crashes: [crash(0), crash(1)] });
+  LanguageClient.answers.set('csi/bucketLineStates', {
+    store: '/s.db',
+    program: bucket.program,
+    signature: bucket.signature,
+    count: 2,
+    linesAnalysed: true,
+    passingRuns: 3,
+    notices: [],
+    files: [
+      {
+        uri: SRC_URI, version: null, frame: null, file: SRC, keys: ['./src/null_deref.c'],
+        must: [26, 27, 28, 30], may: [], never: [19, 29], partial: [],
+        suspicious: [sus(30, 1), sus(26, 4)], failingOnly: [29], passingOnly: [],
+      },
+    ],
+  });
+  const tree = vscode.recorded.treeProviders.get('csiCrashes');
+  const [b] = await tree.getChildren();
+  const bi = tree.getTreeItem(b);
+  assert.equal(bi.label, '2 × SIGSEGV in charge | main');
+  assert.equal(bi.description, 'calc');
+  assert.equal(bi.contextValue, 'csiBucket');
+  assert.match(bi.tooltip, /first 1970-01-01 00:00:10 UTC\nlast  1970-01-01 00:00:20 UTC\ncrash sites: \.\/src\/null_deref\.c:31 ×2/);
+  const crashes = await tree.getChildren(b);
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/bucketCrashes', params: { program: bucket.program, signature: bucket.signature } });
+  const ci = tree.getTreeItem(crashes[1]);
+  assert.deepEqual([ci.label, ci.description], ['/c/1/core', 't1 · ./src/null_deref.c:31']);
+
+  // Show Bucket Lines (the bucket item's inline command): the bucket's lines in the crash
+  // colours, the suspicious lines marked with their hint and hover, the top one revealed.
+  await vscode.commands.executeCommand(Commands.showBucketLines, b);
+  assert.deepEqual(client.requests.at(-1), { method: 'csi/bucketLineStates', params: { program: bucket.program, signature: bucket.signature } });
+  const editor = vscode.window.activeTextEditor!;
+  assert.equal(editor.document.uri.toString(), SRC_URI);
+  assert.equal(editor.selection.active.line, 30);
+  assert.deepEqual(painted(editor, bg('csi.mustBackground')), [[26, 28], [30, 30]]);
+  assert.deepEqual(painted(editor, bg('csi.neverBackground')), [[19, 19], [29, 29]]);
+  assert.deepEqual(painted(editor, bg('csi.mayBackground')), []);
+  const susType = vscode.recorded.decorationTypes.find((d) => !d.disposed && d.options.borderColor?.id === 'csi.suspicious')!;
+  const marks: any[] = editor.decorations.get(susType.key) as any;
+  assert.deepEqual(
+    marks.map((m) => [m.range.start.line, m.renderOptions.after.contentText]),
+    [
+      [30, ' ◆ #1 Ochiai 0.5–0.707'],
+      [26, ' ◆ #4 Ochiai 0.5–0.707'],
+    ],
+  );
+  assert.match(marks[0].hoverMessage.value, /ran in 2 of the bucket's 2 crashes/);
+  assert.match(marks[0].hoverMessage.value, /2 crashes were executing it/);
+  assert.equal(vscode.recorded.context.get(BUCKET_CONTEXT), true);
+  assert.ok(vscode.recorded.messages.some((m) => m.text.startsWith('CSI: bucket SIGSEGV in charge | main (2 crashes): 4 lines ran in every crash, 2 in none; 2 suspicious lines against 3 passing runs')));
+
+  // Clicking a crash opens it with the extension's Open Crash: the bucket's lines go.
+  await vscode.commands.executeCommand(ci.command.command, ...ci.command.arguments);
+  assert.deepEqual(client.requests.find((r) => r.method === 'csi/openCrash')?.params, { executable: `${ROOT}/bin/calc`, core: '/c/1/core' });
+  assert.equal(controller.bucket, null);
+  assert.deepEqual(editor.decorations.get(susType.key), []);
+  assert.equal(vscode.recorded.context.get(BUCKET_CONTEXT), false);
+
+  // The setting goes to the server (also when emptied) and the view asks again.
+  vscode.workspace._set('csi.crashStore', '/other.db');
+  assert.deepEqual(client.notificationsSent.at(-1)?.params.settings.csi.crashStore, '/other.db');
+  vscode.workspace._set('csi.crashStore', '');
+  assert.deepEqual(client.notificationsSent.at(-1)?.params.settings.csi.crashStore, '');
+  // A store error is one line in the view.
+  LanguageClient.answers.set('csi/crashBuckets', () => {
+    throw new Error('store /x.db: file is not a database');
+  });
+  const [m] = await tree.getChildren();
+  assert.deepEqual([tree.getTreeItem(m).label, tree.getTreeItem(m).contextValue], ['store /x.db: file is not a database', 'csiCrashesMessage']);
 });

@@ -18,6 +18,7 @@ vim.api.nvim_create_autocmd('ColorScheme', {
   callback = function()
     require('csi.lines').define()
     require('csi.slice').define()
+    require('csi.crashes').define()
   end,
 })
 
@@ -100,6 +101,10 @@ end, {
   end,
   desc = 'CSI: may the cursor line have run before the crash?',
 })
+
+cmd('CsiCrashes', function()
+  require('csi').crashes()
+end, { nargs = 0, desc = 'CSI: the crash store\'s buckets and crashes (<CR>: a bucket\'s lines, open a crash)' })
 
 cmd('CsiClear', function()
   require('csi').clear()

@@ -18,6 +18,17 @@ fi
 command -v nvim >/dev/null || { echo "nvim not found" >&2; exit 2; }
 echo "# $(nvim --version | head -1), server $server"
 status=0
+# A real crash store for test_crashes.lua (csi triage --store of real cores of the triage
+# corpus program); without it that test skips, or fails under CI.
+store_dir=$(mktemp -d)
+trap 'rm -rf "$store_dir"' EXIT
+echo "# crash store fixture"
+if CSI=${CSI:-$(dirname "$server")/csi} "$root/scripts/crash-store-fixture.sh" "$store_dir/store"; then
+  export CSI_STORE_DIR=$store_dir/store
+elif [ -n "${CI:-}" ]; then
+  echo "# the crash store fixture failed (CI: a failure)" >&2
+  status=1
+fi
 # Every Lua file compiles (also the Neovim 0.11 snippet, which 0.7 cannot run).
 echo "# lua syntax"
 if ! nvim --headless -u NONE -i NONE -n -c "lua local bad = 0

@@ -131,6 +131,96 @@ export interface SliceParams {
   clear?: boolean;
 }
 
+// ---- The crash store (csi/crashBuckets, csi/bucketCrashes, csi/bucketLineStates) ----
+
+/** A crash of the store: `executable` + `core` are what csi/openCrash takes. */
+export interface StoredCrash {
+  core: string;
+  executable: string;
+  /** Seconds since the epoch, and as text (`2025-11-24 06:55:01 UTC`). */
+  time: number | null;
+  timeText: string | null;
+  /** `file:line` of the crash, null when unknown. */
+  site: string | null;
+  /** BLAKE3 of the core's bytes. */
+  hash: string;
+  signal: string | null;
+}
+
+export interface Bucket {
+  program: string;
+  signature: string;
+  signal: string;
+  frames: string[];
+  count: number;
+  firstTime: number | null;
+  lastTime: number | null;
+  firstTimeText: string | null;
+  lastTimeText: string | null;
+  representative: StoredCrash;
+  /** Crash site (`file:line`, `?`) → crashes. */
+  sites: Record<string, number>;
+  linesAnalysed: boolean;
+  /** The bucket carries `csi triage --passing` results. */
+  hasPassing: boolean;
+  passingRuns: number | null;
+}
+
+/** csi/crashBuckets: `store` null (and `message` saying why) when no store is set or found. */
+export interface CrashBuckets {
+  store: string | null;
+  message: string | null;
+  buckets: Bucket[];
+}
+
+export interface BucketCrashes {
+  store: string;
+  program: string;
+  signature: string;
+  crashes: StoredCrash[];
+}
+
+/** A suspicious line of a bucket (0-based), from its passing-run comparison. */
+export interface SuspiciousLine {
+  line: number;
+  /** Ochiai's interval [lower, upper] over every way of resolving the Maybes. */
+  ochiai: [number, number];
+  /** Crashes of the bucket it ran in: [surely, possibly]. */
+  failed: [number, number];
+  /** Passing runs it ran in: [surely, possibly]. */
+  passed: [number, number];
+  /** Crashes stopped in it (a frame of the crashing thread). */
+  onStack: number;
+  /** 1 = the most suspicious line of the bucket. */
+  rank: number;
+}
+
+/** One file of a bucket: a LineStates (must = ran in every crash, never = in none). */
+export interface BucketFile extends LineSets {
+  uri: string | null;
+  version: null;
+  frame: null;
+  /** The resolved file (or the debug info's name when not found). */
+  file: string;
+  /** The debug info's names of it. */
+  keys: string[];
+  suspicious: SuspiciousLine[];
+  failingOnly: number[];
+  passingOnly: number[];
+}
+
+export interface BucketLineStates {
+  store: string;
+  program: string;
+  signature: string;
+  count: number;
+  linesAnalysed: boolean;
+  /** Passing runs compared; null: no `csi triage --passing` results. */
+  passingRuns: number | null;
+  files: BucketFile[];
+  notices: string[];
+}
+
 /** Method names, in one place. */
 export const Methods = {
   openCrash: 'csi/openCrash',
@@ -146,4 +236,7 @@ export const Methods = {
   sliceCommand: 'csi.slice',
   /** Only a command (workspace/executeCommand). */
   clearCommand: 'csi.clear',
+  crashBuckets: 'csi/crashBuckets',
+  bucketCrashes: 'csi/bucketCrashes',
+  bucketLineStates: 'csi/bucketLineStates',
 } as const;

@@ -15,6 +15,9 @@ M.defaults = {
   -- Extra server settings (initializationOptions): executable, core, substitutePaths,
   -- debugDirs, sysroot, statusHints, ... (docs/protocol.md).
   settings = {},
+  -- The crash store of `csi triage --store` that :CsiCrashes lists: a SQLite file or a
+  -- postgres:// URL (the server's `crashStore`; .csi.toml's `crash-store` otherwise).
+  crash_store = nil,
   -- Ask for csi/lineStates (signs and line highlights) instead of faded-line diagnostics.
   line_states = true,
   signs = true,

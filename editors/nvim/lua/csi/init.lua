@@ -4,6 +4,7 @@ local lsp = require('csi.lsp')
 local lines = require('csi.lines')
 local frames = require('csi.frames')
 local slice = require('csi.slice')
+local crashes = require('csi.crashes')
 
 local M = {}
 
@@ -67,6 +68,7 @@ function M.setup(opts)
   config.set(opts)
   lines.define()
   slice.define()
+  crashes.define()
   -- Buffers already open when the plugin is set up.
   if config.get().autostart then
     for _, b in ipairs(vim.api.nvim_list_bufs()) do
@@ -192,6 +194,8 @@ function M.open_crash(exe, core, opts)
   return request('csi/openCrash', params, function(st)
     set_stack(st)
     M.state.crash = params
+    -- A crash's lines replace a bucket's.
+    crashes.clear()
     -- Opening a crash clears the server's slice.
     M.state.slice = nil
     slice.clear_all()
@@ -346,6 +350,7 @@ end
 --- Closes the crash: the server drops hints, lenses and diagnostics; signs and highlights go.
 function M.clear(opts)
   opts = opts or {}
+  crashes.clear()
   lines.clear_all()
   slice.clear_all()
   M.state.stack, M.state.selected, M.state.path, M.state.step, M.state.slice = nil, nil, nil, nil, nil
@@ -355,6 +360,11 @@ function M.clear(opts)
     notify('crash closed')
     settle(opts)
   end)
+end
+
+--- :CsiCrashes: the crash store's buckets and crashes in a scratch buffer (see csi.crashes).
+function M.crashes(opts)
+  return crashes.open(opts)
 end
 
 return M

@@ -157,6 +157,10 @@ end
 local function client_config(root)
   local cfg = config.get()
   local init = vim.tbl_extend('force', {}, cfg.settings or {}, { lineStates = cfg.line_states })
+  if type(cfg.crash_store) == 'string' and cfg.crash_store ~= '' then
+    local s = cfg.crash_store
+    init.crashStore = s:find('://', 1, true) and s or vim.fn.fnamemodify(vim.fn.expand(s), ':p')
+  end
   return {
     name = M.name,
     cmd = config.cmd(),
