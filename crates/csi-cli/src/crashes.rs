@@ -3,15 +3,15 @@
 //! what it holds (read-only). SPEC is a SQLite file or a `postgres://` URL; see
 //! docs/triage.md, "The crash store".
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
+use crate::triage::{lines_json, ranges};
 use csi_dump::coredump_store::utc_date as utc;
 use csi_triage::store::{redacted, Store, StoredBucket, StoredCrash};
-use csi_triage::{CrashRecord, FileLineSet};
+use csi_triage::CrashRecord;
 
 use crate::Failure;
 
@@ -136,14 +136,6 @@ pub(crate) fn run(args: &CrashesArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn lines_json(l: &FileLineSet) -> Value {
-    Value::Object(
-        l.iter()
-            .map(|(f, ls)| (f.clone(), json!(ls.iter().collect::<Vec<_>>())))
-            .collect(),
-    )
-}
-
 /// The shape of `csi triage --format json`'s buckets, plus each crash's `hash`, the
 /// bucket's `program`, `sites` and `extra`.
 fn json_output(spec: &str, listed: &[(StoredBucket, Vec<StoredCrash>)]) -> String {
@@ -186,27 +178,6 @@ fn json_output(spec: &str, listed: &[(StoredBucket, Vec<StoredCrash>)]) -> Strin
     let mut s = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
     s.push('\n');
     s
-}
-
-/// `3,5-9,12` (as `csi triage` prints line sets).
-fn ranges(lines: &BTreeSet<u32>) -> String {
-    let mut out = String::new();
-    let mut it = lines.iter().copied().peekable();
-    while let Some(lo) = it.next() {
-        let mut hi = lo;
-        while it.peek() == Some(&(hi + 1)) {
-            hi = it.next().unwrap_or(hi);
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if hi == lo {
-            let _ = write!(out, "{lo}");
-        } else {
-            let _ = write!(out, "{lo}-{hi}");
-        }
-    }
-    out
 }
 
 fn text_output(spec: &str, listed: &[(StoredBucket, Vec<StoredCrash>)], limit: usize) -> String {

@@ -549,7 +549,7 @@ fn analyse_one(core: &Path, args: &TriageArgs, shared: &Shared) -> Result<Analys
     })
 }
 
-fn lines_json(l: &FileLineSet) -> Value {
+pub(crate) fn lines_json(l: &FileLineSet) -> Value {
     Value::Object(
         l.iter()
             .map(|(f, ls)| (f.clone(), json!(ls.iter().collect::<Vec<_>>())))
@@ -648,7 +648,7 @@ fn json_output(r: &Report) -> String {
 }
 
 /// `3,5-9,12`.
-fn ranges(lines: &BTreeSet<u32>) -> String {
+pub(crate) fn ranges(lines: &BTreeSet<u32>) -> String {
     let mut out = String::new();
     let mut it = lines.iter().copied().peekable();
     while let Some(lo) = it.next() {
