@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
-use crate::triage::{lines_json, ranges};
+use crate::triage::{lines_json, write_lines};
 use csi_dump::coredump_store::utc_date as utc;
 use csi_triage::store::{redacted, Store, StoredBucket, StoredCrash};
 use csi_triage::CrashRecord;
@@ -206,18 +206,8 @@ fn text_output(spec: &str, listed: &[(StoredBucket, Vec<StoredCrash>)], limit: u
         if !b.lines_analysed {
             let _ = writeln!(out, "      (no CSI metadata: stack only, no line answers)");
         } else {
-            for (label, set) in [
-                ("must in all:   ", &b.must_in_all),
-                ("never in any:  ", &b.never_in_any),
-            ] {
-                if set.is_empty() {
-                    let _ = writeln!(out, "      {label} —");
-                }
-                for (i, (file, lines)) in set.iter().enumerate() {
-                    let head = if i == 0 { label } else { "               " };
-                    let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
-                }
-            }
+            write_lines(&mut out, "must in all:", &b.must_in_all);
+            write_lines(&mut out, "never in any:", &b.never_in_any);
         }
         let _ = writeln!(out, "      crashes:");
         for c in crashes.iter().take(limit) {

@@ -647,6 +647,17 @@ fn json_output(r: &Report) -> String {
     s
 }
 
+/// A labelled set of lines, one file per row (`—` when empty), as the bucket tables print them.
+pub(crate) fn write_lines(out: &mut String, label: &str, set: &FileLineSet) {
+    if set.is_empty() {
+        let _ = writeln!(out, "      {label:<15} —");
+    }
+    for (i, (file, lines)) in set.iter().enumerate() {
+        let head = if i == 0 { label } else { "" };
+        let _ = writeln!(out, "      {head:<15} {file}: {}", ranges(lines));
+    }
+}
+
 /// `3,5-9,12`.
 pub(crate) fn ranges(lines: &BTreeSet<u32>) -> String {
     let mut out = String::new();
@@ -701,21 +712,9 @@ fn text_output(r: &Report) -> String {
         cores as f64 / secs.max(1e-9)
     );
     if let Some((p, _)) = r.passing {
-        let count = |l: &FileLineSet| l.values().map(BTreeSet::len).sum::<usize>();
-        for (exe, _, m) in p.merged() {
-            let _ = writeln!(
-                out,
-                "{} passing runs of {}: {} lines ran in all, {} in some, {} in none",
-                m.runs,
-                exe.display(),
-                count(&m.always),
-                count(&m.sometimes),
-                count(&m.never)
-            );
-        }
         let _ = writeln!(
             out,
-            "{} passing runs{}",
+            "{} passing runs found{}",
             p.runs.len(),
             if p.unreadable.is_empty() {
                 String::new()
@@ -726,6 +725,18 @@ fn text_output(r: &Report) -> String {
                 )
             }
         );
+        let count = |l: &FileLineSet| l.values().map(BTreeSet::len).sum::<usize>();
+        for (exe, _, m) in p.merged() {
+            let _ = writeln!(
+                out,
+                "  {} of {}: {} lines ran in all, {} in some, {} in none",
+                m.runs,
+                exe.display(),
+                count(&m.always),
+                count(&m.sometimes),
+                count(&m.never)
+            );
+        }
     }
     for (k, b) in buckets.iter().enumerate() {
         let rep = &crashes[b.crashes[0]];
@@ -764,30 +775,10 @@ fn text_output(r: &Report) -> String {
             let _ = writeln!(out, "      (no CSI metadata: stack only, no line answers)");
             continue;
         }
-        for (label, set) in [
-            ("must in all:   ", &b.must_in_all),
-            ("never in any:  ", &b.never_in_any),
-        ] {
-            if set.is_empty() {
-                let _ = writeln!(out, "      {label} —");
-            }
-            for (i, (file, lines)) in set.iter().enumerate() {
-                let head = if i == 0 { label } else { "               " };
-                let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
-            }
-        }
+        write_lines(&mut out, "must in all:", &b.must_in_all);
+        write_lines(&mut out, "never in any:", &b.never_in_any);
         if let Some(sl) = &b.slice_in_all {
-            if sl.is_empty() {
-                let _ = writeln!(out, "      slice in all:   —");
-            }
-            for (i, (file, lines)) in sl.iter().enumerate() {
-                let head = if i == 0 {
-                    "slice in all:  "
-                } else {
-                    "               "
-                };
-                let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
-            }
+            write_lines(&mut out, "slice in all:", sl);
         }
         if let Some((_, cmp)) = r.passing {
             text_comparison(&mut out, &cmp[k]);
@@ -810,22 +801,12 @@ fn text_output(r: &Report) -> String {
 
 fn text_comparison(out: &mut String, c: &PassingComparison) {
     if c.passing_runs == 0 {
-        let _ = writeln!(out, "      passing runs:    none of this build");
+        let _ = writeln!(out, "      {:<15} none of this build", "passing runs:");
         return;
     }
-    let _ = writeln!(out, "      passing runs:    {}", c.passing_runs);
-    for (label, set) in [
-        ("only failing:  ", &c.failing_only),
-        ("only passing:  ", &c.passing_only),
-    ] {
-        if set.is_empty() {
-            let _ = writeln!(out, "      {label} —");
-        }
-        for (i, (file, lines)) in set.iter().enumerate() {
-            let head = if i == 0 { label } else { "               " };
-            let _ = writeln!(out, "      {head} {file}: {}", ranges(lines));
-        }
-    }
+    let _ = writeln!(out, "      {:<15} {}", "passing runs:", c.passing_runs);
+    write_lines(out, "only failing:", &c.failing_only);
+    write_lines(out, "only passing:", &c.passing_only);
     for (i, s) in c.suspicious.iter().enumerate() {
         let head = if i == 0 {
             "suspicious:    "
@@ -834,7 +815,7 @@ fn text_comparison(out: &mut String, c: &PassingComparison) {
         };
         let _ = writeln!(
             out,
-            "      {head} {}:{}  ochiai {:.2}–{:.2}  (failed {}–{} of the bucket, passed {}–{} of {}{})",
+            "      {head:<15} {}:{}  ochiai {:.2}–{:.2}  (failed {}–{} of the bucket, passed {}–{} of {}{})",
             s.file, s.line, s.ochiai[0], s.ochiai[1], s.failed[0], s.failed[1], s.passed[0], s.passed[1], c.passing_runs,
             if s.on_stack > 0 { format!("; on the stack in {}", s.on_stack) } else { String::new() }
         );
