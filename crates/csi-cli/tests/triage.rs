@@ -331,7 +331,7 @@ fn crashes_against_passing_runs() {
     ]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("4 passing runs, 1 unreadable coverage files"),
+        text.contains("4 passing runs found, 1 unreadable coverage files"),
         "{text}"
     );
     assert!(
