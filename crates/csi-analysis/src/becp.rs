@@ -50,6 +50,9 @@ pub struct FrameCoverage {
     pub function: FuncId,
     /// Status of every node of the frame's function in this activation.
     pub status: BTreeMap<NodeId, Coverage>,
+    /// Where this activation stopped inside its point node(s), if it did: those nodes ran
+    /// only up to there in this activation (other activations of them are not cut).
+    pub cuts: Vec<(NodeId, csi_model::SourcePos)>,
 }
 
 #[derive(Clone, Debug)]
@@ -68,7 +71,10 @@ pub struct Coverages {
 }
 
 impl Coverages {
-    /// Global answer per source line.
+    /// Global answer per source line: the nodes' global answers, where a node some frame
+    /// stopped inside counts only up to there — plus every line some activation surely ran
+    /// (a frame's own must lines: a node cut in one activation, e.g. the innermost of a
+    /// recursion, may have run whole in another).
     pub fn global_lines(
         &self,
         g: &ProgramGraph,
@@ -78,7 +84,23 @@ impl Coverages {
             .iter()
             .enumerate()
             .map(|(i, &c)| (i as NodeId, c));
-        crate::lines::project_lines_cut(g, answers, &self.stopped)
+        let mut out = crate::lines::project_lines_cut(g, answers, &self.stopped);
+        for f in &self.frames {
+            for (file, fl) in self.frame_lines(g, f) {
+                let Some(global) = out.get_mut(&file) else {
+                    continue;
+                };
+                for line in fl.must {
+                    if let Ok(i) = global.may.binary_search(&line) {
+                        global.may.remove(i);
+                        if let Err(j) = global.must.binary_search(&line) {
+                            global.must.insert(j, line);
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// One frame's answer per source line.
@@ -88,7 +110,7 @@ impl Coverages {
         frame: &FrameCoverage,
     ) -> std::collections::BTreeMap<String, crate::FileLines> {
         let answers = frame.status.iter().map(|(&n, &c)| (n, c));
-        crate::lines::project_lines_cut(g, answers, &self.stopped)
+        crate::lines::project_lines_cut(g, answers, &frame.cuts)
     }
 
     pub fn count(&self, c: Coverage) -> usize {
@@ -251,11 +273,21 @@ fn coverage(
                 *c = Coverage::No;
             }
         }
+        let cuts = report
+            .threads
+            .get(fw.thread)
+            .and_then(|t| t.frames.get(fw.frame))
+            .and_then(|f| {
+                f.stopped_at
+                    .map(|p| f.point.iter().map(|&n| (n, p)).collect())
+            })
+            .unwrap_or_default();
         out_frames.push(FrameCoverage {
             thread: fw.thread,
             frame: fw.frame,
             function: fw.function,
             status,
+            cuts,
         });
     }
     let stopped = report
