@@ -376,3 +376,53 @@ fn path_trace_and_local_coverage_in_a_frame() {
     frame.local_coverage.insert(id(&g, "main.X"), false);
     assert!(best_effort_coverage(&g, &r).is_err());
 }
+
+#[test]
+fn a_stop_cuts_only_its_own_activation() {
+    // As above, but instrumented before optimization: the innermost f frame stopped at an
+    // unknown place (line 0) in one of B, R, base — none of those lines surely ran *there*.
+    // The outer f frame ran B and R whole (it is in the call at R): its lines are must in
+    // that frame and globally.
+    let mut g = Prog::new()
+        .func(
+            "main",
+            &["C>f", "after"],
+            &[("entry", "C"), ("C", "after"), ("after", "exit")],
+        )
+        .func(
+            "f",
+            &["B", "base", "R>f", "post"],
+            &[
+                ("entry", "B"),
+                ("B", "base"),
+                ("B", "R"),
+                ("R", "post"),
+                ("base", "exit"),
+                ("post", "exit"),
+            ],
+        )
+        .build();
+    let f = g.node(id(&g, "f.B")).function;
+    g.functions[f as usize].optimized_after = true;
+    let mut r = report(&g, &["main.C", "f.R", "f.base"], &[], &[]);
+    let inner = &mut r.threads[0].frames[0];
+    inner.point = vec![id(&g, "f.B"), id(&g, "f.R"), id(&g, "f.base")];
+    inner.stopped_at = Some(SourcePos { line: 0, column: 0 });
+    let c = best_effort_coverage(&g, &r).unwrap();
+    let line_of = |n: &str| g.node(id(&g, n)).positions[0].line;
+    let (b, rl) = (line_of("f.B"), line_of("f.R"));
+    let outer = c.frames.iter().find(|f| f.frame == 1).unwrap();
+    let outer_lines = &c.frame_lines(&g, outer)["t.c"];
+    assert!(
+        outer_lines.must.contains(&b) && outer_lines.must.contains(&rl),
+        "{outer_lines:?}"
+    );
+    let innermost = c.frames.iter().find(|f| f.frame == 0).unwrap();
+    let inner_lines = &c.frame_lines(&g, innermost)["t.c"];
+    assert!(!inner_lines.must.contains(&rl), "{inner_lines:?}");
+    let global = &c.global_lines(&g)["t.c"];
+    assert!(
+        global.must.contains(&b) && global.must.contains(&rl),
+        "{global:?}"
+    );
+}
