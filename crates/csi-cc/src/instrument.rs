@@ -628,9 +628,16 @@ unsafe fn link_coverage_runtime(ctx: LLVMContextRef, module: LLVMModuleRef) -> R
     if failed {
         return Err("cannot parse csi-cc's coverage runtime (a build problem of csi-cc)".into());
     }
-    match csi_link_runtime(module, rt, c"__csi_rt_init".as_ptr(), c"__csi_rt_fini".as_ptr()) {
+    match csi_link_runtime(
+        module,
+        rt,
+        c"__csi_rt_init".as_ptr(),
+        c"__csi_rt_fini".as_ptr(),
+    ) {
         0 | 1 => Ok(()),
-        e => Err(format!("cannot link csi-cc's coverage runtime into the unit ({e})")),
+        e => Err(format!(
+            "cannot link csi-cc's coverage runtime into the unit ({e})"
+        )),
     }
 }
 
