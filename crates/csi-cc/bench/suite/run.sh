@@ -55,42 +55,47 @@ log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 # functions of their own after optimization and so cannot be listed), plus the driver above it.
 schema() {
   case "$1" in
-    # flex: main -> flex_main -> readin -> yyparse -> yylex (the scanner of the spec) and the
-    # DFA construction ntod -> epsclosure / symfollowset / sympartition; crash in yylex/ntod.
+    # flex: main -> flex_main -> ntod (the DFA construction, here 2^k states) -> epsclosure,
+    # symfollowset, sympartition, snstods, mkentry (table compression); and the spec's parse,
+    # flex_main -> readin -> yyparse -> yylex.
     flex) printf '%s;{CC,PT}\n' main flex_main readin yyparse yylex ntod epsclosure symfollowset \
-      sympartition snstods mkdeterm ;;
-    # grep: main -> grep_command_line_arg -> grepfile -> grepdesc -> grep -> grepbuf ->
-    # execute = EGexecute -> dfaexec / kwsexec (dfaexec_sb, bmexec, acexec) / re_search.
-    grep) printf '%s;{CC,PT}\n' main grep_command_line_arg grepfile grepdesc grep grepbuf \
-      fillbuf EGexecute Fexecute dfaexec_sb dfaexec_noop kwsexec bmexec acexec_trans \
-      re_search_internal ;;
+      sympartition snstods mkentry ;;
+    # grep: main -> grepbuf -> EGexecute -> dfaexec_sb / kwsexec -> bmexec (-E/-i), Fexecute ->
+    # acexec (-F -f), fillbuf (-v -w) (grep_command_line_arg, grepdesc, grep: inlined into main).
+    grep) printf '%s;{CC,PT}\n' main grepbuf fillbuf EGexecute Fexecute dfaexec_sb kwsexec bmexec \
+      acexec ;;
     # lua: as crates/csi-cc/bench/lua-check.sh (lua.c -> API -> VM -> tables).
     lua) printf '%s;{CC,PT}\n' main pmain docall lua_pcallk lua_getfield luaD_call \
       luaD_callnoyield luaD_precall luaV_execute luaV_finishget luaH_get luaH_getint \
       luaH_getshortstr ;;
-    # bzip2: main -> compress -> compressStream -> BZ2_bzWrite -> BZ2_bzCompress -> handle_compress
-    # -> BZ2_compressBlock -> BZ2_blockSort -> mainSort/fallbackSort (-> mainGtU inlined);
-    # decompress: uncompress -> uncompressStream -> BZ2_bzRead -> BZ2_bzDecompress -> BZ2_decompress.
-    bzip2) printf '%s;{CC,PT}\n' main compress compressStream BZ2_bzWrite BZ2_bzCompress \
-      handle_compress BZ2_compressBlock BZ2_blockSort mainSort mainQSort3 fallbackSort \
-      uncompress uncompressStream BZ2_bzRead BZ2_bzDecompress BZ2_decompress ;;
-    # zstd: main -> FIO_compressFilename -> FIO_compressZstdFrame -> ZSTD_compressStream2 ->
-    # ZSTD_compressEnd/ZSTD_compressContinue_internal -> ZSTD_compressBlock_internal ->
-    # ZSTD_buildSeqStore -> ZSTD_compressBlock_lazy2 (-> ZSTD_HcFindBestMatch, inlined);
-    # decompress: FIO_decompressFilename -> FIO_decompressZstdFrame -> ZSTD_decompressStream ->
-    # ZSTD_decompressContinue -> ZSTD_decompressBlock_internal -> ZSTD_decompressSequences*.
+    # bzip2: main -> compress -> BZ2_bzWrite -> BZ2_bzCompress -> handle_compress ->
+    # BZ2_compressBlock -> BZ2_blockSort (mainSort, mainQSort3 inlined) / fallbackSort, and
+    # (sendMTFValues, inlined) -> BZ2_hbMakeCodeLengths; decompress: main -> uncompress -> BZ2_bzRead ->
+    # BZ2_bzDecompress -> BZ2_decompress (compressStream, uncompressStream inlined).
+    bzip2) printf '%s;{CC,PT}\n' main compress BZ2_bzWrite BZ2_bzCompress handle_compress \
+      BZ2_compressBlock BZ2_blockSort fallbackSort BZ2_hbMakeCodeLengths \
+      uncompress BZ2_bzRead BZ2_bzDecompress BZ2_decompress ;;
+    # zstd -12: main -> FIO_compressFilename -> ..._srcFile -> ..._dstFile -> ..._internal ->
+    # FIO_compressZstdFrame -> ZSTD_compressStream2 -> ZSTD_compressStream_generic ->
+    # ZSTD_compressContinue(_internal) -> ZSTD_compress_frameChunk -> ZSTD_compressBlock_internal
+    # -> ZSTD_buildSeqStore -> ZSTD_compressBlock_lazy2_extDict_row ->
+    # ZSTD_RowFindBestMatch_extDict_5_6 (-> ZSTD_count_2segments, inlined); decompress: main ->
+    # FIO_decompressFilename -> FIO_decompressSrcFile -> FIO_decompressDstFile ->
+    # FIO_decompressFrames -> FIO_decompressZstdFrame -> ZSTD_decompressStream ->
+    # ZSTD_decompressContinueStream -> ZSTD_decompressContinue -> ZSTD_decompressBlock_internal
+    # (FIO_compressFilename_dstFile/_internal, FIO_compressZstdFrame, ZSTD_compress_frameChunk,
+    # FIO_decompressDstFile/Frames/ZstdFrame, ZSTD_decompressContinueStream: inlined at -O3).
     zstd) printf '%s;{CC,PT}\n' main FIO_compressFilename FIO_compressFilename_srcFile \
-      FIO_compressFilename_dstFile FIO_compressZstdFrame ZSTD_compressStream2 \
+      ZSTD_compressStream2 ZSTD_compressStream_generic ZSTD_compressContinue \
       ZSTD_compressContinue_internal ZSTD_compressBlock_internal ZSTD_buildSeqStore \
-      ZSTD_compressBlock_lazy2 ZSTD_compressBlock_btlazy2 ZSTD_compressBlock_lazy2_dictMatchState \
-      FIO_decompressFilename FIO_decompressSrcFile FIO_decompressDstFile FIO_decompressFrames \
-      FIO_decompressZstdFrame ZSTD_decompressStream ZSTD_decompressContinue \
-      ZSTD_decompressBlock_internal ZSTD_decompressSequences_bmi2 ZSTD_decompressSequences_default \
-      ZSTD_decompressSequencesLong_bmi2 ZSTD_decompressSequencesLong_default ;;
-    # gzip: main -> treatfile -> zip -> deflate -> longest_match (fill_window, ct_tally, flush_block);
-    # decompress: main -> treatfile -> unzip -> inflate -> inflate_block -> inflate_codes.
-    gzip) printf '%s;{CC,PT}\n' main treatfile treatstdin zip deflate deflate_fast longest_match \
-      fill_window ct_tally flush_block unzip inflate inflate_block inflate_codes inflate_dynamic ;;
+      ZSTD_compressBlock_lazy2_extDict_row ZSTD_RowFindBestMatch_extDict_5_6 \
+      FIO_decompressFilename FIO_decompressSrcFile ZSTD_decompressStream \
+      ZSTD_decompressContinue ZSTD_decompressBlock_internal ;;
+    # gzip: main -> treat_stdin -> zip -> deflate -> longest_match; decompress: main ->
+    # treat_stdin -> unzip -> inflate -> inflate_block -> inflate_dynamic -> inflate_codes
+    # (inflate_block, inflate_dynamic: inlined).
+    gzip) printf '%s;{CC,PT}\n' main treat_stdin zip deflate longest_match unzip inflate \
+      inflate_codes ;;
   esac
 }
 
@@ -128,7 +133,7 @@ make_prog() { # prog dir CC
   case "$p" in
     flex) make -C "$d/src" -j"$JOBS" CC="$c" flex ;;
     grep) make -C "$d/lib" -j"$JOBS" CC="$c" && make -C "$d/src" -j"$JOBS" CC="$c" grep ;;
-    gzip) make -C "$d/lib" -j"$JOBS" CC="$c" && make -C "$d" -j"$JOBS" CC="$c" gzip ;;
+    gzip) make -C "$d/lib" -j"$JOBS" CC="$c" && make -C "$d" -j"$JOBS" CC="$c" version.h version.c gzip ;;
     lua) make -C "$d/src" -j"$JOBS" linux CC="$c" ;;
     bzip2) make -C "$d" -j"$JOBS" CC="$c" bzip2 ;;
     zstd) make -C "$d/programs" -j"$JOBS" CC="$c" zstd ;;
@@ -140,14 +145,14 @@ gen_inputs() { # prog
   local p="$1" d="$W/$1/data"
   mkdir -p "$d"
   case "$p" in
-    flex) for n in FULL:2400 SHORT:900 CG:500; do
+    flex) for n in FULL:14 SHORT:13 CG:12; do
         python3 - "$d/${n%%:*}.l" "${n#*:}" <<'PY'
 import random, sys
 random.seed(21)
-path, n = sys.argv[1], int(sys.argv[2])
+path, k = sys.argv[1], int(sys.argv[2])
 letters = "abcdefghijklmnopqrstuvwxyz_"
 words = set()
-while len(words) < n:
+while len(words) < 400:
     words.add("".join(random.choice(letters) for _ in range(random.randint(3, 14))))
 with open(path, "w") as f:
     f.write("%option noyywrap nounput noinput\n%{\nint tok;\n%}\n")
@@ -155,13 +160,15 @@ with open(path, "w") as f:
     for i, w in enumerate(sorted(words)):
         f.write('"%s" { return %d; }\n' % (w, i + 1))
         if i % 40 == 0:
-            f.write('"%s"{D}+"."{L}* { return %d; }\n' % (w, n + i + 1))
+            f.write('"%s"{D}+"."{L}* { return %d; }\n' % (w, 1000 + i))
+    # DFA blow-up: an 'a' (a 'b') k (k-3) places before the end needs 2^k states.
+    f.write('[ab]*a[ab]{%d} { return -7; }\n[bc]*b[a-c]{%d}c { return -8; }\n' % (k, k - 3))
     f.write('0[xX]{H}+ { return -2; }\n{D}+{E}? { return -3; }\n{D}*"."{D}+({E})? { return -4; }\n')
     f.write('{L}({L}|{D})* { return -1; }\n\\"(\\\\.|[^\\\\"\\n])*\\" { return -5; }\n')
     f.write('"/*"([^*]|"*"+[^*/])*"*"+"/" { }\n[ \\t\\n]+ { }\n. { return -6; }\n%%\n')
 PY
       done ;;
-    grep) for n in FULL:40 SHORT:6 CG:2; do
+    grep) for n in FULL:40 SHORT:10 CG:2; do
         python3 - "$d/${n%%:*}.txt" "${n#*:}" <<'PY'
 import random, sys
 random.seed(21)
@@ -186,7 +193,7 @@ with open(path + ".words", "w") as f:
 PY
       done ;;
     bzip2|zstd|gzip)
-      local s; case "$p" in bzip2) s="FULL:20 SHORT:3 CG:1" ;; zstd) s="FULL:40 SHORT:8 CG:3" ;;
+      local s; case "$p" in bzip2) s="FULL:20 SHORT:3 CG:1" ;; zstd) s="FULL:20 SHORT:3 CG:1" ;;
         gzip) s="FULL:30 SHORT:6 CG:2" ;; esac
       for n in $s; do
         [ -f "$W/gen-${n#*:}.dat" ] || python3 - "$W/gen-${n#*:}.dat" "${n#*:}" <<'PY'
