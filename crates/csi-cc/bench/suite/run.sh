@@ -32,7 +32,9 @@
 # Usage: crates/csi-cc/bench/suite/run.sh [scratch-dir]
 # Environment: PROGRAMS (default "flex grep lua bzip2 zstd gzip"), CONFIGS (default
 #   "plain copy cc pt realistic bb fc fixed"), SHORT_RUNS (default 12), CALLGRIND=0 to skip
-#   instruction counts, BUILD=0 to reuse the builds, JOBS (make -j, default 2).
+#   instruction counts, BUILD=0 to reuse the builds, JOBS (make -j, default 2), TABLE_ONLY=1 to
+#   print the table of the results already in the scratch dir (<prog>/result.tsv, written per
+#   program, so a run with PROGRAMS=grep replaces grep's rows only), TABLE_PROGRAMS (its rows).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BENCH="$(cd "$HERE/.." && pwd)"
@@ -44,6 +46,7 @@ read -r -a CONFIGS <<<"${CONFIGS:-plain copy cc pt realistic bb fc fixed}"
 SHORT_RUNS="${SHORT_RUNS:-12}"
 CALLGRIND="${CALLGRIND:-1}"
 BUILD="${BUILD:-1}"
+TABLE_ONLY="${TABLE_ONLY:-0}"
 JOBS="${JOBS:-2}"
 mkdir -p "$W/src" && W="$(cd "$W" && pwd)"
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
@@ -226,7 +229,7 @@ wl() {
     flex) $RUN "$b" -t "$d/$s.l" >"$o.out" ;;
     grep) : >"$o.out"; set -f
       for pat in '-E [a-z]+ing\b' '-i error.*timeout' '-E ([0-9]{1,3}\.){3}[0-9]{1,3}' \
-        '-E [a-z]+@[a-z]+\.com' '-w -v the' '-E ^(ab|cd)+ [a-z]+ (ab|cd)+$'; do
+        '-E [a-z]+@[a-z]+\.com' '-w -v the' '-E ^(ab|cd)+\s[a-z]+\s(ab|cd)+$'; do
         # shellcheck disable=SC2086
         LC_ALL=C $RUN "$b" -c $pat "$d/$s.txt" >>"$o.out"
       done
@@ -244,6 +247,7 @@ roundtrip() { case "$1" in bzip2|zstd|gzip) cmp -s "$W/$1/data/$2.dat" "$3.dec" 
 
 # ---------------------------------------------------------------------------------------------
 declare -A OK INSTR CPU RSS FSIZE TSIZE NOTE
+[ "$TABLE_ONLY" = 1 ] && PROGRAMS=()
 for p in "${PROGRAMS[@]}"; do
   mkdir -p "$W/$p/runs"
   schema "$p" >"$W/$p.fixed.schema"
@@ -315,39 +319,58 @@ for p in "${PROGRAMS[@]}"; do
       wl "$p" "$W/$p/cg/$v/$(basename "$(bin_of "$p")")" CG "$W/$p/cg/$v/run" 2>"$W/$p/cg/$v/err" ||
         log "$p: $v callgrind run failed"
       RUN=""
-      INSTR[$p,$v]=$(cat "$W/$p/cg/$v"/callgrind.* | awk '/^summary:/ {s += $2} END {print s + 0}')
+      INSTR[$p,$v]=$(cat "$W/$p/cg/$v"/callgrind.* | awk '/^summary:/ {s += $2} END {printf "%.0f\n", s}')
       rm -f "$W/$p/cg/$v/run.dec"
       log "$p: $v ${INSTR[$p,$v]} instructions"
     done
   fi
+  # Per-program results, so that a later run of some programs (PROGRAMS=...) updates their rows.
+  for v in "${CONFIGS[@]}"; do
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$v" "${OK[$p,$v]:-?}" "${INSTR[$p,$v]:--}" \
+      "${CPU[$p,$v]:--}" "${RSS[$p,$v]:--}" "${FSIZE[$p,$v]:--}" "${TSIZE[$p,$v]:--}"
+  done >"$W/$p/result.tsv"
+  date -u '+%Y-%m-%d %H:%M UTC' >"$W/$p/result.date"
 done
 
 # ---------------------------------------------------------------------------------------------
+# The table, from every program's result.tsv in the scratch dir (TABLE_PROGRAMS).
+read -r -a TABLE_PROGRAMS <<<"${TABLE_PROGRAMS:-flex grep lua bzip2 zstd gzip}"
+for p in "${TABLE_PROGRAMS[@]}"; do
+  [ -f "$W/$p/result.tsv" ] || continue
+  while IFS=$'\t' read -r v st i c r f t; do
+    OK[$p,$v]=$st
+    for x in INSTR:$i CPU:$c RSS:$r FSIZE:$f TSIZE:$t; do
+      val=${x#*:}; [ "$val" = - ] && val=""; declare "${x%%:*}[$p,$v]=$val"
+    done
+  done <"$W/$p/result.tsv"
+done
 ratio() { if [ -z "$1" ] || [ -z "$2" ] || [ "$2" = 0 ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; fi; }
 {
 echo "ratios to plain (clang-19 -g, the project's own -O level); instr: callgrind, summed over"
 echo "the workload's processes; cpu: mean of the fastest quarter of $SHORT_RUNS interleaved rounds"
 echo "(user+sys) — the machine may be shared, read it against the copy row; rss: max RSS of the"
 echo "full run; size: file size / .text size"
-printf '%-6s %-10s %-8s %8s %8s %8s %8s %8s  %s\n' prog config instr cpu rss file .text "plain-abs" status
-for p in "${PROGRAMS[@]}"; do
+printf '%-6s %-10s %-8s %8s %8s %8s %8s  %s\n' prog config instr cpu rss file .text status
+for p in "${TABLE_PROGRAMS[@]}"; do
+  [ -f "$W/$p/result.tsv" ] || { echo "$p: no results"; continue; }
   for v in "${CONFIGS[@]}"; do
     ir=$(ratio "${INSTR[$p,$v]:-}" "${INSTR[$p,plain]:-}"); cr=$(ratio "${CPU[$p,$v]:-}" "${CPU[$p,plain]:-}")
     rr=$(ratio "${RSS[$p,$v]:-}" "${RSS[$p,plain]:-}"); fr=$(ratio "${FSIZE[$p,$v]:-}" "${FSIZE[$p,plain]:-}")
     tr=$(ratio "${TSIZE[$p,$v]:-}" "${TSIZE[$p,plain]:-}")
     [ "$v" = copy ] && ir=-
-    abs=""; [ "$v" = plain ] && abs="${INSTR[$p,plain]:-?} instr, ${CPU[$p,plain]:-?} s/round, ${RSS[$p,plain]:-?} KiB, .text ${TSIZE[$p,plain]:-?}"
+    abs=""; [ "$v" = plain ] && abs="($(cat "$W/$p/result.date"): ${INSTR[$p,plain]:-?} instr, ${CPU[$p,plain]:-?} s/round, ${RSS[$p,plain]:-?} KiB, .text ${TSIZE[$p,plain]:-?} B)"
     printf '%-6s %-10s %-8s %8s %8s %8s %8s  %s %s\n' "$p" "$v" "$ir" "$cr" "$rr" "$fr" "$tr" "${OK[$p,$v]:-?}" "$abs"
     echo "$p $v $ir $cr $rr $fr $tr" >>"$W/ratios.tmp"
   done
 done
 echo
-echo "geometric means over the programs with both builds (n = programs counted)"
+echo "geometric means (and the largest ratio) over the programs with both builds (n = programs)"
 printf '%-10s %8s %8s %8s %8s %8s\n' config instr cpu rss file .text
 for v in "${CONFIGS[@]}"; do
   awk -v v="$v" '$2 == v {for (i = 3; i <= 7; i++) if ($i != "-") {s[i] += log($i); n[i]++}}
     END {printf "%-10s", v; for (i = 3; i <= 7; i++) printf " %8s", n[i] ? sprintf("%.3f", exp(s[i] / n[i])) : "-";
          printf "   (n=%d)\n", n[3]}' "$W/ratios.tmp"
+  sort -k3,3gr "$W/ratios.tmp" | awk -v v="$v" '$2 == v && $3 != "-" {printf "%-10s %8s  max instr: %s\n", "", $3, $1; exit}' 
 done
 echo
 echo "The dissertation (Ohmann 2017), clang -O3, for comparison (time overheads, its test suites):"
@@ -360,4 +383,16 @@ echo "    (its PT set is fixed's, plus the replica switch)         -> compare: f
 echo "  ch. 2 (Fig. 2.6, unoptimized): \"The maximum overhead for call-site coverage among our test"
 echo "    subjects was 2.0% (for gcc)\"                             -> compare: cc"
 } | tee "$W/table.txt"
+# Where the extra instructions go: the largest instruction ratio overall and of `fixed`
+# (callgrind profiles of the program's own code, mapped to source lines; where.py).
+{
+  for pick in "$(awk '$3 != "-" && $2 != "plain"' "$W/ratios.tmp" | sort -k3,3gr | head -1)" \
+    "$(awk '$3 != "-" && $2 == "fixed"' "$W/ratios.tmp" | sort -k3,3gr | head -1)"; do
+    read -r p v ir _ <<<"$pick"; [ -n "${p:-}" ] || continue
+    [ -d "$W/$p/cg/$v" ] || continue
+    echo; echo "== $p $v (instructions ×$ir): where.py"
+    python3 "$HERE/where.py" "$W/$p/plain/$(bin_of "$p")" "$W/$p/cg/plain" "$W/$p/$v/$(bin_of "$p")" \
+      "$W/$p/cg/$v" 12 "$W/$p/plain" "$W/$p/$v"
+  done
+} | tee "$W/where.txt"
 rm -f "$W/ratios.tmp"
