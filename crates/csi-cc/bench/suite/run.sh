@@ -63,10 +63,11 @@ schema() {
     # flex_main -> readin -> yyparse -> yylex.
     flex) printf '%s;{CC,PT}\n' main flex_main readin yyparse yylex ntod epsclosure symfollowset \
       sympartition snstods mkentry ;;
-    # grep: main -> grepbuf -> EGexecute -> dfaexec_sb / kwsexec -> bmexec (-E/-i), Fexecute ->
-    # acexec (-F -f), fillbuf (-v -w) (grep_command_line_arg, grepdesc, grep: inlined into main).
-    grep) printf '%s;{CC,PT}\n' main grepbuf fillbuf EGexecute Fexecute dfaexec_sb kwsexec bmexec \
-      acexec ;;
+    # grep: main -> grepbuf -> EGexecute -> dfaexec_sb -> dfaexec_main (a tail call: a stop inside
+    # the DFA loop shows dfaexec_main where dfaexec_sb was) / kwsexec -> bmexec (-E/-i), Fexecute
+    # -> acexec (-F -f), fillbuf (-v -w) (grep_command_line_arg, grepdesc, grep: inlined into main).
+    grep) printf '%s;{CC,PT}\n' main grepbuf fillbuf EGexecute Fexecute dfaexec_sb dfaexec_main \
+      kwsexec bmexec acexec ;;
     # lua: as crates/csi-cc/bench/lua-check.sh (lua.c -> API -> VM -> tables).
     lua) printf '%s;{CC,PT}\n' main pmain docall lua_pcallk lua_getfield luaD_call \
       luaD_callnoyield luaD_precall luaV_execute luaV_finishget luaH_get luaH_getint \

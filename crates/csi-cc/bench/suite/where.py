@@ -66,7 +66,7 @@ def symbolize(binary, addrs, root):
     addrs = sorted(addrs)
     if not addrs:
         return {}
-    r = subprocess.run(["addr2line", "-f", "-C", "-e", binary] + [hex(a) for a in addrs],
+    r = subprocess.run(["addr2line", "-f", "-C", "-e", binary], input="\n".join(map(hex, addrs)),
                        capture_output=True, text=True, check=True).stdout.splitlines()
     res = {}
     for i, a in enumerate(addrs):
