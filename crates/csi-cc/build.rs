@@ -26,7 +26,15 @@ fn compile_runtime() {
     println!("cargo:rerun-if-changed=runtime/coverage_out.c");
     println!("cargo:rerun-if-env-changed=CSI_CLANG");
     let status = std::process::Command::new(&clang)
-        .args(["-c", "-emit-llvm", "-O2", "-fPIC", "-fno-stack-protector", "-Wall", "-Werror"])
+        .args([
+            "-c",
+            "-emit-llvm",
+            "-O2",
+            "-fPIC",
+            "-fno-stack-protector",
+            "-Wall",
+            "-Werror",
+        ])
         .arg("runtime/coverage_out.c")
         .arg("-o")
         .arg(out.join("coverage_out.bc"))
