@@ -1,0 +1,357 @@
+//! Ball–Larus path tracing: the path numbering of a function (`csi_model::ballarus`), and the
+//! code that keeps a frame's running path sum and its ring buffer of completed paths.
+
+use super::*;
+
+/// Where instrumentation for a CFG edge goes.
+pub(super) enum Place {
+    EndOf(u32),
+    StartOf(u32),
+    Split(u32, u32),
+}
+
+/// The `!prof` branch weights of a block's terminator (`branch_weights`, one per successor, as
+/// clang attaches for `__builtin_expect` and LLVM's heuristics keep); empty when absent.
+pub(super) unsafe fn branch_weights(c: &Ctx, bb: LLVMBasicBlockRef) -> Vec<f64> {
+    let term = LLVMGetBasicBlockTerminator(bb);
+    if term.is_null() {
+        return Vec::new();
+    }
+    let kind = LLVMGetMDKindIDInContext(c.ctx, c"prof".as_ptr(), 4);
+    let md = LLVMGetMetadata(term, kind);
+    if md.is_null() {
+        return Vec::new();
+    }
+    let n = LLVMGetMDNodeNumOperands(md) as usize;
+    let mut ops = vec![ptr::null_mut(); n];
+    LLVMGetMDNodeOperands(md, ops.as_mut_ptr());
+    let mut len = 0u32;
+    let tag = if n > 0 && !ops[0].is_null() {
+        LLVMGetMDString(ops[0], &mut len)
+    } else {
+        ptr::null()
+    };
+    if tag.is_null()
+        || std::slice::from_raw_parts(tag as *const u8, len as usize) != b"branch_weights"
+    {
+        return Vec::new();
+    }
+    let mut w = Vec::new();
+    for &op in &ops[1..] {
+        if op.is_null() {
+            return Vec::new();
+        }
+        if !LLVMIsAConstantInt(op).is_null() {
+            w.push(LLVMConstIntGetZExtValue(op) as f64);
+        } else if LLVMGetMDString(op, &mut len).is_null() {
+            return Vec::new(); // neither a weight nor a tag such as "expected"
+        }
+    }
+    if w.len() != LLVMGetNumSuccessors(term) as usize {
+        return Vec::new();
+    }
+    w
+}
+
+/// A frame's `__PT_counter_idx`: the volatile local a core dump shows (the second half of the
+/// `__PT_state` pair), and in optimized builds a plain alloca mirroring it for `mem2reg` to
+/// promote (see `instrument_paths`).
+#[derive(Clone, Copy)]
+pub(super) struct RingIndex {
+    pair: LLVMValueRef,
+    pair_ty: LLVMTypeRef,
+    shadow: Option<LLVMValueRef>,
+}
+
+impl RingIndex {
+    /// The index's address, computed where it is used: -O0's instruction selection folds a
+    /// same-block constant offset into the store, where a shared address would live in a
+    /// register spilled to the stack at entry (one more stack store per call).
+    unsafe fn real(&self, c: &Ctx) -> LLVMValueRef {
+        c.gep(self.pair_ty, self.pair, LLVMConstInt(c.i64t, 1, 0))
+    }
+
+    unsafe fn get(&self, c: &Ctx) -> LLVMValueRef {
+        match self.shadow {
+            Some(a) => LLVMBuildLoad2(c.builder, c.i64t, a, c"".as_ptr()),
+            None => c.vload(c.i64t, self.real(c)),
+        }
+    }
+
+    unsafe fn set(&self, c: &Ctx, v: LLVMValueRef) {
+        if let Some(a) = self.shadow {
+            LLVMBuildStore(c.builder, v, a);
+        }
+        c.vstore(v, self.real(c));
+    }
+}
+
+/// Promotes the shadow allocas of [`RingIndex`] to SSA values. Optimized builds only (the only
+/// ones with shadows): by then clang's pipeline has promoted everything promotable, so
+/// `mem2reg` finds only ours.
+pub(crate) unsafe fn promote_shadows(m: LLVMModuleRef) -> Result<(), String> {
+    use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMGetErrorMessage};
+    use llvm_sys::transforms::pass_builder::{
+        LLVMCreatePassBuilderOptions, LLVMDisposePassBuilderOptions, LLVMRunPasses,
+    };
+    let o = LLVMCreatePassBuilderOptions();
+    let err = LLVMRunPasses(m, c"function(mem2reg)".as_ptr(), ptr::null_mut(), o);
+    LLVMDisposePassBuilderOptions(o);
+    if err.is_null() {
+        return Ok(());
+    }
+    let msg = LLVMGetErrorMessage(err);
+    let text = CStr::from_ptr(msg).to_string_lossy().into_owned();
+    LLVMDisposeErrorMessage(msg);
+    Err(format!("mem2reg: {text}"))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn instrument_paths(
+    c: &Ctx,
+    f: LLVMValueRef,
+    sp: LLVMMetadataRef,
+    bbs: &[LLVMBasicBlockRef],
+    info: &[BlockInfo],
+    nb: &Numbering,
+    n: u32,
+    shadowed: bool,
+) -> Result<bool, &'static str> {
+    let n = n.max(1) as u64;
+    let arr_ty = LLVMArrayType2(c.i64t, n);
+    let i64d = c.basic_type("long", 64, 0x05);
+    let vol = |t| LLVMDIBuilderCreateQualifiedType(c.dib, 0x35, t);
+    // A live frame's ring buffer only ever holds paths completed on back edges: the path
+    // completed at a function exit would be stored right before `ret`, into a frame that
+    // is gone one instruction later, so no exit store is made (csi-cc v1.4.0 makes one;
+    // readers never see it in a live frame either). A function without back edges therefore
+    // has an always-empty buffer and gets no `__PT_counter_arr` / `__PT_counter_idx` at all,
+    // only `__PT_current_path` (readers know this from the path graph: no back edge).
+    let looping = !nb.back_edges.is_empty();
+    // With a ring buffer, the running sum and the index share one 16-byte alloca (sum first),
+    // so that one vector store sets both at entry: each stack store per call costs
+    // measurably in programs of many small calls (README, "Against the ≤ 2 % target").
+    let pair_ty = LLVMArrayType2(c.i64t, 2);
+    let (cur, ring) = if looping {
+        let arr_di = c.volatile_array(i64d, 64, n);
+        let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
+        let pair = c.local_parts(
+            f,
+            sp,
+            pair_ty,
+            16,
+            "__PT_state",
+            &[
+                ("__PT_current_path", vol(i64d), 0),
+                ("__PT_counter_idx", vol(i64d), 8),
+            ],
+        );
+        (pair, Some(arr))
+    } else {
+        (
+            c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d)),
+            None,
+        )
+    };
+    // In optimized builds the ring index is also kept in a plain alloca that `mem2reg` turns
+    // into an SSA value (see `promote_shadows`): every change is still a volatile store to
+    // `__PT_counter_idx`, so memory always holds the current state, but nothing reads it
+    // back, which takes the store → load → increment → store chain through memory (about 8
+    // cycles, carried from one loop iteration to the next) off every loop's critical path.
+    // Measured on Lua (`heavy.lua`, fastest quarter of rounds), `fixed` against plain: 1.068 →
+    // 1.052 and 1.073 → 1.069 in two sets. Shadowing the running sum as well was slower (1.058):
+    // its chain restarts on every back edge anyway, and an increment becomes an add plus a
+    // store instead of one read-modify-write. Not with `setjmp`: a second return would resume
+    // with the registers of the first.
+    let ring = ring.map(|arr| {
+        let shadow = shadowed.then(|| {
+            c.position_before(LLVMGetFirstInstruction(bbs[0]));
+            LLVMBuildAlloca(c.builder, c.i64t, c"csi.shadow".as_ptr())
+        });
+        (
+            arr,
+            RingIndex {
+                pair: cur,
+                pair_ty,
+                shadow,
+            },
+        )
+    });
+    // Predecessor counts (distinct blocks) on the unmodified CFG.
+    let mut preds = vec![BTreeSet::new(); bbs.len()];
+    for (u, b) in info.iter().enumerate() {
+        for &s in &b.succs {
+            preds[s as usize].insert(u as u32);
+        }
+    }
+    let nsucc = |u: u32| info[u as usize].succs.iter().collect::<BTreeSet<_>>().len();
+    // The increment of the entry block's only out-edge is folded into the initial value:
+    // the entry block has no predecessors, and readers do not use the sum of a frame that is
+    // still in it (its value there is not the partial path's sum, by design).
+    let entry_inc: i64 = if nsucc(0) == 1 {
+        nb.increments
+            .iter()
+            .filter(|(&(u, _), _)| u == 0)
+            .map(|(_, &i)| i)
+            .sum()
+    } else {
+        0
+    };
+    // Initialise after the allocas (and the index's address).
+    match ring {
+        Some((arr, idx)) => {
+            c.position_before(after_allocas(bbs[0]));
+            let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
+            c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
+            let mut init = [
+                LLVMConstInt(c.i64t, entry_inc as u64, 1),
+                LLVMConstInt(c.i64t, 0, 0),
+            ];
+            let pair = LLVMConstVector(init.as_mut_ptr(), 2);
+            c.vstore(pair, cur);
+            if let Some(a) = idx.shadow {
+                LLVMBuildStore(c.builder, LLVMConstInt(c.i64t, 0, 0), a);
+            }
+        }
+        None => {
+            c.position_before(after_allocas(bbs[0]));
+            c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
+        }
+    }
+
+    let place = |u: u32, v: u32| -> Place {
+        if nsucc(u) == 1 {
+            Place::EndOf(u)
+        } else if preds[v as usize].len() == 1 {
+            Place::StartOf(v)
+        } else {
+            Place::Split(u, v)
+        }
+    };
+    // Emits "store the completed path (+inc) and advance the index" (back edges only).
+    let store_path = |inc: i64| {
+        let (arr, idx) = ring.expect("a function with back edges has a ring buffer");
+        let s = c.vload(c.i64t, cur);
+        let s = if inc != 0 {
+            LLVMBuildAdd(
+                c.builder,
+                s,
+                LLVMConstInt(c.i64t, inc as u64, 1),
+                c"".as_ptr(),
+            )
+        } else {
+            s
+        };
+        let i = idx.get(c);
+        let p = c.gep(arr_ty, arr, i);
+        c.vstore(s, p);
+        let i1 = LLVMBuildAdd(c.builder, i, LLVMConstInt(c.i64t, 1, 0), c"".as_ptr());
+        let wrap = LLVMBuildICmp(
+            c.builder,
+            LLVMIntPredicate::LLVMIntEQ,
+            i1,
+            LLVMConstInt(c.i64t, n, 0),
+            c"".as_ptr(),
+        );
+        let next = LLVMBuildSelect(
+            c.builder,
+            wrap,
+            LLVMConstInt(c.i64t, 0, 0),
+            i1,
+            c"".as_ptr(),
+        );
+        idx.set(c, next);
+    };
+    let add = |inc: i64| {
+        let s = LLVMBuildAdd(
+            c.builder,
+            c.vload(c.i64t, cur),
+            LLVMConstInt(c.i64t, inc as u64, 1),
+            c"".as_ptr(),
+        );
+        c.vstore(s, cur);
+    };
+    // Edge actions: increments and back edges.
+    enum Act {
+        Inc(i64),
+        Back(i64, i64),
+        Store(i64),
+    }
+    let mut acts: Vec<(u32, u32, Act)> = Vec::new();
+    for (&(u, v), &inc) in &nb.increments {
+        if u == 0 && nsucc(0) == 1 {
+            continue; // folded into the initial value
+        }
+        acts.push((u, v, Act::Inc(inc)));
+    }
+    // Heads all of whose entering edges are back edges (targets of computed gotos) restart
+    // the path at their start, once; the edges then only store the completed path — before
+    // the terminator of an indirect branch, whose edges cannot be split.
+    let indirect = |u: u32| {
+        let t = LLVMGetBasicBlockTerminator(bbs[u as usize]);
+        !t.is_null() && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMIndirectBr
+    };
+    let restarts: BTreeMap<u32, i64> = nb
+        .back_edges
+        .iter()
+        .filter(|(&(_, h), _)| {
+            preds[h as usize]
+                .iter()
+                .all(|&p| nb.back_edges.contains_key(&(p, h)))
+        })
+        .map(|(&(_, h), &reinit)| (h, reinit))
+        .collect();
+    let mut stored_before_indirect: BTreeSet<u32> = BTreeSet::new();
+    for (&(u, h), &reinit) in &nb.back_edges {
+        let store = nb.back_edge_store_increment[&u];
+        if restarts.contains_key(&h) {
+            if indirect(u) {
+                if stored_before_indirect.insert(u) {
+                    acts.push((u, u, Act::Store(store)));
+                }
+            } else {
+                acts.push((u, h, Act::Store(store)));
+            }
+        } else if indirect(u) {
+            return Err("an indirect branch's target does not restart the path");
+        } else {
+            acts.push((u, h, Act::Back(store, reinit)));
+        }
+    }
+    // The restarts first: a store placed at the start of the same block goes before them.
+    for (&h, &reinit) in &restarts {
+        c.position_before(c.first_insertion(bbs[h as usize]));
+        c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
+    }
+    for (u, v, act) in acts {
+        let at = if u == v {
+            Place::EndOf(u) // the store before an indirect branch
+        } else {
+            place(u, v)
+        };
+        match at {
+            Place::EndOf(b) => c.position_before(LLVMGetBasicBlockTerminator(bbs[b as usize])),
+            Place::StartOf(b) => c.position_before(c.first_insertion(bbs[b as usize])),
+            Place::Split(a, b) => {
+                let term = LLVMGetBasicBlockTerminator(bbs[a as usize]);
+                let k = (0..LLVMGetNumSuccessors(term))
+                    .find(|&k| LLVMGetSuccessor(term, k) == bbs[b as usize])
+                    .ok_or("a path-tracing edge is missing")?;
+                let nbb = csi_split_critical_edge(term, k);
+                if nbb.is_null() {
+                    return Err("a critical edge could not be split");
+                }
+                c.position_before(LLVMGetBasicBlockTerminator(nbb));
+            }
+        }
+        match act {
+            Act::Inc(i) => add(i),
+            Act::Back(store_inc, reinit) => {
+                store_path(store_inc);
+                c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
+            }
+            Act::Store(store_inc) => store_path(store_inc),
+        }
+    }
+    Ok(ring.is_some_and(|(_, idx)| idx.shadow.is_some()))
+}
