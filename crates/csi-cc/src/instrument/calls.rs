@@ -391,3 +391,134 @@ pub(super) unsafe fn zeroing_points(
     }
     Ok(out)
 }
+
+/// Where a function's call-site coverage goes: which sites are probed and into which slot of
+/// the coverage arrays, how many slots the local array has, and where it is zeroed.
+pub(super) struct CcLayout {
+    /// The record's call-site nodes, in order (one per call site).
+    call_nodes: Vec<u32>,
+    /// Per call site: probed (`None`) or implied by two probed sites (see `cc_probe_placement`).
+    placement: Vec<Option<(usize, usize)>>,
+    /// Per call site: its probe's slot.
+    pub(super) slot: Vec<Option<u64>>,
+    /// Slots in the global array.
+    pub(super) n_probes: u64,
+    /// Slots in the local array (the first ones).
+    pub(super) n_local: u64,
+    /// The local array is replaced by the frame's path (`cc_local_by_path`).
+    local_by_path: bool,
+    /// Every site probed (see `cc_probe_placement`).
+    keep_all: bool,
+    pub(super) zeroing: Zeroing,
+}
+
+impl CcLayout {
+    /// Places the probes of the `n_calls` call sites of `cfg` (see `cc_probe_placement`) and
+    /// numbers their slots.
+    pub(super) unsafe fn new(
+        cfg: &CfgFunction,
+        n_calls: usize,
+        bbs: &[LLVMBasicBlockRef],
+        facts: &BlockFacts,
+        numbering: Option<&Numbering>,
+        cc_all_probes: bool,
+    ) -> CcLayout {
+        let call_nodes: Vec<u32> = cfg
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeKind::CallSite)
+            .map(|(i, _)| i as u32)
+            .collect();
+        // Probe placement: which call sites store coverage, and each probe's array slot.
+        let call_blocks: Vec<u32> = call_nodes
+            .iter()
+            .map(|&n| cfg.nodes[n as usize].block.unwrap_or(u32::MAX))
+            .collect();
+        let keep_all = cc_all_probes || has_returns_twice_call(bbs);
+        let placement = cc_probe_placement(&call_blocks, keep_all);
+        // Probes whose local bit a live frame's position decides store only into the global
+        // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
+        // frame is stopped after it in X, or in a block that X dominates; it did not if the
+        // frame is before it in X or in a block X cannot reach. When X is on no cycle and
+        // dominates every block it reaches (except quiet blocks — no call, nothing that can
+        // fault — where only a signal stops a frame and the reader says "unknown"), one of
+        // the two holds wherever a call or a crash stops a frame — the entry block, branches
+        // that end in their own `return`, code after the last merge are the common cases. Those probes get the last slots, beyond the local array's length
+        // (`cc_local_len`), so a reader that does not know this sees no local bit for them
+        // (unknown, sound). Not with `setjmp`-like calls (a block can be resumed mid-way) or
+        // `--csi-cc-probes=all`.
+        let by_position = if keep_all {
+            vec![false; bbs.len()]
+        } else {
+            facts.position_decided()
+        };
+        let global_only = |k: usize| by_position[call_blocks[k] as usize];
+        let mut slot: Vec<Option<u64>> = vec![None; n_calls];
+        let mut n_probes = 0u64;
+        for pass in [false, true] {
+            for (k, p) in placement.iter().enumerate() {
+                if p.is_none() && global_only(k) == pass {
+                    slot[k] = Some(n_probes);
+                    n_probes += 1;
+                }
+            }
+        }
+        // A path-traced function without back edges needs no local array at all: a live
+        // frame's running sum decodes to its whole path from the entry (Theorem 2.1), which
+        // says which of its call sites ran (`cc_local_by_path`).
+        let local_by_path = !keep_all && numbering.is_some_and(|nb| nb.back_edges.is_empty());
+        let n_local = if local_by_path {
+            0
+        } else {
+            (0..n_calls)
+                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .count() as u64
+        };
+        // Where the local array is zeroed (see `BlockFacts::zeroing_block`); at entry when
+        // every probe is kept (a `setjmp` resumption can re-enter a block mid-way).
+        let zeroing = if keep_all || n_local == 0 {
+            Zeroing::AtStart(0)
+        } else {
+            let local_blocks: Vec<usize> = (0..n_calls)
+                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .map(|k| call_blocks[k] as usize)
+                .collect();
+            facts.zeroing_block(&local_blocks)
+        };
+        CcLayout {
+            call_nodes,
+            placement,
+            slot,
+            n_probes,
+            n_local,
+            local_by_path,
+            keep_all,
+            zeroing,
+        }
+    }
+
+    /// Writes the layout into the record: the local array's length and zeroing block, and
+    /// each call-site node's label (`CC<slot>`), or the probes that imply its coverage.
+    pub(super) fn label(&self, cfg: &mut CfgFunction) -> Result<(), &'static str> {
+        let (n_local, n_probes) = (self.n_local, self.n_probes);
+        cfg.cc_local_len = (n_local < n_probes).then_some(n_local);
+        cfg.cc_local_zeroed_in =
+            (n_local > 0 && !self.keep_all).then_some(self.zeroing.block() as u32);
+        cfg.cc_local_by_path = self.local_by_path;
+        let slot = &self.slot;
+        for (k, &n) in self.call_nodes.iter().enumerate() {
+            match (slot[k], self.placement[k]) {
+                (Some(j), _) => cfg.nodes[n as usize].labels.push(format!("CC{j}")),
+                (None, Some((a, b))) => {
+                    cfg.nodes[n as usize].implied = Some(CfgImplied {
+                        first: format!("CC{}", slot[a].expect("probed")),
+                        last: format!("CC{}", slot[b].expect("probed")),
+                    })
+                }
+                (None, None) => return Err("a call site neither probed nor implied"),
+            }
+        }
+        Ok(())
+    }
+}

@@ -21,11 +21,13 @@ use std::ffi::{CStr, CString};
 use std::ptr;
 
 mod calls;
+mod coverage;
 mod paths;
 mod records;
 mod sections;
 
 use calls::*;
+use coverage::*;
 use paths::*;
 use records::*;
 use sections::*;
@@ -598,18 +600,53 @@ unsafe fn link_coverage_runtime(ctx: LLVMContextRef, module: LLVMModuleRef) -> R
     }
 }
 
+/// Instruments every defined function of the module (see `Unit::function`), then appends the
+/// metadata sections: the functions' records by section group, and the module record.
 unsafe fn instrument_module(
     c: &Ctx,
     opts: &Options,
     skip: &BTreeMap<String, String>,
 ) -> Result<Report, Unsupported> {
-    let mut report = Report {
-        pt_skipped: Vec::new(),
-        uninstrumented: Vec::new(),
-        shadows: false,
+    let funcs = defined_functions(c.module);
+    let address_taken = address_taken_functions(c.module, opts);
+    let module_record = module_record(c.module, opts, &address_taken);
+    let mut unit = Unit {
+        c,
+        opts,
+        skip,
+        unit_mash: mash(&opts.source),
+        address_taken,
+        candidates_of_type: HashMap::new(),
+        pt_base: 0,
+        report: Report {
+            pt_skipped: Vec::new(),
+            uninstrumented: Vec::new(),
+            shadows: false,
+        },
     };
+    // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
+    // the functions whose records it holds (see `comdat_of`).
+    let mut groups: BTreeMap<Option<String>, [String; 5]> = BTreeMap::new();
+    for f in funcs {
+        let name = value_name(f);
+        if name.starts_with("__csi") {
+            continue;
+        }
+        let (group, records) = unit.function(f, name)?;
+        let texts = groups.entry(group).or_default();
+        for (k, t) in records.into_iter().enumerate() {
+            texts[k].push_str(&t);
+        }
+    }
+    append_sections(c.module, groups, &module_record);
+    Ok(unit.report)
+}
+
+/// The functions the module defines (not declarations, not `available_externally` copies of
+/// other units' code), in module order: the ones to instrument.
+unsafe fn defined_functions(module: LLVMModuleRef) -> Vec<LLVMValueRef> {
     let mut funcs = Vec::new();
-    let mut f = LLVMGetFirstFunction(c.module);
+    let mut f = LLVMGetFirstFunction(module);
     while !f.is_null() {
         if LLVMIsDeclaration(f) == 0
             && LLVMGetLinkage(f) != LLVMLinkage::LLVMAvailableExternallyLinkage
@@ -618,83 +655,39 @@ unsafe fn instrument_module(
         }
         f = LLVMGetNextFunction(f);
     }
-    // Address-taken functions (any use other than being called) for indirect-call candidates.
-    let mut address_taken: Vec<(LLVMValueRef, String)> = Vec::new();
-    let mut g = LLVMGetFirstFunction(c.module);
-    while !g.is_null() {
-        let mut u = LLVMGetFirstUse(g);
-        let mut taken = false;
-        while !u.is_null() {
-            let user = LLVMGetUser(u);
-            let is_callee = is_call(user) && LLVMGetCalledValue(user) == g;
-            // Instrumented before optimization, an uninstrumented `available_externally`
-            // body (a library's inline function: `std::string::begin()`) is inlined into
-            // traced code with its calls, which no record shows: as for library code, its
-            // callees here may be called from anywhere.
-            let from_library_body = opts.optimized_after
-                && is_callee
-                && LLVMGetLinkage(LLVMGetBasicBlockParent(LLVMGetInstructionParent(user)))
-                    == LLVMLinkage::LLVMAvailableExternallyLinkage;
-            if !is_callee || from_library_body {
-                taken = true;
-                break;
-            }
-            u = LLVMGetNextUse(u);
-        }
-        if taken && LLVMGetIntrinsicID(g) == 0 {
-            address_taken.push((g, value_name(g)));
-        }
-        g = LLVMGetNextFunction(g);
-    }
-    // What library code may call back into (module record of .debug_CSI_CFG): functions the
-    // C runtime runs itself, and library functions whose address the unit takes.
-    let mut module_record = CfgModule {
-        csi_cfg: CFG_FORMAT_VERSION,
-        module: opts.source.clone(),
-        ..Default::default()
-    };
-    if let Some(before) = &opts.before_optimization {
-        module_record.calls_before_optimization = before.record();
-        module_record.address_taken_before_optimization = before.address_taken.clone();
-        module_record.code_before_optimization = before.code_record();
-    }
-    for (g, n) in &address_taken {
-        if LLVMIsDeclaration(*g) != 0 {
-            module_record.address_taken_externals.push(n.clone());
-        }
-    }
-    for list in ["llvm.global_ctors", "llvm.global_dtors"] {
-        let gv = LLVMGetNamedGlobal(c.module, cstr(list).as_ptr());
-        if gv.is_null() {
-            continue;
-        }
-        let init = LLVMGetInitializer(gv);
-        if init.is_null() {
-            continue;
-        }
-        for k in 0..LLVMGetNumOperands(init).max(0) as u32 {
-            let entry = LLVMGetOperand(init, k);
-            if entry.is_null() || LLVMGetNumOperands(entry) < 2 {
-                continue;
-            }
-            let f = LLVMGetOperand(entry, 1);
-            if !f.is_null() && !LLVMIsAFunction(f).is_null() {
-                module_record.init_fini.push(value_name(f));
-            }
-        }
-    }
-    let fmash = mash(&opts.source);
-    // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
-    // the functions whose records it holds (see `comdat_of`).
-    let mut groups: BTreeMap<Option<String>, [String; 5]> = BTreeMap::new();
-    // Address-taken functions by function type, for indirect calls.
-    let mut candidates_of_type: HashMap<LLVMTypeRef, Vec<String>> = HashMap::new();
-    let mut pt_base: u32 = 0;
-    for f in funcs {
-        let name = value_name(f);
-        if name.starts_with("__csi") {
-            continue;
-        }
+    funcs
+}
+
+/// One unit's instrumentation in progress: what every function's instrumentation reads from
+/// the module, and what it adds to the unit (path-tracing block ids, the report).
+struct Unit<'a> {
+    c: &'a Ctx,
+    opts: &'a Options,
+    /// Functions to leave uninstrumented, and why (see `instrument_file`).
+    skip: &'a BTreeMap<String, String>,
+    /// The unit's tag in coverage array names (`mash` of the source path).
+    unit_mash: String,
+    /// Address-taken functions (see `address_taken_functions`).
+    address_taken: Vec<(LLVMValueRef, String)>,
+    /// Address-taken functions by function type, for indirect calls.
+    candidates_of_type: HashMap<LLVMTypeRef, Vec<String>>,
+    /// Path-tracing block ids are unique in the unit: the next function's first.
+    pt_base: u32,
+    report: Report,
+}
+
+impl Unit<'_> {
+    /// Instruments one function by its scheme and returns its section group and its metadata
+    /// records (`.debug_PT`, `.debug_CC`, `.debug_BBC`, `.debug_FC`, `.debug_CSI_CFG`): the
+    /// CFG record is read off the unmodified function, then the probes are placed, the
+    /// coverage arrays created, and the code inserted — coverage stores, path tracing, the
+    /// zeroing of the local arrays, in that order.
+    unsafe fn function(
+        &mut self,
+        f: LLVMValueRef,
+        name: String,
+    ) -> Result<(Option<String>, [String; 5]), Unsupported> {
+        let (c, opts) = (self.c, self.opts);
         let comdat = comdat_of(f);
         // A COMDAT function instrumented before optimization is inlined into code of other
         // groups, which then updates its coverage globals: those and its records go into a
@@ -705,15 +698,13 @@ unsafe fn instrument_module(
             .filter(|_| opts.optimized_after)
             .map(|g| format!("__csi_odr.{g}"));
         let unit_tag = if odr_group.is_some() {
-            "odr"
+            "odr".to_string()
         } else {
-            fmash.as_str()
+            self.unit_mash.clone()
         };
-        let (mut pt_text, mut cc_text, mut bbc_text, mut fc_text) =
-            (String::new(), String::new(), String::new(), String::new());
         CURRENT.with(|c| *c.borrow_mut() = name.clone());
-        let unsupported = |why: &str| Err((name.clone(), why.to_string()));
-        let skipped = skip.get(&name);
+        let unsupported = |why: &str| (name.clone(), why.to_string());
+        let skipped = self.skip.get(&name);
         let sp = LLVMGetSubprogram(f);
         // Functions without debug info are the compiler's own (`__clang_call_terminate`): no
         // source line to report, and no DWARF for a debugger to read their coverage with.
@@ -735,572 +726,107 @@ unsafe fn instrument_module(
         };
         // Every unwind edge gets a landing pad of its own, where its instrumentation goes.
         if mech != Mechanisms::default() && csi_dedicate_landing_pads(f) == 0 {
-            return unsupported("funclet-based exception handling (catchswitch/cleanuppad)");
+            return Err(unsupported(
+                "funclet-based exception handling (catchswitch/cleanuppad)",
+            ));
         }
         let fn_file = scope_file_path(sp);
         let bbs = blocks(f);
-        let index: HashMap<LLVMBasicBlockRef, u32> = bbs
-            .iter()
-            .enumerate()
-            .map(|(i, &b)| (b, i as u32))
-            .collect();
-        // ---- Facts about the unmodified function -------------------------------------------
-        let mut info = Vec::with_capacity(bbs.len());
-        let mut has_callbr = false;
-        let mut indirectbr_blocks: Vec<u32> = Vec::new();
-        let mut calls: Vec<(LLVMValueRef, u32, String, Option<String>)> = Vec::new(); // inst, line, name, callee
-        let mut cfg = CfgFunction {
-            csi_cfg: CFG_FORMAT_VERSION,
-            address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
-            optimized: opts.optimized,
-            optimized_after: opts.optimized_after,
-            inlined: Vec::new(),
-            optimized_away_calls: opts
-                .before_optimization
-                .as_ref()
-                .map(|b| b.removed_calls(&name, &crate::callgraph::call_counts(f)))
-                .unwrap_or_default(),
-            unit: Some(opts.source.clone()),
-            name: name.clone(),
-            linkage_name: Some(name.clone()),
-            file: if fn_file.is_empty() {
-                None
-            } else {
-                Some(fn_file.clone())
-            },
-            is_static: matches!(
-                LLVMGetLinkage(f),
-                LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
-            ),
-            path_traced: false,
-            pt_skipped: skipped,
-            params: None,
-            escaped: None,
-            cc: None,
-            cc_local_len: None,
-            cc_local_zeroed_in: None,
-            cc_local_by_path: false,
-            bbc: None,
-            fc: None,
-            nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],
-            edges: Vec::new(),
-            pt: None,
-        };
-        let mut block_first_node = Vec::with_capacity(bbs.len());
-        // An exception can leave this function (C functions are all `nounwind`).
-        let unwinds = !is_nounwind(f);
-        let mut block_last_node = Vec::with_capacity(bbs.len());
-        // Which node holds each instruction (for the def/use sets).
-        let mut node_of: HashMap<LLVMValueRef, u32> = HashMap::new();
-        let mut node_insts: Vec<LLVMValueRef> = Vec::new();
-        let mut scopes = InlinedScopes::default();
-        for (bi, &bb) in bbs.iter().enumerate() {
-            let term = LLVMGetBasicBlockTerminator(bb);
-            let mut succs = Vec::new();
-            if !term.is_null() {
-                match LLVMGetInstructionOpcode(term) {
-                    LLVMOpcode::LLVMIndirectBr => indirectbr_blocks.push(bi as u32),
-                    LLVMOpcode::LLVMCallBr => has_callbr = true,
-                    _ => {}
-                }
-                for s in 0..LLVMGetNumSuccessors(term) {
-                    succs.push(index[&LLVMGetSuccessor(term, s)]);
-                }
-            }
-            let is_ret = !term.is_null() && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMRet;
-            let mut lines = Vec::new();
-            let mut node = CfgNode::new(NodeKind::Expression);
-            node.block = Some(bi as u32);
-            // Source positions of the node's instructions, with their files and scopes.
-            let mut pending: Vec<PendingPosition> = Vec::new();
-            block_first_node.push(cfg.nodes.len() as u32);
-            let insts = instructions(bb);
-            // A landing pad's bookkeeping (the landingpad, saving the exception and selector)
-            // carries the position where the scope ends (its `}`), which no statement of the
-            // pad executes: not a position of the pad's node.
-            let pad_loc = {
-                let first = first_non_phi(bb);
-                if !first.is_null() && LLVMGetInstructionOpcode(first) == LLVMOpcode::LLVMLandingPad
-                {
-                    LLVMInstructionGetDebugLoc(first)
-                } else {
-                    ptr::null_mut()
-                }
-            };
-            for (k, &i) in insts.iter().enumerate() {
-                let op = LLVMGetInstructionOpcode(i);
-                let uncond = op == LLVMOpcode::LLVMBr && LLVMIsConditional(i) == 0;
-
-                let bookkeeping = !pad_loc.is_null() && LLVMInstructionGetDebugLoc(i) == pad_loc;
-                // Every instruction's scope counts for `inlined`, kept position or not.
-                let scope = scopes.of(i, &name);
-                // An unconditional branch may be no machine instruction (a jump to the next
-                // block falls through: the `br` into a `while (1) {` loop) or a real jump:
-                // its position is weak — it cannot make its line "must" (see `CfgNode::weak`).
-                // The front end's IR (instrumented before optimization) has lifetime markers
-                // at every scope's end, on lines (a `}`) that may execute nothing at -O0.
-                let no_code = opts.optimized_after && intrinsic_without_code(i);
-                if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping && !no_code) {
-                    if !uncond {
-                        lines.push(l);
-                    }
-                    let anchoring = opts.optimized && csi_anchoring_call(i) != 0;
-                    pending.push((l, col, file, scope, uncond, anchoring));
-                }
-                // def/use sets are filled by `defuse::fill` once the nodes exist
-                node_insts.push(i);
-                if let Some(callee) = call_site(i) {
-                    let line = loc(i).map(|x| x.0).unwrap_or(0);
-                    let direct = if LLVMIsAFunction(callee).is_null() {
-                        None
-                    } else {
-                        Some(value_name(callee))
-                    };
-                    let call = match &direct {
-                        Some(n) => CfgCall {
-                            callee: Some(n.clone()),
-                            ..Default::default()
-                        },
-                        None => {
-                            let fty = LLVMGetCalledFunctionType(i);
-                            let candidates = candidates_of_type.entry(fty).or_insert_with(|| {
-                                address_taken
-                                    .iter()
-                                    .filter(|(g, _)| LLVMGlobalGetValueType(*g) == fty)
-                                    .map(|(_, n)| n.clone())
-                                    .collect()
-                            });
-                            // A virtual call in a test suite can have thousands of candidates;
-                            // listed at every call site they made one unit's metadata larger
-                            // than the assembler takes (yaml-cpp's gen_emitter_test). Past a
-                            // few, "any address-taken function" says the same, soundly.
-                            let many = candidates.len() > MAX_LISTED_CANDIDATES;
-                            CfgCall {
-                                callee: None,
-                                indirect: true,
-                                candidates: if many { Vec::new() } else { candidates.clone() },
-                                any_address_taken: many,
-                                ..Default::default()
-                            }
-                        }
-                    };
-                    node.call = Some(call);
-                    node.kind = NodeKind::CallSite;
-                    let anchor = loc(i).map(|x| x.2);
-                    settle_positions(&mut node, &mut pending, anchor, &fn_file);
-                    calls.push((i, line, String::new(), direct));
-                    let idx = cfg.nodes.len() as u32;
-                    for j in node_insts.drain(..) {
-                        node_of.insert(j, idx);
-                    }
-                    cfg.nodes.push(std::mem::replace(
-                        &mut node,
-                        CfgNode::new(NodeKind::Expression),
-                    ));
-                    node.block = Some(bi as u32);
-
-                    if k + 1 < insts.len() {
-                        cfg.edges.push([idx, idx + 1]);
-                    }
-                    // An exception the callee throws and this function does not catch leaves
-                    // it from the call: an exit (an invoke's landing pad is a block edge).
-                    if LLVMIsAInvokeInst(i).is_null() && unwinds && may_unwind(i) {
-                        cfg.edges.push([idx, 1]);
-                    }
-                    continue;
-                }
-            }
-            settle_positions(&mut node, &mut pending, None, &fn_file);
-            if node.positions.is_empty()
-                && node.call.is_none()
-                && cfg.nodes.len() as u32 > block_first_node[bi]
-            {
-                // The block ended right after a call: the call-site node is the last node.
-            } else {
-                cfg.nodes.push(node);
-            }
-            let last = cfg.nodes.len() as u32 - 1;
-            for j in node_insts.drain(..) {
-                node_of.insert(j, last);
-            }
-            block_last_node.push(cfg.nodes.len() as u32 - 1);
-            let is_resume =
-                !term.is_null() && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMResume;
-            if succs.is_empty() && (is_ret || is_resume) {
-                cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
-            }
-            info.push(BlockInfo { succs, lines });
-        }
-        cfg.inlined = std::mem::take(&mut scopes.names);
-        // A node added for a block that ended with a call may have a pending edge to a node
-        // that was never created; drop such edges.
-        let total = cfg.nodes.len() as u32;
-        cfg.edges.retain(|e| {
-            e[1] < total
-                && (e[0] + 1 != e[1]
-                    || cfg.nodes[e[1] as usize].block == cfg.nodes[e[0] as usize].block)
-        });
-        cfg.edges.push([0, block_first_node[0]]);
-        crate::defuse::fill(f, &node_of, &mut cfg);
-        for (bi, b) in info.iter().enumerate() {
-            for &s in &b.succs {
-                let e = [block_last_node[bi], block_first_node[s as usize]];
-                if !cfg.edges.contains(&e) {
-                    cfg.edges.push(e);
-                }
-            }
-        }
+        let mut rec = FunctionRecord::read(
+            f,
+            &name,
+            &fn_file,
+            &bbs,
+            skipped,
+            opts,
+            &self.address_taken,
+            &mut self.candidates_of_type,
+        );
         // ---- Path tracing -------------------------------------------------------------------
-        let succs: Vec<Vec<u32>> = info.iter().map(|b| b.succs.clone()).collect();
+        let succs: Vec<Vec<u32>> = rec.info.iter().map(|b| b.succs.clone()).collect();
         let mut numbering: Option<Numbering> = None;
         if mech.pt {
-            if has_callbr {
-                cfg.pt_skipped = Some("asm goto (callbr)".into());
-            } else {
-                let probs: Vec<Vec<f64>> = bbs.iter().map(|&b| branch_weights(c, b)).collect();
-                // Computed gotos: an indirect branch's edges cannot be split, so they carry
-                // no increment; every edge into one of its targets ends the path (stored
-                // before the branch, or on the edge) and the target restarts it, like a loop
-                // head (see `instrument_paths`).
-                let mut breaks = BTreeSet::new();
-                let targets: BTreeSet<u32> = indirectbr_blocks
-                    .iter()
-                    .flat_map(|&u| info[u as usize].succs.iter().copied())
-                    .collect();
-                for (u, b) in info.iter().enumerate() {
-                    for &t in &b.succs {
-                        if targets.contains(&t) {
-                            breaks.insert((u as u32, t));
-                        }
-                    }
-                }
-                match ballarus::number_with_breaks(0, &succs, &probs, &breaks) {
-                    Ok(nb) => numbering = Some(nb),
-                    Err(e) => cfg.pt_skipped = Some(e.to_string()),
-                }
-            }
-            if let Some(r) = &cfg.pt_skipped {
-                report.pt_skipped.push((name.clone(), r.clone()));
+            numbering = number_paths(c, &bbs, &succs, &mut rec);
+            if let Some(r) = &rec.cfg.pt_skipped {
+                self.report.pt_skipped.push((name.clone(), r.clone()));
             }
         }
         // Labels for CC / BBC on the nodes.
-        let call_nodes: Vec<u32> = cfg
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.kind == NodeKind::CallSite)
-            .map(|(i, _)| i as u32)
-            .collect();
-        // Probe placement: which call sites store coverage, and each probe's array slot.
-        let call_blocks: Vec<u32> = call_nodes
-            .iter()
-            .map(|&n| cfg.nodes[n as usize].block.unwrap_or(u32::MAX))
-            .collect();
-        let keep_all = opts.cc_all_probes || has_returns_twice_call(&bbs);
-        let placement = cc_probe_placement(&call_blocks, keep_all);
-        // Probes whose local bit a live frame's position decides store only into the global
-        // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
-        // frame is stopped after it in X, or in a block that X dominates; it did not if the
-        // frame is before it in X or in a block X cannot reach. When X is on no cycle and
-        // dominates every block it reaches (except quiet blocks — no call, nothing that can
-        // fault — where only a signal stops a frame and the reader says "unknown"), one of
-        // the two holds wherever a call or a crash stops a frame — the entry block, branches
-        // that end in their own `return`, code after the last merge are the common cases. Those probes get the last slots, beyond the local array's length
-        // (`cc_local_len`), so a reader that does not know this sees no local bit for them
-        // (unknown, sound). Not with `setjmp`-like calls (a block can be resumed mid-way) or
-        // `--csi-cc-probes=all`.
         let facts = BlockFacts::new(&succs, &bbs);
-        let by_position = if keep_all {
-            vec![false; bbs.len()]
-        } else {
-            facts.position_decided()
-        };
-        let global_only = |k: usize| by_position[call_blocks[k] as usize];
-        let mut slot: Vec<Option<u64>> = vec![None; calls.len()];
-        let mut n_probes = 0u64;
-        for pass in [false, true] {
-            for (k, p) in placement.iter().enumerate() {
-                if p.is_none() && global_only(k) == pass {
-                    slot[k] = Some(n_probes);
-                    n_probes += 1;
-                }
-            }
-        }
-        // A path-traced function without back edges needs no local array at all: a live
-        // frame's running sum decodes to its whole path from the entry (Theorem 2.1), which
-        // says which of its call sites ran (`cc_local_by_path`).
-        let local_by_path = !keep_all
-            && numbering
-                .as_ref()
-                .is_some_and(|nb| nb.back_edges.is_empty());
-        let n_local = if local_by_path {
-            0
-        } else {
-            (0..calls.len())
-                .filter(|&k| placement[k].is_none() && !global_only(k))
-                .count() as u64
-        };
-        // Where the local array is zeroed (see `BlockFacts::zeroing_block`); at entry when
-        // every probe is kept (a `setjmp` resumption can re-enter a block mid-way).
-        let zeroing = if keep_all || n_local == 0 {
-            Zeroing::AtStart(0)
-        } else {
-            let local_blocks: Vec<usize> = (0..calls.len())
-                .filter(|&k| placement[k].is_none() && !global_only(k))
-                .map(|k| call_blocks[k] as usize)
-                .collect();
-            facts.zeroing_block(&local_blocks)
-        };
-        if mech.cc && !calls.is_empty() {
-            cfg.cc_local_len = (n_local < n_probes).then_some(n_local);
-            cfg.cc_local_zeroed_in = (n_local > 0 && !keep_all).then_some(zeroing.block() as u32);
-            cfg.cc_local_by_path = local_by_path;
-            for (k, &n) in call_nodes.iter().enumerate() {
-                match (slot[k], placement[k]) {
-                    (Some(j), _) => cfg.nodes[n as usize].labels.push(format!("CC{j}")),
-                    (None, Some((a, b))) => {
-                        cfg.nodes[n as usize].implied = Some(CfgImplied {
-                            first: format!("CC{}", slot[a].expect("probed")),
-                            last: format!("CC{}", slot[b].expect("probed")),
-                        })
-                    }
-                    (None, None) => return unsupported("a call site neither probed nor implied"),
-                }
-            }
+        let layout = CcLayout::new(
+            &rec.cfg,
+            rec.calls.len(),
+            &bbs,
+            &facts,
+            numbering.as_ref(),
+            opts.cc_all_probes,
+        );
+        if mech.cc && !rec.calls.is_empty() {
+            layout.label(&mut rec.cfg).map_err(unsupported)?;
         }
         if mech.bbc {
-            for (bi, &n) in block_first_node.iter().enumerate() {
-                cfg.nodes[n as usize].labels.push(format!("BBC{bi}"));
+            for (bi, &n) in rec.block_first_node.iter().enumerate() {
+                rec.cfg.nodes[n as usize].labels.push(format!("BBC{bi}"));
             }
         }
-        let pt_id = |b: u32| pt_base + b;
+        let mut pt_text = String::new();
         if let Some(nb) = &numbering {
-            for (bi, &first) in block_first_node.iter().enumerate() {
-                for n in first..=block_last_node[bi] {
-                    cfg.nodes[n as usize].pt_block = Some(pt_id(bi as u32));
-                }
-            }
-            cfg.path_traced = true;
-            cfg.pt = Some(CfgPathTracing {
-                entry: pt_id(nb.graph.entry),
-                exit: pt_id(nb.graph.exit),
-                edges: nb
-                    .graph
-                    .edges
-                    .iter()
-                    .map(|e| ballarus::PathEdge {
-                        from: pt_id(e.from),
-                        to: pt_id(e.to),
-                        ..*e
-                    })
-                    .collect(),
-                num_paths: nb.num_paths,
-            });
-            // .debug_PT record.
-            let mut blocks_out = vec![PtBlock {
-                id: pt_id(nb.n),
-                kind: PtBlockKind::Exit,
-                items: Vec::new(),
-                null: false,
-            }];
-            for (bi, b) in info.iter().enumerate() {
-                if !nb.reachable[bi] {
-                    continue;
-                }
-                let mut items: Vec<PtItem> = b.lines.iter().map(|&l| PtItem::Line(l)).collect();
-                // Completed paths are stored on back edges only (see `instrument_paths`).
-                if nb.back_edge_store_increment.contains_key(&(bi as u32)) {
-                    items.push(PtItem::PathEnd);
-                }
-                blocks_out.push(PtBlock {
-                    id: pt_id(bi as u32),
-                    kind: if bi == 0 {
-                        PtBlockKind::Entry
-                    } else {
-                        PtBlockKind::Normal
-                    },
-                    null: items.is_empty(),
-                    items,
-                });
-            }
-            PtFunction {
-                name: name.clone(),
-                blocks: blocks_out,
-                edges: cfg.pt.as_ref().unwrap().edges.clone(),
-            }
-            .write(&mut pt_text);
-            pt_base += nb.n + 1;
+            pt_text = pt_record(&mut rec, nb, self.pt_base, &name);
+            self.pt_base += nb.n + 1;
         }
         // ---- Coverage globals / metadata ----------------------------------------------------
-        let n_calls = calls.len() as u64;
-        let cc_on = mech.cc && n_calls > 0;
-        let mut cc_vars = None;
-        if cc_on {
-            let gname = format!("__CC_arr_{unit_tag}_{name}");
-            let (g, gty) = c.global(&gname, n_probes, sp, f, odr_group.as_deref());
-            // The local array holds the slots below `n_local`; none at all when every
-            // probe is in the entry block (no zeroing then).
-            let local = (n_local > 0).then(|| {
-                let lty = LLVMArrayType2(c.i8t, n_local.div_ceil(8) * 8);
-                let b = c.basic_type("__csi_bool", 8, 0x02);
-                let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_local));
-                (a, lty)
-            });
-            cc_vars = Some((g, gty, local));
-            cfg.cc = Some(gname.clone());
-            CcFunction {
-                name: name.clone(),
-                global: gname,
-                // Unprobed sites are listed as uninstrumented (`-1`, `-2`, ...), as csi-cc
-                // v1.4.0 does; `.debug_CSI_CFG` says how their coverage is implied.
-                sites: {
-                    let mut unprobed = 0i64;
-                    calls
-                        .iter()
-                        .zip(&slot)
-                        .map(|((_, line, _, callee), s)| CcSite {
-                            index: match s {
-                                Some(j) => *j as i64,
-                                None => {
-                                    unprobed += 1;
-                                    -unprobed
-                                }
-                            },
-                            label: s.map(|j| format!("CC{j}")),
-                            line: *line,
-                            callee: callee.clone(),
-                        })
-                        .collect()
-                },
-            }
-            .write(&mut cc_text);
-        }
-        let mut bbc_vars = None;
-        if mech.bbc {
-            let n = bbs.len() as u64;
-            let gname = format!("__BBC_arr_{unit_tag}_{name}");
-            let (g, gty) = c.global(&gname, n, sp, f, odr_group.as_deref());
-            let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
-            let b = c.basic_type("__csi_bool", 8, 0x02);
-            let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
-            bbc_vars = Some((g, gty, a, lty));
-            cfg.bbc = Some(gname.clone());
-            BbcFunction {
-                name: name.clone(),
-                global: gname,
-                blocks: info
-                    .iter()
-                    .enumerate()
-                    .map(|(k, b)| BbcBlock {
-                        index: k as u32,
-                        label: format!("BBC{k}"),
-                        lines: b.lines.clone(),
-                    })
-                    .collect(),
-            }
-            .write(&mut bbc_text);
-        }
-        let mut fc_var = None;
-        if mech.fc {
-            let gname = format!("__FC_arr_{unit_tag}_{name}");
-            fc_var = Some(c.global(&gname, 1, sp, f, odr_group.as_deref()));
-            cfg.fc = Some(gname.clone());
-            FcFunction {
-                name: name.clone(),
-                global: gname,
-            }
-            .write(&mut fc_text);
-        }
+        let owner = ArrayOwner {
+            c,
+            f,
+            sp,
+            name: &name,
+            unit_tag: &unit_tag,
+            odr_group: odr_group.as_deref(),
+        };
+        let (cc, cc_text) = if mech.cc && !rec.calls.is_empty() {
+            owner.cc(&mut rec.cfg, &rec.calls, &layout)
+        } else {
+            (None, String::new())
+        };
+        let (bbc, bbc_text) = if mech.bbc {
+            owner.bbc(&mut rec.cfg, &rec.info, bbs.len() as u64)
+        } else {
+            (None, String::new())
+        };
+        let (fc, fc_text) = if mech.fc {
+            owner.fc(&mut rec.cfg)
+        } else {
+            (None, String::new())
+        };
+        let arrays = CoverageArrays { cc, bbc, fc };
         // ---- Code -----------------------------------------------------------------------------
         // Coverage stores first (they only insert before existing instructions).
-        let one = LLVMConstInt(c.i8t, 1, 0);
-        if let Some((g, gty, local)) = cc_vars {
-            for ((inst, ..), s) in calls.iter().zip(&slot) {
-                let Some(j) = *s else { continue };
-                c.position_before(*inst);
-                let idx = LLVMConstInt(c.i64t, j, 0);
-                if let Some((a, lty)) = local.filter(|_| j < n_local) {
-                    let lp = c.gep(lty, a, idx);
-                    c.vstore(one, lp);
-                }
-                let gp = c.gep(gty, g, idx);
-                c.vstore(one, gp);
-            }
-        }
-        if let Some((g, gty, a, lty)) = bbc_vars {
-            for (k, &bb) in bbs.iter().enumerate() {
-                c.position_before(if k == 0 {
-                    after_allocas(bb)
-                } else {
-                    c.first_insertion(bb)
-                });
-                let idx = LLVMConstInt(c.i64t, k as u64, 0);
-                let lp = c.gep(lty, a, idx);
-                c.vstore(one, lp);
-                let gp = c.gep(gty, g, idx);
-                c.vstore(one, gp);
-            }
-        }
-        if let Some((g, gty)) = fc_var {
-            c.position_before(after_allocas(bbs[0]));
-            let gp = c.gep(gty, g, LLVMConstInt(c.i64t, 0, 0));
-            c.vstore(one, gp);
-        }
+        arrays.store(c, &bbs, &rec.calls, &layout);
         if let Some(nb) = &numbering {
             let shadowed =
                 (opts.optimized || opts.optimized_after) && !has_returns_twice_call(&bbs);
-            match instrument_paths(c, f, sp, &bbs, &info, nb, opts.pt_size, shadowed) {
-                Ok(shadows) => report.shadows |= shadows,
-                Err(why) => return unsupported(why),
+            match instrument_paths(c, f, sp, &bbs, &rec.info, nb, opts.pt_size, shadowed) {
+                Ok(shadows) => self.report.shadows |= shadows,
+                Err(why) => return Err(unsupported(why)),
             }
         }
-        // Zero the local coverage arrays: `__BBC_arr` at entry (after the allocas, before
-        // anything else), `__CC_arr` where `zeroing` says (after path tracing, which may
-        // have split the same edges).
-        for (a, lty, at) in [
-            cc_vars.and_then(|v| v.2).map(|(a, l)| (a, l, zeroing)),
-            bbc_vars.map(|v| (v.2, v.3, Zeroing::AtStart(0))),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let len = LLVMGetArrayLength2(lty);
-            let points = match zeroing_points(c, &bbs, &facts, at) {
-                Ok(p) => p,
-                Err(why) => return unsupported(why),
-            };
-            for at in points {
-                c.position_before(at);
-                c.vmemset0(a, len);
-            }
-        }
+        // Zeroing after path tracing, which may have split the same edges.
+        arrays
+            .zero_locals(c, &bbs, &facts, layout.zeroing)
+            .map_err(unsupported)?;
         if mech != Mechanisms::default()
             && llvm_sys::analysis::LLVMVerifyFunction(
                 f,
                 llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
             ) != 0
         {
-            return unsupported("the instrumented function does not verify");
+            return Err(unsupported("the instrumented function does not verify"));
         }
-        let texts = groups.entry(odr_group.or(comdat)).or_default();
-        for (k, t) in [pt_text, cc_text, bbc_text, fc_text, cfg.to_line()]
-            .into_iter()
-            .enumerate()
-        {
-            texts[k].push_str(&t);
-        }
+        Ok((
+            odr_group.or(comdat),
+            [pt_text, cc_text, bbc_text, fc_text, rec.cfg.to_line()],
+        ))
     }
-    if !groups.is_empty() {
-        groups.entry(None).or_default()[4].push_str(&module_record.to_line());
-    }
-    let mut asm = String::new();
-    for (group, texts) in &groups {
-        write_sections(&mut asm, group.as_deref(), texts);
-    }
-    if !asm.is_empty() {
-        LLVMAppendModuleInlineAsm(c.module, asm.as_ptr() as _, asm.len());
-    }
-    Ok(report)
 }
 
 /// First instruction after the leading allocas of the entry block.

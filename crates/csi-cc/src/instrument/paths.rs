@@ -355,3 +355,110 @@ pub(super) unsafe fn instrument_paths(
     }
     Ok(ring.is_some_and(|(_, idx)| idx.shadow.is_some()))
 }
+
+/// The Ball–Larus numbering of a function to be path-traced (`succs`: each block's
+/// successors), or `None` with the reason in the record's `pt_skipped`.
+pub(super) unsafe fn number_paths(
+    c: &Ctx,
+    bbs: &[LLVMBasicBlockRef],
+    succs: &[Vec<u32>],
+    rec: &mut FunctionRecord,
+) -> Option<Numbering> {
+    if rec.has_callbr {
+        rec.cfg.pt_skipped = Some("asm goto (callbr)".into());
+        return None;
+    }
+    let probs: Vec<Vec<f64>> = bbs.iter().map(|&b| branch_weights(c, b)).collect();
+    // Computed gotos: an indirect branch's edges cannot be split, so they carry
+    // no increment; every edge into one of its targets ends the path (stored
+    // before the branch, or on the edge) and the target restarts it, like a loop
+    // head (see `instrument_paths`).
+    let mut breaks = BTreeSet::new();
+    let targets: BTreeSet<u32> = rec
+        .indirectbr_blocks
+        .iter()
+        .flat_map(|&u| rec.info[u as usize].succs.iter().copied())
+        .collect();
+    for (u, b) in rec.info.iter().enumerate() {
+        for &t in &b.succs {
+            if targets.contains(&t) {
+                breaks.insert((u as u32, t));
+            }
+        }
+    }
+    match ballarus::number_with_breaks(0, succs, &probs, &breaks) {
+        Ok(nb) => Some(nb),
+        Err(e) => {
+            rec.cfg.pt_skipped = Some(e.to_string());
+            None
+        }
+    }
+}
+
+/// Marks a path-traced function's record: each node's path-tracing block (ids from `pt_base`,
+/// unique in the unit), the path graph; returns its `.debug_PT` record.
+pub(super) fn pt_record(
+    rec: &mut FunctionRecord,
+    nb: &Numbering,
+    pt_base: u32,
+    name: &str,
+) -> String {
+    let cfg = &mut rec.cfg;
+    let pt_id = |b: u32| pt_base + b;
+    for (bi, &first) in rec.block_first_node.iter().enumerate() {
+        for n in first..=rec.block_last_node[bi] {
+            cfg.nodes[n as usize].pt_block = Some(pt_id(bi as u32));
+        }
+    }
+    cfg.path_traced = true;
+    cfg.pt = Some(CfgPathTracing {
+        entry: pt_id(nb.graph.entry),
+        exit: pt_id(nb.graph.exit),
+        edges: nb
+            .graph
+            .edges
+            .iter()
+            .map(|e| ballarus::PathEdge {
+                from: pt_id(e.from),
+                to: pt_id(e.to),
+                ..*e
+            })
+            .collect(),
+        num_paths: nb.num_paths,
+    });
+    // .debug_PT record.
+    let mut blocks_out = vec![PtBlock {
+        id: pt_id(nb.n),
+        kind: PtBlockKind::Exit,
+        items: Vec::new(),
+        null: false,
+    }];
+    for (bi, b) in rec.info.iter().enumerate() {
+        if !nb.reachable[bi] {
+            continue;
+        }
+        let mut items: Vec<PtItem> = b.lines.iter().map(|&l| PtItem::Line(l)).collect();
+        // Completed paths are stored on back edges only (see `instrument_paths`).
+        if nb.back_edge_store_increment.contains_key(&(bi as u32)) {
+            items.push(PtItem::PathEnd);
+        }
+        blocks_out.push(PtBlock {
+            id: pt_id(bi as u32),
+            kind: if bi == 0 {
+                PtBlockKind::Entry
+            } else {
+                PtBlockKind::Normal
+            },
+            null: items.is_empty(),
+            items,
+        });
+    }
+    let mut pt_text = String::new();
+    PtFunction {
+        name: name.to_string(),
+        blocks: blocks_out,
+        edges: cfg.pt.as_ref().unwrap().edges.clone(),
+    }
+    .write(&mut pt_text);
+    pt_text
+}

@@ -156,3 +156,388 @@ pub(super) unsafe fn first_non_phi(bb: LLVMBasicBlockRef) -> LLVMValueRef {
     }
     i
 }
+
+/// Functions whose address the unit takes (any use other than being called), with their
+/// names: the candidates of indirect calls, and the module record's address-taken externals.
+pub(super) unsafe fn address_taken_functions(
+    module: LLVMModuleRef,
+    opts: &Options,
+) -> Vec<(LLVMValueRef, String)> {
+    let mut address_taken: Vec<(LLVMValueRef, String)> = Vec::new();
+    let mut g = LLVMGetFirstFunction(module);
+    while !g.is_null() {
+        let mut u = LLVMGetFirstUse(g);
+        let mut taken = false;
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            let is_callee = is_call(user) && LLVMGetCalledValue(user) == g;
+            // Instrumented before optimization, an uninstrumented `available_externally`
+            // body (a library's inline function: `std::string::begin()`) is inlined into
+            // traced code with its calls, which no record shows: as for library code, its
+            // callees here may be called from anywhere.
+            let from_library_body = opts.optimized_after
+                && is_callee
+                && LLVMGetLinkage(LLVMGetBasicBlockParent(LLVMGetInstructionParent(user)))
+                    == LLVMLinkage::LLVMAvailableExternallyLinkage;
+            if !is_callee || from_library_body {
+                taken = true;
+                break;
+            }
+            u = LLVMGetNextUse(u);
+        }
+        if taken && LLVMGetIntrinsicID(g) == 0 {
+            address_taken.push((g, value_name(g)));
+        }
+        g = LLVMGetNextFunction(g);
+    }
+    address_taken
+}
+
+/// What library code may call back into (module record of .debug_CSI_CFG): functions the
+/// C runtime runs itself, and library functions whose address the unit takes.
+pub(super) unsafe fn module_record(
+    module: LLVMModuleRef,
+    opts: &Options,
+    address_taken: &[(LLVMValueRef, String)],
+) -> CfgModule {
+    let mut module_record = CfgModule {
+        csi_cfg: CFG_FORMAT_VERSION,
+        module: opts.source.clone(),
+        ..Default::default()
+    };
+    if let Some(before) = &opts.before_optimization {
+        module_record.calls_before_optimization = before.record();
+        module_record.address_taken_before_optimization = before.address_taken.clone();
+        module_record.code_before_optimization = before.code_record();
+    }
+    for (g, n) in address_taken {
+        if LLVMIsDeclaration(*g) != 0 {
+            module_record.address_taken_externals.push(n.clone());
+        }
+    }
+    for list in ["llvm.global_ctors", "llvm.global_dtors"] {
+        let gv = LLVMGetNamedGlobal(module, cstr(list).as_ptr());
+        if gv.is_null() {
+            continue;
+        }
+        let init = LLVMGetInitializer(gv);
+        if init.is_null() {
+            continue;
+        }
+        for k in 0..LLVMGetNumOperands(init).max(0) as u32 {
+            let entry = LLVMGetOperand(init, k);
+            if entry.is_null() || LLVMGetNumOperands(entry) < 2 {
+                continue;
+            }
+            let f = LLVMGetOperand(entry, 1);
+            if !f.is_null() && !LLVMIsAFunction(f).is_null() {
+                module_record.init_fini.push(value_name(f));
+            }
+        }
+    }
+    module_record
+}
+
+/// A call site in instruction order: the instruction, its line, an unused name (csi-cc
+/// v1.4.0's), the callee of a direct call.
+pub(super) type CallSite = (LLVMValueRef, u32, String, Option<String>);
+
+/// The CFG record of one function and the facts about its blocks that the probes need, read
+/// off the function before any change to it.
+pub(super) struct FunctionRecord {
+    pub(super) cfg: CfgFunction,
+    /// Per block: successors and lines.
+    pub(super) info: Vec<BlockInfo>,
+    /// Each block's first and last node in `cfg.nodes`.
+    pub(super) block_first_node: Vec<u32>,
+    pub(super) block_last_node: Vec<u32>,
+    pub(super) calls: Vec<CallSite>,
+    /// The function has an `asm goto` (not path-traced).
+    pub(super) has_callbr: bool,
+    /// Blocks ending in an indirect branch (computed `goto`).
+    pub(super) indirectbr_blocks: Vec<u32>,
+}
+
+impl FunctionRecord {
+    /// Reads the record: a node per run of a block's instructions up to and including a
+    /// call site, the edges between them, the def/use sets (`defuse::fill`). `skipped` is
+    /// why the function is not instrumented, if it is not.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn read(
+        f: LLVMValueRef,
+        name: &str,
+        fn_file: &str,
+        bbs: &[LLVMBasicBlockRef],
+        skipped: Option<String>,
+        opts: &Options,
+        address_taken: &[(LLVMValueRef, String)],
+        candidates_of_type: &mut HashMap<LLVMTypeRef, Vec<String>>,
+    ) -> FunctionRecord {
+        let cfg = CfgFunction {
+            csi_cfg: CFG_FORMAT_VERSION,
+            address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
+            optimized: opts.optimized,
+            optimized_after: opts.optimized_after,
+            inlined: Vec::new(),
+            optimized_away_calls: opts
+                .before_optimization
+                .as_ref()
+                .map(|b| b.removed_calls(name, &crate::callgraph::call_counts(f)))
+                .unwrap_or_default(),
+            unit: Some(opts.source.clone()),
+            name: name.to_string(),
+            linkage_name: Some(name.to_string()),
+            file: if fn_file.is_empty() {
+                None
+            } else {
+                Some(fn_file.to_string())
+            },
+            is_static: matches!(
+                LLVMGetLinkage(f),
+                LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+            ),
+            path_traced: false,
+            pt_skipped: skipped,
+            params: None,
+            escaped: None,
+            cc: None,
+            cc_local_len: None,
+            cc_local_zeroed_in: None,
+            cc_local_by_path: false,
+            bbc: None,
+            fc: None,
+            nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],
+            edges: Vec::new(),
+            pt: None,
+        };
+        let mut walk = RecordWalk {
+            rec: FunctionRecord {
+                cfg,
+                info: Vec::with_capacity(bbs.len()),
+                block_first_node: Vec::with_capacity(bbs.len()),
+                block_last_node: Vec::with_capacity(bbs.len()),
+                calls: Vec::new(),
+                has_callbr: false,
+                indirectbr_blocks: Vec::new(),
+            },
+            name,
+            fn_file,
+            opts,
+            index: bbs
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| (b, i as u32))
+                .collect(),
+            // An exception can leave this function (C functions are all `nounwind`).
+            unwinds: !is_nounwind(f),
+            address_taken,
+            candidates_of_type,
+            node_of: HashMap::new(),
+            node_insts: Vec::new(),
+            scopes: InlinedScopes::default(),
+        };
+        for (bi, &bb) in bbs.iter().enumerate() {
+            walk.block(bi, bb);
+        }
+        walk.finish(f)
+    }
+}
+
+/// `FunctionRecord::read` in progress: the record so far, and what its blocks are read with.
+struct RecordWalk<'a> {
+    rec: FunctionRecord,
+    name: &'a str,
+    fn_file: &'a str,
+    opts: &'a Options,
+    index: HashMap<LLVMBasicBlockRef, u32>,
+    unwinds: bool,
+    address_taken: &'a [(LLVMValueRef, String)],
+    candidates_of_type: &'a mut HashMap<LLVMTypeRef, Vec<String>>,
+    /// Which node holds each instruction (for the def/use sets).
+    node_of: HashMap<LLVMValueRef, u32>,
+    /// Instructions of the node being built.
+    node_insts: Vec<LLVMValueRef>,
+    scopes: InlinedScopes,
+}
+
+impl RecordWalk<'_> {
+    /// Adds the nodes of block `bi`: one ending at each call site, one for the rest (if
+    /// anything is left after the last call), with their positions, and the edges between them.
+    unsafe fn block(&mut self, bi: usize, bb: LLVMBasicBlockRef) {
+        let cfg = &mut self.rec.cfg;
+        let term = LLVMGetBasicBlockTerminator(bb);
+        let mut succs = Vec::new();
+        if !term.is_null() {
+            match LLVMGetInstructionOpcode(term) {
+                LLVMOpcode::LLVMIndirectBr => self.rec.indirectbr_blocks.push(bi as u32),
+                LLVMOpcode::LLVMCallBr => self.rec.has_callbr = true,
+                _ => {}
+            }
+            for s in 0..LLVMGetNumSuccessors(term) {
+                succs.push(self.index[&LLVMGetSuccessor(term, s)]);
+            }
+        }
+        let is_ret = !term.is_null() && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMRet;
+        let mut lines = Vec::new();
+        let mut node = CfgNode::new(NodeKind::Expression);
+        node.block = Some(bi as u32);
+        // Source positions of the node's instructions, with their files and scopes.
+        let mut pending: Vec<PendingPosition> = Vec::new();
+        self.rec.block_first_node.push(cfg.nodes.len() as u32);
+        let insts = instructions(bb);
+        // A landing pad's bookkeeping (the landingpad, saving the exception and selector)
+        // carries the position where the scope ends (its `}`), which no statement of the
+        // pad executes: not a position of the pad's node.
+        let pad_loc = {
+            let first = first_non_phi(bb);
+            if !first.is_null() && LLVMGetInstructionOpcode(first) == LLVMOpcode::LLVMLandingPad {
+                LLVMInstructionGetDebugLoc(first)
+            } else {
+                ptr::null_mut()
+            }
+        };
+        for (k, &i) in insts.iter().enumerate() {
+            let op = LLVMGetInstructionOpcode(i);
+            let uncond = op == LLVMOpcode::LLVMBr && LLVMIsConditional(i) == 0;
+
+            let bookkeeping = !pad_loc.is_null() && LLVMInstructionGetDebugLoc(i) == pad_loc;
+            // Every instruction's scope counts for `inlined`, kept position or not.
+            let scope = self.scopes.of(i, self.name);
+            // An unconditional branch may be no machine instruction (a jump to the next
+            // block falls through: the `br` into a `while (1) {` loop) or a real jump:
+            // its position is weak — it cannot make its line "must" (see `CfgNode::weak`).
+            // The front end's IR (instrumented before optimization) has lifetime markers
+            // at every scope's end, on lines (a `}`) that may execute nothing at -O0.
+            let no_code = self.opts.optimized_after && intrinsic_without_code(i);
+            if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping && !no_code) {
+                if !uncond {
+                    lines.push(l);
+                }
+                let anchoring = self.opts.optimized && csi_anchoring_call(i) != 0;
+                pending.push((l, col, file, scope, uncond, anchoring));
+            }
+            // def/use sets are filled by `defuse::fill` once the nodes exist
+            self.node_insts.push(i);
+            if let Some(callee) = call_site(i) {
+                let line = loc(i).map(|x| x.0).unwrap_or(0);
+                let (call, direct) =
+                    call_record(i, callee, self.address_taken, &mut *self.candidates_of_type);
+                node.call = Some(call);
+                node.kind = NodeKind::CallSite;
+                let anchor = loc(i).map(|x| x.2);
+                settle_positions(&mut node, &mut pending, anchor, self.fn_file);
+                self.rec.calls.push((i, line, String::new(), direct));
+                let idx = cfg.nodes.len() as u32;
+                for j in self.node_insts.drain(..) {
+                    self.node_of.insert(j, idx);
+                }
+                cfg.nodes.push(std::mem::replace(
+                    &mut node,
+                    CfgNode::new(NodeKind::Expression),
+                ));
+                node.block = Some(bi as u32);
+
+                if k + 1 < insts.len() {
+                    cfg.edges.push([idx, idx + 1]);
+                }
+                // An exception the callee throws and this function does not catch leaves
+                // it from the call: an exit (an invoke's landing pad is a block edge).
+                if LLVMIsAInvokeInst(i).is_null() && self.unwinds && may_unwind(i) {
+                    cfg.edges.push([idx, 1]);
+                }
+                continue;
+            }
+        }
+        settle_positions(&mut node, &mut pending, None, self.fn_file);
+        if node.positions.is_empty()
+            && node.call.is_none()
+            && cfg.nodes.len() as u32 > self.rec.block_first_node[bi]
+        {
+            // The block ended right after a call: the call-site node is the last node.
+        } else {
+            cfg.nodes.push(node);
+        }
+        let last = cfg.nodes.len() as u32 - 1;
+        for j in self.node_insts.drain(..) {
+            self.node_of.insert(j, last);
+        }
+        self.rec.block_last_node.push(cfg.nodes.len() as u32 - 1);
+        let is_resume = !term.is_null() && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMResume;
+        if succs.is_empty() && (is_ret || is_resume) {
+            cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
+        }
+        self.rec.info.push(BlockInfo { succs, lines });
+    }
+
+    /// Completes the record once every block is read: the inlined scopes, the edges (a
+    /// dangling one dropped, the entry's, the blocks'), the def/use sets.
+    unsafe fn finish(mut self, f: LLVMValueRef) -> FunctionRecord {
+        let rec = &mut self.rec;
+        let cfg = &mut rec.cfg;
+        cfg.inlined = std::mem::take(&mut self.scopes.names);
+        // A node added for a block that ended with a call may have a pending edge to a node
+        // that was never created; drop such edges.
+        let total = cfg.nodes.len() as u32;
+        let nodes = &cfg.nodes;
+        cfg.edges.retain(|e| {
+            e[1] < total
+                && (e[0] + 1 != e[1] || nodes[e[1] as usize].block == nodes[e[0] as usize].block)
+        });
+        cfg.edges.push([0, rec.block_first_node[0]]);
+        crate::defuse::fill(f, &self.node_of, cfg);
+        for (bi, b) in rec.info.iter().enumerate() {
+            for &s in &b.succs {
+                let e = [rec.block_last_node[bi], rec.block_first_node[s as usize]];
+                if !cfg.edges.contains(&e) {
+                    cfg.edges.push(e);
+                }
+            }
+        }
+        self.rec
+    }
+}
+
+/// The record of call site `i` calling `callee`, and the callee's name if it is a direct
+/// call. An indirect call lists the address-taken functions of its type (cached by type in
+/// `candidates_of_type`), or past `MAX_LISTED_CANDIDATES` says "any address-taken function".
+unsafe fn call_record(
+    i: LLVMValueRef,
+    callee: LLVMValueRef,
+    address_taken: &[(LLVMValueRef, String)],
+    candidates_of_type: &mut HashMap<LLVMTypeRef, Vec<String>>,
+) -> (CfgCall, Option<String>) {
+    let direct = if LLVMIsAFunction(callee).is_null() {
+        None
+    } else {
+        Some(value_name(callee))
+    };
+    let call = match &direct {
+        Some(n) => CfgCall {
+            callee: Some(n.clone()),
+            ..Default::default()
+        },
+        None => {
+            let fty = LLVMGetCalledFunctionType(i);
+            let candidates = candidates_of_type.entry(fty).or_insert_with(|| {
+                address_taken
+                    .iter()
+                    .filter(|(g, _)| LLVMGlobalGetValueType(*g) == fty)
+                    .map(|(_, n)| n.clone())
+                    .collect()
+            });
+            // A virtual call in a test suite can have thousands of candidates;
+            // listed at every call site they made one unit's metadata larger
+            // than the assembler takes (yaml-cpp's gen_emitter_test). Past a
+            // few, "any address-taken function" says the same, soundly.
+            let many = candidates.len() > MAX_LISTED_CANDIDATES;
+            CfgCall {
+                callee: None,
+                indirect: true,
+                candidates: if many { Vec::new() } else { candidates.clone() },
+                any_address_taken: many,
+                ..Default::default()
+            }
+        }
+    };
+    (call, direct)
+}

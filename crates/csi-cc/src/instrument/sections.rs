@@ -51,3 +51,23 @@ pub(super) fn write_sections(asm: &mut String, group: Option<&str>, texts: &[Str
         asm.push_str(".popsection\n");
     }
 }
+
+/// Appends the metadata sections of the unit to the module as assembly: each group's records
+/// (see `write_sections`), with the module record in the unit's own `.debug_CSI_CFG` when
+/// any function has a record.
+pub(super) unsafe fn append_sections(
+    module: LLVMModuleRef,
+    mut groups: BTreeMap<Option<String>, [String; 5]>,
+    module_record: &CfgModule,
+) {
+    if !groups.is_empty() {
+        groups.entry(None).or_default()[4].push_str(&module_record.to_line());
+    }
+    let mut asm = String::new();
+    for (group, texts) in &groups {
+        write_sections(&mut asm, group.as_deref(), texts);
+    }
+    if !asm.is_empty() {
+        LLVMAppendModuleInlineAsm(module, asm.as_ptr() as _, asm.len());
+    }
+}
