@@ -106,6 +106,11 @@ pub(crate) unsafe fn promote_shadows(m: LLVMModuleRef) -> Result<(), String> {
     Err(format!("mem2reg: {text}"))
 }
 
+/// Inserts a function's path tracing (numbering `nb`, ring buffer of `n` paths, the ring index
+/// shadowed for `mem2reg` when `shadowed`, see `PathState::allocate`): the frame's state,
+/// its initial value, and an action on every edge of the numbering — an increment, or on a
+/// back edge the store of the completed path and the restart. Returns whether a shadow was
+/// made (see `promote_shadows`).
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn instrument_paths(
     c: &Ctx,
@@ -117,66 +122,7 @@ pub(super) unsafe fn instrument_paths(
     n: u32,
     shadowed: bool,
 ) -> Result<bool, &'static str> {
-    let n = n.max(1) as u64;
-    let arr_ty = LLVMArrayType2(c.i64t, n);
-    let i64d = c.basic_type("long", 64, 0x05);
-    let vol = |t| LLVMDIBuilderCreateQualifiedType(c.dib, 0x35, t);
-    // A live frame's ring buffer only ever holds paths completed on back edges: the path
-    // completed at a function exit would be stored right before `ret`, into a frame that
-    // is gone one instruction later, so no exit store is made (csi-cc v1.4.0 makes one;
-    // readers never see it in a live frame either). A function without back edges therefore
-    // has an always-empty buffer and gets no `__PT_counter_arr` / `__PT_counter_idx` at all,
-    // only `__PT_current_path` (readers know this from the path graph: no back edge).
-    let looping = !nb.back_edges.is_empty();
-    // With a ring buffer, the running sum and the index share one 16-byte alloca (sum first),
-    // so that one vector store sets both at entry: each stack store per call costs
-    // measurably in programs of many small calls (README, "Against the ≤ 2 % target").
-    let pair_ty = LLVMArrayType2(c.i64t, 2);
-    let (cur, ring) = if looping {
-        let arr_di = c.volatile_array(i64d, 64, n);
-        let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
-        let pair = c.local_parts(
-            f,
-            sp,
-            pair_ty,
-            16,
-            "__PT_state",
-            &[
-                ("__PT_current_path", vol(i64d), 0),
-                ("__PT_counter_idx", vol(i64d), 8),
-            ],
-        );
-        (pair, Some(arr))
-    } else {
-        (
-            c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d)),
-            None,
-        )
-    };
-    // In optimized builds the ring index is also kept in a plain alloca that `mem2reg` turns
-    // into an SSA value (see `promote_shadows`): every change is still a volatile store to
-    // `__PT_counter_idx`, so memory always holds the current state, but nothing reads it
-    // back, which takes the store → load → increment → store chain through memory (about 8
-    // cycles, carried from one loop iteration to the next) off every loop's critical path.
-    // Measured on Lua (`heavy.lua`, fastest quarter of rounds), `fixed` against plain: 1.068 →
-    // 1.052 and 1.073 → 1.069 in two sets. Shadowing the running sum as well was slower (1.058):
-    // its chain restarts on every back edge anyway, and an increment becomes an add plus a
-    // store instead of one read-modify-write. Not with `setjmp`: a second return would resume
-    // with the registers of the first.
-    let ring = ring.map(|arr| {
-        let shadow = shadowed.then(|| {
-            c.position_before(LLVMGetFirstInstruction(bbs[0]));
-            LLVMBuildAlloca(c.builder, c.i64t, c"csi.shadow".as_ptr())
-        });
-        (
-            arr,
-            RingIndex {
-                pair: cur,
-                pair_ty,
-                shadow,
-            },
-        )
-    });
+    let state = PathState::allocate(c, f, sp, bbs, nb, n, shadowed);
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
     for (u, b) in info.iter().enumerate() {
@@ -197,27 +143,7 @@ pub(super) unsafe fn instrument_paths(
     } else {
         0
     };
-    // Initialise after the allocas (and the index's address).
-    match ring {
-        Some((arr, idx)) => {
-            c.position_before(after_allocas(bbs[0]));
-            let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
-            c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
-            let mut init = [
-                LLVMConstInt(c.i64t, entry_inc as u64, 1),
-                LLVMConstInt(c.i64t, 0, 0),
-            ];
-            let pair = LLVMConstVector(init.as_mut_ptr(), 2);
-            c.vstore(pair, cur);
-            if let Some(a) = idx.shadow {
-                LLVMBuildStore(c.builder, LLVMConstInt(c.i64t, 0, 0), a);
-            }
-        }
-        None => {
-            c.position_before(after_allocas(bbs[0]));
-            c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
-        }
-    }
+    state.initialise(c, bbs, entry_inc);
 
     let place = |u: u32, v: u32| -> Place {
         if nsucc(u) == 1 {
@@ -228,58 +154,57 @@ pub(super) unsafe fn instrument_paths(
             Place::Split(u, v)
         }
     };
-    // Emits "store the completed path (+inc) and advance the index" (back edges only).
-    let store_path = |inc: i64| {
-        let (arr, idx) = ring.expect("a function with back edges has a ring buffer");
-        let s = c.vload(c.i64t, cur);
-        let s = if inc != 0 {
-            LLVMBuildAdd(
-                c.builder,
-                s,
-                LLVMConstInt(c.i64t, inc as u64, 1),
-                c"".as_ptr(),
-            )
-        } else {
-            s
-        };
-        let i = idx.get(c);
-        let p = c.gep(arr_ty, arr, i);
-        c.vstore(s, p);
-        let i1 = LLVMBuildAdd(c.builder, i, LLVMConstInt(c.i64t, 1, 0), c"".as_ptr());
-        let wrap = LLVMBuildICmp(
-            c.builder,
-            LLVMIntPredicate::LLVMIntEQ,
-            i1,
-            LLVMConstInt(c.i64t, n, 0),
-            c"".as_ptr(),
-        );
-        let next = LLVMBuildSelect(
-            c.builder,
-            wrap,
-            LLVMConstInt(c.i64t, 0, 0),
-            i1,
-            c"".as_ptr(),
-        );
-        idx.set(c, next);
-    };
-    let add = |inc: i64| {
-        let s = LLVMBuildAdd(
-            c.builder,
-            c.vload(c.i64t, cur),
-            LLVMConstInt(c.i64t, inc as u64, 1),
-            c"".as_ptr(),
-        );
-        c.vstore(s, cur);
-    };
-    // Edge actions: increments and back edges.
-    enum Act {
-        Inc(i64),
-        Back(i64, i64),
-        Store(i64),
+    let (restarts, acts) = edge_actions(bbs, nb, &preds, nsucc(0) == 1)?;
+    // The restarts first: a store placed at the start of the same block goes before them.
+    for (&h, &reinit) in &restarts {
+        c.position_before(c.first_insertion(bbs[h as usize]));
+        c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), state.cur);
     }
+    for (u, v, act) in acts {
+        let at = if u == v {
+            Place::EndOf(u) // the store before an indirect branch
+        } else {
+            place(u, v)
+        };
+        position_at(c, bbs, at)?;
+        match act {
+            Act::Inc(i) => state.add(c, i),
+            Act::Back(store_inc, reinit) => {
+                state.store_path(c, store_inc);
+                c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), state.cur);
+            }
+            Act::Store(store_inc) => state.store_path(c, store_inc),
+        }
+    }
+    Ok(state.ring.is_some_and(|(_, idx)| idx.shadow.is_some()))
+}
+
+/// What path tracing does on an edge.
+enum Act {
+    /// Add to the running sum.
+    Inc(i64),
+    /// A back edge: store the completed path (sum + the first), restart at the second.
+    Back(i64, i64),
+    /// Store the completed path (sum + this) only: the edge's target restarts the path.
+    Store(i64),
+}
+
+/// Heads whose every entering edge is a back edge (targets of computed gotos), with the value
+/// they restart the path with; edges `(from, to, action)`.
+type EdgeActions = (BTreeMap<u32, i64>, Vec<(u32, u32, Act)>);
+
+/// The action on each edge of the numbering (`entry_folded`: the entry block's only out-edge,
+/// whose increment is in the initial value, gets none), and the heads that restart the path
+/// at their start.
+unsafe fn edge_actions(
+    bbs: &[LLVMBasicBlockRef],
+    nb: &Numbering,
+    preds: &[BTreeSet<u32>],
+    entry_folded: bool,
+) -> Result<EdgeActions, &'static str> {
     let mut acts: Vec<(u32, u32, Act)> = Vec::new();
     for (&(u, v), &inc) in &nb.increments {
-        if u == 0 && nsucc(0) == 1 {
+        if u == 0 && entry_folded {
             continue; // folded into the initial value
         }
         acts.push((u, v, Act::Inc(inc)));
@@ -318,42 +243,195 @@ pub(super) unsafe fn instrument_paths(
             acts.push((u, h, Act::Back(store, reinit)));
         }
     }
-    // The restarts first: a store placed at the start of the same block goes before them.
-    for (&h, &reinit) in &restarts {
-        c.position_before(c.first_insertion(bbs[h as usize]));
-        c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
+    Ok((restarts, acts))
+}
+
+/// Positions the builder for an edge's instrumentation: before the source's terminator, at
+/// the target's start, or in a new block splitting the edge.
+unsafe fn position_at(c: &Ctx, bbs: &[LLVMBasicBlockRef], at: Place) -> Result<(), &'static str> {
+    match at {
+        Place::EndOf(b) => c.position_before(LLVMGetBasicBlockTerminator(bbs[b as usize])),
+        Place::StartOf(b) => c.position_before(c.first_insertion(bbs[b as usize])),
+        Place::Split(a, b) => {
+            let term = LLVMGetBasicBlockTerminator(bbs[a as usize]);
+            let k = (0..LLVMGetNumSuccessors(term))
+                .find(|&k| LLVMGetSuccessor(term, k) == bbs[b as usize])
+                .ok_or("a path-tracing edge is missing")?;
+            let nbb = csi_split_critical_edge(term, k);
+            if nbb.is_null() {
+                return Err("a critical edge could not be split");
+            }
+            c.position_before(LLVMGetBasicBlockTerminator(nbb));
+        }
     }
-    for (u, v, act) in acts {
-        let at = if u == v {
-            Place::EndOf(u) // the store before an indirect branch
+    Ok(())
+}
+
+/// A frame's path-tracing variables: the running path sum (`__PT_current_path`) and, in a
+/// function with back edges, the ring buffer of completed paths (`__PT_counter_arr`, `n`
+/// long) with its index.
+#[derive(Clone, Copy)]
+struct PathState {
+    /// The running sum (with a ring buffer: the `__PT_state` pair, sum first).
+    cur: LLVMValueRef,
+    ring: Option<(LLVMValueRef, RingIndex)>,
+    arr_ty: LLVMTypeRef,
+    n: u64,
+}
+
+impl PathState {
+    /// Declares the variables at the start of `f`.
+    unsafe fn allocate(
+        c: &Ctx,
+        f: LLVMValueRef,
+        sp: LLVMMetadataRef,
+        bbs: &[LLVMBasicBlockRef],
+        nb: &Numbering,
+        n: u32,
+        shadowed: bool,
+    ) -> PathState {
+        let n = n.max(1) as u64;
+        let arr_ty = LLVMArrayType2(c.i64t, n);
+        let i64d = c.basic_type("long", 64, 0x05);
+        let vol = |t| LLVMDIBuilderCreateQualifiedType(c.dib, 0x35, t);
+        // A live frame's ring buffer only ever holds paths completed on back edges: the path
+        // completed at a function exit would be stored right before `ret`, into a frame that
+        // is gone one instruction later, so no exit store is made (csi-cc v1.4.0 makes one;
+        // readers never see it in a live frame either). A function without back edges therefore
+        // has an always-empty buffer and gets no `__PT_counter_arr` / `__PT_counter_idx` at all,
+        // only `__PT_current_path` (readers know this from the path graph: no back edge).
+        let looping = !nb.back_edges.is_empty();
+        // With a ring buffer, the running sum and the index share one 16-byte alloca (sum first),
+        // so that one vector store sets both at entry: each stack store per call costs
+        // measurably in programs of many small calls (README, "Against the ≤ 2 % target").
+        let pair_ty = LLVMArrayType2(c.i64t, 2);
+        let (cur, ring) = if looping {
+            let arr_di = c.volatile_array(i64d, 64, n);
+            let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
+            let pair = c.local_parts(
+                f,
+                sp,
+                pair_ty,
+                16,
+                "__PT_state",
+                &[
+                    ("__PT_current_path", vol(i64d), 0),
+                    ("__PT_counter_idx", vol(i64d), 8),
+                ],
+            );
+            (pair, Some(arr))
         } else {
-            place(u, v)
+            (
+                c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d)),
+                None,
+            )
         };
-        match at {
-            Place::EndOf(b) => c.position_before(LLVMGetBasicBlockTerminator(bbs[b as usize])),
-            Place::StartOf(b) => c.position_before(c.first_insertion(bbs[b as usize])),
-            Place::Split(a, b) => {
-                let term = LLVMGetBasicBlockTerminator(bbs[a as usize]);
-                let k = (0..LLVMGetNumSuccessors(term))
-                    .find(|&k| LLVMGetSuccessor(term, k) == bbs[b as usize])
-                    .ok_or("a path-tracing edge is missing")?;
-                let nbb = csi_split_critical_edge(term, k);
-                if nbb.is_null() {
-                    return Err("a critical edge could not be split");
-                }
-                c.position_before(LLVMGetBasicBlockTerminator(nbb));
-            }
-        }
-        match act {
-            Act::Inc(i) => add(i),
-            Act::Back(store_inc, reinit) => {
-                store_path(store_inc);
-                c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), cur);
-            }
-            Act::Store(store_inc) => store_path(store_inc),
+        // In optimized builds the ring index is also kept in a plain alloca that `mem2reg` turns
+        // into an SSA value (see `promote_shadows`): every change is still a volatile store to
+        // `__PT_counter_idx`, so memory always holds the current state, but nothing reads it
+        // back, which takes the store → load → increment → store chain through memory (about 8
+        // cycles, carried from one loop iteration to the next) off every loop's critical path.
+        // Measured on Lua (`heavy.lua`, fastest quarter of rounds), `fixed` against plain: 1.068 →
+        // 1.052 and 1.073 → 1.069 in two sets. Shadowing the running sum as well was slower (1.058):
+        // its chain restarts on every back edge anyway, and an increment becomes an add plus a
+        // store instead of one read-modify-write. Not with `setjmp`: a second return would resume
+        // with the registers of the first.
+        let ring = ring.map(|arr| {
+            let shadow = shadowed.then(|| {
+                c.position_before(LLVMGetFirstInstruction(bbs[0]));
+                LLVMBuildAlloca(c.builder, c.i64t, c"csi.shadow".as_ptr())
+            });
+            (
+                arr,
+                RingIndex {
+                    pair: cur,
+                    pair_ty,
+                    shadow,
+                },
+            )
+        });
+        PathState {
+            cur,
+            ring,
+            arr_ty,
+            n,
         }
     }
-    Ok(ring.is_some_and(|(_, idx)| idx.shadow.is_some()))
+
+    /// Initialises the variables after the allocas (and the index's address): the sum to
+    /// `entry_inc`, the index to 0, the ring's last slot to -1.
+    unsafe fn initialise(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef], entry_inc: i64) {
+        let (cur, arr_ty, n) = (self.cur, self.arr_ty, self.n);
+        match self.ring {
+            Some((arr, idx)) => {
+                c.position_before(after_allocas(bbs[0]));
+                let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
+                c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
+                let mut init = [
+                    LLVMConstInt(c.i64t, entry_inc as u64, 1),
+                    LLVMConstInt(c.i64t, 0, 0),
+                ];
+                let pair = LLVMConstVector(init.as_mut_ptr(), 2);
+                c.vstore(pair, cur);
+                if let Some(a) = idx.shadow {
+                    LLVMBuildStore(c.builder, LLVMConstInt(c.i64t, 0, 0), a);
+                }
+            }
+            None => {
+                c.position_before(after_allocas(bbs[0]));
+                c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
+            }
+        }
+    }
+
+    /// Emits "store the completed path (+inc) and advance the index" (back edges only).
+    unsafe fn store_path(&self, c: &Ctx, inc: i64) {
+        let (cur, arr_ty, n) = (self.cur, self.arr_ty, self.n);
+        let (arr, idx) = self
+            .ring
+            .expect("a function with back edges has a ring buffer");
+        let s = c.vload(c.i64t, cur);
+        let s = if inc != 0 {
+            LLVMBuildAdd(
+                c.builder,
+                s,
+                LLVMConstInt(c.i64t, inc as u64, 1),
+                c"".as_ptr(),
+            )
+        } else {
+            s
+        };
+        let i = idx.get(c);
+        let p = c.gep(arr_ty, arr, i);
+        c.vstore(s, p);
+        let i1 = LLVMBuildAdd(c.builder, i, LLVMConstInt(c.i64t, 1, 0), c"".as_ptr());
+        let wrap = LLVMBuildICmp(
+            c.builder,
+            LLVMIntPredicate::LLVMIntEQ,
+            i1,
+            LLVMConstInt(c.i64t, n, 0),
+            c"".as_ptr(),
+        );
+        let next = LLVMBuildSelect(
+            c.builder,
+            wrap,
+            LLVMConstInt(c.i64t, 0, 0),
+            i1,
+            c"".as_ptr(),
+        );
+        idx.set(c, next);
+    }
+
+    /// Emits "add `inc` to the running sum".
+    unsafe fn add(&self, c: &Ctx, inc: i64) {
+        let s = LLVMBuildAdd(
+            c.builder,
+            c.vload(c.i64t, self.cur),
+            LLVMConstInt(c.i64t, inc as u64, 1),
+            c"".as_ptr(),
+        );
+        c.vstore(s, self.cur);
+    }
 }
 
 /// The Ball–Larus numbering of a function to be path-traced (`succs`: each block's
