@@ -328,6 +328,25 @@ impl Sdg {
             by_function: vec![Vec::new(); g.functions.len()],
             ..Sdg::default()
         };
+        s.node_vertices(g);
+        let star = s.intern(STAR);
+        let ret = s.intern(RET);
+        let (gref, gmod) = nonlocal_refs_and_mods(g);
+        let (formal_in, formal_out) = s.formals(g, &gref, &gmod);
+        let (actual_in, actual_out, ssa_result) =
+            s.actuals_of_calls(g, &gref, &gmod, &formal_in, &formal_out, star, ret);
+        for f in 0..g.functions.len() as FuncId {
+            s.control_dependence(g, f);
+            s.data_dependence(g, f, &formal_in, &formal_out, &ssa_result);
+        }
+        s.summary_edges(g, &formal_in, &formal_out, &actual_in, &actual_out);
+        s
+    }
+
+    /// A vertex per program node (its id is the node's), and one per statement but the last
+    /// of a node with several (precise def/use sets; the last statement is the node's vertex).
+    fn node_vertices(&mut self, g: &ProgramGraph) {
+        let s = self;
         for (i, n) in g.nodes.iter().enumerate() {
             s.vertices.push(Vertex {
                 kind: VertexKind::Node,
@@ -351,55 +370,21 @@ impl Sdg {
             }
             s.stmts.insert(id, vs);
         }
-        let star = s.intern(STAR);
-        let ret = s.intern(RET);
-        // Nonlocal locations each function reads / writes, through its callees too.
-        let nonlocal = |f: FuncId, name: &str| -> bool {
-            name == STAR
-                || name.starts_with('@')
-                || (!g.function(f).precise_def_use && !name.starts_with('%'))
-        };
-        let nf = g.functions.len();
-        let mut gref: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
-        let mut gmod: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
-        for n in &g.nodes {
-            let f = n.function as usize;
-            for u in &n.uses {
-                if nonlocal(n.function, u) {
-                    gref[f].insert(u.clone());
-                }
-            }
-            for d in n.must_defs.iter().chain(&n.may_defs) {
-                if nonlocal(n.function, d) {
-                    gmod[f].insert(d.clone());
-                }
-            }
-            if n.call.as_ref().is_some_and(opaque) {
-                gref[f].insert(STAR.into());
-                gmod[f].insert(STAR.into());
-            }
-        }
-        loop {
-            let mut changed = false;
-            for n in &g.nodes {
-                let f = n.function as usize;
-                let Some(call) = &n.call else { continue };
-                for &c in &call.callees {
-                    if c as usize == f {
-                        continue;
-                    }
-                    let (r, m) = (gref[c as usize].clone(), gmod[c as usize].clone());
-                    let (before_r, before_m) = (gref[f].len(), gmod[f].len());
-                    gref[f].extend(r);
-                    gmod[f].extend(m);
-                    changed |= gref[f].len() != before_r || gmod[f].len() != before_m;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-        // Formals.
+    }
+
+    /// Formal-in vertices (parameters and the nonlocal locations each function reads) and
+    /// formal-out vertices (the nonlocal locations it writes, and its result), each
+    /// control-dependent on the function's entry.
+    fn formals(
+        &mut self,
+        g: &ProgramGraph,
+        gref: &[BTreeSet<String>],
+        gmod: &[BTreeSet<String>],
+    ) -> (
+        HashMap<(FuncId, LocId), VertexId>,
+        HashMap<(FuncId, LocId), VertexId>,
+    ) {
+        let s = self;
         let mut formal_in: HashMap<(FuncId, LocId), VertexId> = HashMap::new();
         let mut formal_out: HashMap<(FuncId, LocId), VertexId> = HashMap::new();
         for (fi, func) in g.functions.iter().enumerate() {
@@ -427,7 +412,29 @@ impl Sdg {
                 formal_out.insert((f, l), v);
             }
         }
-        // Actuals, and the interprocedural edges.
+        (formal_in, formal_out)
+    }
+
+    /// Actual-in and actual-out vertices of every call site (control-dependent on it), and
+    /// the interprocedural edges: call, parameter-in and -out, and for calls into code
+    /// without records (opaque) summary edges from every actual-in to every actual-out.
+    /// Also the actual-out that defines each call's SSA result.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn actuals_of_calls(
+        &mut self,
+        g: &ProgramGraph,
+        gref: &[BTreeSet<String>],
+        gmod: &[BTreeSet<String>],
+        formal_in: &HashMap<(FuncId, LocId), VertexId>,
+        formal_out: &HashMap<(FuncId, LocId), VertexId>,
+        star: LocId,
+        ret: LocId,
+    ) -> (
+        HashMap<(NodeId, LocId), VertexId>,
+        HashMap<(NodeId, LocId), VertexId>,
+        HashMap<(FuncId, String), VertexId>,
+    ) {
+        let s = self;
         let mut actual_in: HashMap<(NodeId, LocId), VertexId> = HashMap::new();
         let mut actual_out: HashMap<(NodeId, LocId), VertexId> = HashMap::new();
         let mut ssa_result: HashMap<(FuncId, String), VertexId> = HashMap::new();
@@ -502,12 +509,7 @@ impl Sdg {
             }
             s.actuals.insert(c, mine);
         }
-        for f in 0..nf as FuncId {
-            s.control_dependence(g, f);
-            s.data_dependence(g, f, &formal_in, &formal_out, &ssa_result);
-        }
-        s.summary_edges(g, &formal_in, &formal_out, &actual_in, &actual_out);
-        s
+        (actual_in, actual_out, ssa_result)
     }
 
     /// Ferrante–Ottenstein–Warren control dependence from post-dominators, plus entry → every
@@ -938,6 +940,58 @@ impl Sdg {
             }
         }
     }
+}
+
+/// The nonlocal locations each function reads (GREF) and writes (GMOD), through its callees
+/// too (iterated to a fixed point): `*`, globals (`@…`), and for functions without precise
+/// def/use sets every name that is not an SSA value.
+fn nonlocal_refs_and_mods(g: &ProgramGraph) -> (Vec<BTreeSet<String>>, Vec<BTreeSet<String>>) {
+    let nonlocal = |f: FuncId, name: &str| -> bool {
+        name == STAR
+            || name.starts_with('@')
+            || (!g.function(f).precise_def_use && !name.starts_with('%'))
+    };
+    let nf = g.functions.len();
+    let mut gref: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
+    let mut gmod: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
+    for n in &g.nodes {
+        let f = n.function as usize;
+        for u in &n.uses {
+            if nonlocal(n.function, u) {
+                gref[f].insert(u.clone());
+            }
+        }
+        for d in n.must_defs.iter().chain(&n.may_defs) {
+            if nonlocal(n.function, d) {
+                gmod[f].insert(d.clone());
+            }
+        }
+        if n.call.as_ref().is_some_and(opaque) {
+            gref[f].insert(STAR.into());
+            gmod[f].insert(STAR.into());
+        }
+    }
+    loop {
+        let mut changed = false;
+        for n in &g.nodes {
+            let f = n.function as usize;
+            let Some(call) = &n.call else { continue };
+            for &c in &call.callees {
+                if c as usize == f {
+                    continue;
+                }
+                let (r, m) = (gref[c as usize].clone(), gmod[c as usize].clone());
+                let (before_r, before_m) = (gref[f].len(), gmod[f].len());
+                gref[f].extend(r);
+                gmod[f].extend(m);
+                changed |= gref[f].len() != before_r || gmod[f].len() != before_m;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (gref, gmod)
 }
 
 /// Position of each of a function's nodes in `func.nodes`.
