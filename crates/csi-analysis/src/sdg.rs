@@ -132,6 +132,11 @@ impl Bits {
 /// A statement's vertex and its uses, must-defs and may-defs.
 type StmtSets = (VertexId, Vec<String>, Vec<String>, Vec<String>);
 
+/// Formal-in or formal-out vertices by function and location.
+type FormalVertices = HashMap<(FuncId, LocId), VertexId>;
+/// Actual-in or actual-out vertices by call site and location.
+type ActualVertices = HashMap<(NodeId, LocId), VertexId>;
+
 struct DefSite {
     vertex: VertexId,
     loc: LocId,
@@ -380,10 +385,7 @@ impl Sdg {
         g: &ProgramGraph,
         gref: &[BTreeSet<String>],
         gmod: &[BTreeSet<String>],
-    ) -> (
-        HashMap<(FuncId, LocId), VertexId>,
-        HashMap<(FuncId, LocId), VertexId>,
-    ) {
+    ) -> (FormalVertices, FormalVertices) {
         let s = self;
         let mut formal_in: HashMap<(FuncId, LocId), VertexId> = HashMap::new();
         let mut formal_out: HashMap<(FuncId, LocId), VertexId> = HashMap::new();
@@ -419,7 +421,7 @@ impl Sdg {
     /// the interprocedural edges: call, parameter-in and -out, and for calls into code
     /// without records (opaque) summary edges from every actual-in to every actual-out.
     /// Also the actual-out that defines each call's SSA result.
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    #[allow(clippy::too_many_arguments)]
     fn actuals_of_calls(
         &mut self,
         g: &ProgramGraph,
@@ -430,8 +432,8 @@ impl Sdg {
         star: LocId,
         ret: LocId,
     ) -> (
-        HashMap<(NodeId, LocId), VertexId>,
-        HashMap<(NodeId, LocId), VertexId>,
+        ActualVertices,
+        ActualVertices,
         HashMap<(FuncId, String), VertexId>,
     ) {
         let s = self;
