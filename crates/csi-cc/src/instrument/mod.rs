@@ -375,7 +375,7 @@ impl Ctx {
     /// A zero-initialised internal global `[n x i8]` with DWARF info, for function `f`: in
     /// `f`'s COMDAT group if it has one, so that the linker keeps the copy the kept code uses.
     /// With `odr_group` (a COMDAT function instrumented before optimization, see
-    /// `instrument_module`) it is instead one hidden `weak_odr` global of that group, shared by every
+    /// `Unit::function`) it is instead one hidden `weak_odr` global of that group, shared by every
     /// unit: inlined copies in any unit update it, whichever unit's group the linker keeps.
     unsafe fn global(
         &self,

@@ -55,7 +55,7 @@ pub(super) unsafe fn branch_weights(c: &Ctx, bb: LLVMBasicBlockRef) -> Vec<f64> 
 
 /// A frame's `__PT_counter_idx`: the volatile local a core dump shows (the second half of the
 /// `__PT_state` pair), and in optimized builds a plain alloca mirroring it for `mem2reg` to
-/// promote (see `instrument_paths`).
+/// promote (see `PathState::allocate`).
 #[derive(Clone, Copy)]
 pub(super) struct RingIndex {
     pair: LLVMValueRef,
@@ -516,7 +516,7 @@ pub(super) fn pt_record(
             continue;
         }
         let mut items: Vec<PtItem> = b.lines.iter().map(|&l| PtItem::Line(l)).collect();
-        // Completed paths are stored on back edges only (see `instrument_paths`).
+        // Completed paths are stored on back edges only (see `PathState::allocate`).
         if nb.back_edge_store_increment.contains_key(&(bi as u32)) {
             items.push(PtItem::PathEnd);
         }
