@@ -305,257 +305,36 @@ fn coverage(
     })
 }
 
+/// Prepares the global problem of a report: checks it (see `check_report`), narrows frame
+/// points by coverage (`narrow_points`), derives each frame's activation (step 2,
+/// `frame_activations`), the context-sensitive may-run and surely-run sets (step 3 and 5a,
+/// `RunSets`), and the constraints of the global UTL problem (step 4).
 pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, ReportError> {
-    let entry = g.program_entry.ok_or(ReportError::NoEntry)?;
-    let crashing = report.crashing_thread().ok_or(ReportError::NoFrames)?;
-    // The crashing thread may have no frame in the program (it crashed in library code
-    // reached from a thread start the stack walk could not get past, or jumped to garbage):
-    // then there is no crashing walk, only what any thread may have run.
-    let walk = crashing.frames.iter().any(|f| f.function.is_some());
-    // A stack with unknown outer frames (a truncated core) still bounds the run through the
-    // global coverage, even with no program frame seen.
-    if !walk
-        && report
-            .threads
-            .iter()
-            .all(|t| t.frames.is_empty() && !t.outer_frames_unknown)
-    {
-        return Err(ReportError::NoFrames);
-    }
-    if walk && crashing.frames.first().is_none_or(|f| f.point.is_empty()) {
-        return Err(ReportError::Frame {
-            thread: 0,
-            frame: 0,
-            reason: "no crash point".into(),
-        });
-    }
+    let (entry, walk) = check_report(g, report)?;
     let n = g.node_count();
     let mut never = vec![false; n];
     for (&node, &ran) in &report.global_coverage {
         never[node as usize] = !ran;
     }
-    // A candidate for a frame's point that is recorded as never run cannot be the point; with
-    // other candidates left, drop it rather than call the report inconsistent.
-    let narrowed;
-    let report = if report.threads.iter().flat_map(|t| &t.frames).any(|f| {
-        f.point.len() > 1
-            && f.point
-                .iter()
-                .any(|x| never[*x as usize] || f.local_coverage.get(x) == Some(&false))
-    }) {
-        let mut r = report.clone();
-        for f in r.threads.iter_mut().flat_map(|t| &mut t.frames) {
-            let keep: Vec<NodeId> = f
-                .point
-                .iter()
-                .copied()
-                .filter(|x| !never[*x as usize] && f.local_coverage.get(x) != Some(&false))
-                .collect();
-            if !keep.is_empty() {
-                f.point = keep;
-            }
-        }
-        narrowed = r;
-        &narrowed
-    } else {
-        report
-    };
+    let narrowed = narrow_points(report, &never);
+    let report = narrowed.as_ref().unwrap_or(report);
     let crashing = report.crashing_thread().ok_or(ReportError::NoFrames)?;
     let crash_point: &[NodeId] = crashing.frames.first().map_or(&[], |f| f.point.as_slice());
     let ctx = Context::new(g, never);
 
     // Step 2: every frame's activation.
     let walk_len = walk_frames(report);
-    let mut frames: Vec<FrameWork> = Vec::new();
-    for (t, thread) in report.threads.iter().enumerate() {
-        for (k, fr) in thread.frames.iter().enumerate() {
-            let Some(f) = fr.function else { continue };
-            let frame_err = |reason: String| ReportError::Frame {
-                thread: t,
-                frame: k,
-                reason,
-            };
-            if fr.point.is_empty() {
-                return Err(frame_err("no current point".into()));
-            }
-            let on_path: Vec<NodeId> = fr.path.iter().chain(&fr.point).copied().collect();
-            let targets = if fr.path.is_empty() {
-                fr.point.clone()
-            } else {
-                vec![fr.path[0]]
-            };
-            let local_false = |x: NodeId| fr.local_coverage.get(&x) == Some(&false);
-            for &x in &on_path {
-                if ctx.never[x as usize] || local_false(x) {
-                    return Err(frame_err(format!(
-                        "path node {} is recorded as never executed",
-                        g.node(x).ext_id
-                    )));
-                }
-            }
-            let vectors: Vec<Vec<NodeId>> = fr
-                .local_coverage
-                .iter()
-                .filter(|&(x, &ran)| ran && !on_path.contains(x))
-                .map(|(&x, _)| vec![x])
-                .collect();
-            let before = ctx
-                .activation_becp(f, &targets, &local_false, &vectors)
-                .map_err(|e| frame_err(explain(g, &e)))?;
-            let mut status = before.clone();
-            for &x in &fr.path {
-                status.insert(x, Coverage::Yes);
-            }
-            if let [p] = fr.point.as_slice() {
-                status.insert(*p, Coverage::Yes);
-            } else {
-                for &p in &fr.point {
-                    status.entry(p).and_modify(|c| {
-                        if *c == Coverage::No {
-                            *c = Coverage::Maybe
-                        }
-                    });
-                }
-            }
-            // Calls that ran before the targets were reached have returned; a target itself
-            // only if execution can go on from it to a target (a loop, or another candidate). Calls on the path trace continued, so they returned.
-            let mut completed: Vec<(NodeId, bool)> = Vec::new();
-            for (&x, &c) in &before {
-                if c != Coverage::No
-                    && !g.callees(x).is_empty()
-                    && (!targets.contains(&x) || reaches_any(&ctx, x, &targets))
-                {
-                    completed.push((x, c == Coverage::Yes && !targets.contains(&x)));
-                }
-            }
-            for &x in &fr.path {
-                if !g.callees(x).is_empty() {
-                    completed.push((x, true));
-                }
-            }
-            frames.push(FrameWork {
-                in_walk: t == 0 && k < walk_len,
-                thread: t,
-                frame: k,
-                function: f,
-                completed,
-                status,
-            });
-        }
-    }
+    let frames = frame_activations(&ctx, report, walk_len)?;
 
     // Step 3: the context-sensitive may-run sets and surely-run nodes, for the crashing walk
     // and for everything else (other threads, frames entered from library code).
-    let mut may = vec![false; n];
-    let mut sure = vec![false; n];
-    let mut elsewhere = vec![false; n];
-    let mut sure_walk = vec![false; n];
-    let mut invoked = [
-        vec![false; g.functions.len()],
-        vec![false; g.functions.len()],
-    ];
-    let mut work: Vec<(FuncId, usize)> = Vec::new();
-    let mut sure_calls: Vec<(NodeId, bool)> = Vec::new();
-    for fw in &frames {
-        let side = usize::from(!fw.in_walk);
-        for (&x, &c) in &fw.status {
-            if fw.in_walk {
-                may[x as usize] |= c != Coverage::No;
-                sure_walk[x as usize] |= c == Coverage::Yes;
-            } else {
-                elsewhere[x as usize] |= c != Coverage::No;
-            }
-            sure[x as usize] |= c == Coverage::Yes;
-        }
-        for &(call, surely) in &fw.completed {
-            for &callee in g.callees(call) {
-                if ctx.completes[callee as usize] && !invoked[side][callee as usize] {
-                    invoked[side][callee as usize] = true;
-                    work.push((callee, side));
-                }
-            }
-            if surely {
-                sure_calls.push((call, fw.in_walk));
-            }
-        }
-    }
-    let mut invocations: HashMap<FuncId, HashMap<NodeId, Coverage>> = HashMap::new();
-    while let Some((f, side)) = work.pop() {
-        let body = match invocations.get(&f) {
-            Some(b) => b.clone(),
-            None => match ctx.complete_invocation(f) {
-                Some(b) => b,
-                None => continue,
-            },
-        };
-        for (&x, &c) in &body {
-            if c == Coverage::No {
-                continue;
-            }
-            if side == 0 {
-                may[x as usize] = true;
-            } else {
-                elsewhere[x as usize] = true;
-            }
-            for &callee in g.callees(x) {
-                if ctx.completes[callee as usize] && !invoked[side][callee as usize] {
-                    invoked[side][callee as usize] = true;
-                    work.push((callee, side));
-                }
-            }
-        }
-        invocations.insert(f, body);
-    }
-    // Step 5a: a surely-completed direct call surely ran its callee's unavoidable nodes.
-    while let Some((call, in_walk)) = sure_calls.pop() {
-        let [callee] = g.callees(call) else { continue };
-        let Some(body) = invocations.get(callee) else {
-            continue;
-        };
-        for (&x, &c) in body {
-            if c == Coverage::Yes
-                && !(if in_walk {
-                    sure_walk[x as usize]
-                } else {
-                    sure[x as usize]
-                })
-            {
-                sure[x as usize] = true;
-                if in_walk {
-                    sure_walk[x as usize] = true;
-                }
-                if !g.callees(x).is_empty() {
-                    sure_calls.push((x, in_walk));
-                }
-            }
-        }
-    }
-    // Library code may have run the async roots at any time, in any thread.
-    for x in reach_from(&ctx, None) {
-        elsewhere[x as usize] = true;
-    }
-    // A stack whose outer frames are unknown (a truncated core) hides activations that began
-    // at `main` or a thread start and may have run anything reachable from there before the
-    // part of the walk that is seen.
-    if report.threads.iter().any(|t| t.outer_frames_unknown) {
-        for x in reach_from(&ctx, g.program_entry.map(|e| g.node(e).function)) {
-            elsewhere[x as usize] = true;
-        }
-    }
-    let mut observed_in_walk = vec![false; n];
-    for (&x, &ran) in &report.global_coverage {
-        if ran {
-            sure[x as usize] = true;
-            if !may[x as usize] && !elsewhere[x as usize] {
-                return Err(ReportError::Inconsistent(format!(
-                    "node {} is covered but cannot have run with this stack",
-                    g.node(x).ext_id
-                )));
-            }
-            // Only a run that nothing else can explain constrains the crashing walk.
-            observed_in_walk[x as usize] = !elsewhere[x as usize];
-        }
-    }
+    let RunSets {
+        may,
+        sure,
+        mut elsewhere,
+        sure_walk,
+        observed_in_walk,
+    } = RunSets::compute(&ctx, report, &frames)?;
 
     // Step 4: the global UTL problem on the csi-grissom graph.
     if !walk {
@@ -614,6 +393,310 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
         plain_vectors,
         frames,
     })
+}
+
+/// The program's entry, and whether the crashing thread has a program frame (a crashing
+/// walk); an error for a report nothing can be derived from (no entry, no frames, no crash
+/// point).
+fn check_report(g: &ProgramGraph, report: &FailureReport) -> Result<(NodeId, bool), ReportError> {
+    let entry = g.program_entry.ok_or(ReportError::NoEntry)?;
+    let crashing = report.crashing_thread().ok_or(ReportError::NoFrames)?;
+    // The crashing thread may have no frame in the program (it crashed in library code
+    // reached from a thread start the stack walk could not get past, or jumped to garbage):
+    // then there is no crashing walk, only what any thread may have run.
+    let walk = crashing.frames.iter().any(|f| f.function.is_some());
+    // A stack with unknown outer frames (a truncated core) still bounds the run through the
+    // global coverage, even with no program frame seen.
+    if !walk
+        && report
+            .threads
+            .iter()
+            .all(|t| t.frames.is_empty() && !t.outer_frames_unknown)
+    {
+        return Err(ReportError::NoFrames);
+    }
+    if walk && crashing.frames.first().is_none_or(|f| f.point.is_empty()) {
+        return Err(ReportError::Frame {
+            thread: 0,
+            frame: 0,
+            reason: "no crash point".into(),
+        });
+    }
+    Ok((entry, walk))
+}
+
+/// A candidate for a frame's point that is recorded as never run cannot be the point; with
+/// other candidates left, drop it rather than call the report inconsistent. `Some`: the
+/// report with such candidates dropped; `None`: nothing to drop.
+fn narrow_points(report: &FailureReport, never: &[bool]) -> Option<FailureReport> {
+    let any = report.threads.iter().flat_map(|t| &t.frames).any(|f| {
+        f.point.len() > 1
+            && f.point
+                .iter()
+                .any(|x| never[*x as usize] || f.local_coverage.get(x) == Some(&false))
+    });
+    if !any {
+        return None;
+    }
+    let mut r = report.clone();
+    for f in r.threads.iter_mut().flat_map(|t| &mut t.frames) {
+        let keep: Vec<NodeId> = f
+            .point
+            .iter()
+            .copied()
+            .filter(|x| !never[*x as usize] && f.local_coverage.get(x) != Some(&false))
+            .collect();
+        if !keep.is_empty() {
+            f.point = keep;
+        }
+    }
+    Some(r)
+}
+
+/// Step 2: the activation of every program frame of every thread (the first `walk_len`
+/// frames of the crashing thread form the crashing walk).
+fn frame_activations(
+    ctx: &Context<'_>,
+    report: &FailureReport,
+    walk_len: usize,
+) -> Result<Vec<FrameWork>, ReportError> {
+    let mut frames: Vec<FrameWork> = Vec::new();
+    for (t, thread) in report.threads.iter().enumerate() {
+        for (k, fr) in thread.frames.iter().enumerate() {
+            let Some(f) = fr.function else { continue };
+            let frame_err = |reason: String| ReportError::Frame {
+                thread: t,
+                frame: k,
+                reason,
+            };
+            let (completed, status) = frame_activation(ctx, fr, f).map_err(frame_err)?;
+            frames.push(FrameWork {
+                in_walk: t == 0 && k < walk_len,
+                thread: t,
+                frame: k,
+                function: f,
+                completed,
+                status,
+            });
+        }
+    }
+    Ok(frames)
+}
+
+/// What frame `fr` (of function `f`) ran in its activation: the calls that completed (and
+/// whether each surely ran), and each node's coverage. An error says why the frame is
+/// inconsistent.
+#[allow(clippy::type_complexity)]
+fn frame_activation(
+    ctx: &Context<'_>,
+    fr: &csi_model::Frame,
+    f: FuncId,
+) -> Result<(Vec<(NodeId, bool)>, HashMap<NodeId, Coverage>), String> {
+    let g = ctx.graph;
+    if fr.point.is_empty() {
+        return Err("no current point".into());
+    }
+    let on_path: Vec<NodeId> = fr.path.iter().chain(&fr.point).copied().collect();
+    let targets = if fr.path.is_empty() {
+        fr.point.clone()
+    } else {
+        vec![fr.path[0]]
+    };
+    let local_false = |x: NodeId| fr.local_coverage.get(&x) == Some(&false);
+    for &x in &on_path {
+        if ctx.never[x as usize] || local_false(x) {
+            return Err(format!(
+                "path node {} is recorded as never executed",
+                g.node(x).ext_id
+            ));
+        }
+    }
+    let vectors: Vec<Vec<NodeId>> = fr
+        .local_coverage
+        .iter()
+        .filter(|&(x, &ran)| ran && !on_path.contains(x))
+        .map(|(&x, _)| vec![x])
+        .collect();
+    let before = ctx
+        .activation_becp(f, &targets, &local_false, &vectors)
+        .map_err(|e| explain(g, &e))?;
+    let mut status = before.clone();
+    for &x in &fr.path {
+        status.insert(x, Coverage::Yes);
+    }
+    if let [p] = fr.point.as_slice() {
+        status.insert(*p, Coverage::Yes);
+    } else {
+        for &p in &fr.point {
+            status.entry(p).and_modify(|c| {
+                if *c == Coverage::No {
+                    *c = Coverage::Maybe
+                }
+            });
+        }
+    }
+    // Calls that ran before the targets were reached have returned; a target itself
+    // only if execution can go on from it to a target (a loop, or another candidate). Calls on the path trace continued, so they returned.
+    let mut completed: Vec<(NodeId, bool)> = Vec::new();
+    for (&x, &c) in &before {
+        if c != Coverage::No
+            && !g.callees(x).is_empty()
+            && (!targets.contains(&x) || reaches_any(ctx, x, &targets))
+        {
+            completed.push((x, c == Coverage::Yes && !targets.contains(&x)));
+        }
+    }
+    for &x in &fr.path {
+        if !g.callees(x).is_empty() {
+            completed.push((x, true));
+        }
+    }
+    Ok((completed, status))
+}
+
+/// Per program node: what may have run in the crashing walk (`may`) or elsewhere
+/// (`elsewhere`: other threads, frames entered from library code, what library code may
+/// call), what surely ran in any thread (`sure`) and in the walk (`sure_walk`), and what the
+/// global coverage saw that only the walk can explain (`observed_in_walk`).
+struct RunSets {
+    may: Vec<bool>,
+    sure: Vec<bool>,
+    elsewhere: Vec<bool>,
+    sure_walk: Vec<bool>,
+    observed_in_walk: Vec<bool>,
+}
+
+impl RunSets {
+    /// Steps 3 and 5a over the frames' activations: the frames' own nodes, the complete
+    /// invocations of the calls they completed (transitively), the unavoidable nodes of
+    /// surely-completed direct calls, the async roots and, with unknown outer frames,
+    /// everything reachable from the program's entry; then the global coverage, which must
+    /// be explained by one of them.
+    fn compute(
+        ctx: &Context<'_>,
+        report: &FailureReport,
+        frames: &[FrameWork],
+    ) -> Result<RunSets, ReportError> {
+        let g = ctx.graph;
+        let n = g.node_count();
+        let mut may = vec![false; n];
+        let mut sure = vec![false; n];
+        let mut elsewhere = vec![false; n];
+        let mut sure_walk = vec![false; n];
+        let mut invoked = [
+            vec![false; g.functions.len()],
+            vec![false; g.functions.len()],
+        ];
+        let mut work: Vec<(FuncId, usize)> = Vec::new();
+        let mut sure_calls: Vec<(NodeId, bool)> = Vec::new();
+        for fw in frames {
+            let side = usize::from(!fw.in_walk);
+            for (&x, &c) in &fw.status {
+                if fw.in_walk {
+                    may[x as usize] |= c != Coverage::No;
+                    sure_walk[x as usize] |= c == Coverage::Yes;
+                } else {
+                    elsewhere[x as usize] |= c != Coverage::No;
+                }
+                sure[x as usize] |= c == Coverage::Yes;
+            }
+            for &(call, surely) in &fw.completed {
+                for &callee in g.callees(call) {
+                    if ctx.completes[callee as usize] && !invoked[side][callee as usize] {
+                        invoked[side][callee as usize] = true;
+                        work.push((callee, side));
+                    }
+                }
+                if surely {
+                    sure_calls.push((call, fw.in_walk));
+                }
+            }
+        }
+        let mut invocations: HashMap<FuncId, HashMap<NodeId, Coverage>> = HashMap::new();
+        while let Some((f, side)) = work.pop() {
+            let body = match invocations.get(&f) {
+                Some(b) => b.clone(),
+                None => match ctx.complete_invocation(f) {
+                    Some(b) => b,
+                    None => continue,
+                },
+            };
+            for (&x, &c) in &body {
+                if c == Coverage::No {
+                    continue;
+                }
+                if side == 0 {
+                    may[x as usize] = true;
+                } else {
+                    elsewhere[x as usize] = true;
+                }
+                for &callee in g.callees(x) {
+                    if ctx.completes[callee as usize] && !invoked[side][callee as usize] {
+                        invoked[side][callee as usize] = true;
+                        work.push((callee, side));
+                    }
+                }
+            }
+            invocations.insert(f, body);
+        }
+        // Step 5a: a surely-completed direct call surely ran its callee's unavoidable nodes.
+        while let Some((call, in_walk)) = sure_calls.pop() {
+            let [callee] = g.callees(call) else { continue };
+            let Some(body) = invocations.get(callee) else {
+                continue;
+            };
+            for (&x, &c) in body {
+                if c == Coverage::Yes
+                    && !(if in_walk {
+                        sure_walk[x as usize]
+                    } else {
+                        sure[x as usize]
+                    })
+                {
+                    sure[x as usize] = true;
+                    if in_walk {
+                        sure_walk[x as usize] = true;
+                    }
+                    if !g.callees(x).is_empty() {
+                        sure_calls.push((x, in_walk));
+                    }
+                }
+            }
+        }
+        // Library code may have run the async roots at any time, in any thread.
+        for x in reach_from(ctx, None) {
+            elsewhere[x as usize] = true;
+        }
+        // A stack whose outer frames are unknown (a truncated core) hides activations that began
+        // at `main` or a thread start and may have run anything reachable from there before the
+        // part of the walk that is seen.
+        if report.threads.iter().any(|t| t.outer_frames_unknown) {
+            for x in reach_from(ctx, g.program_entry.map(|e| g.node(e).function)) {
+                elsewhere[x as usize] = true;
+            }
+        }
+        let mut observed_in_walk = vec![false; n];
+        for (&x, &ran) in &report.global_coverage {
+            if ran {
+                sure[x as usize] = true;
+                if !may[x as usize] && !elsewhere[x as usize] {
+                    return Err(ReportError::Inconsistent(format!(
+                        "node {} is covered but cannot have run with this stack",
+                        g.node(x).ext_id
+                    )));
+                }
+                // Only a run that nothing else can explain constrains the crashing walk.
+                observed_in_walk[x as usize] = !elsewhere[x as usize];
+            }
+        }
+        Ok(RunSets {
+            may,
+            sure,
+            elsewhere,
+            sure_walk,
+            observed_in_walk,
+        })
+    }
 }
 
 /// How many frames of the crashing thread (innermost first) form the crashing walk: up to and

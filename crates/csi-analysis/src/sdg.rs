@@ -132,9 +132,162 @@ impl Bits {
 /// A statement's vertex and its uses, must-defs and may-defs.
 type StmtSets = (VertexId, Vec<String>, Vec<String>, Vec<String>);
 
+/// Formal-in or formal-out vertices by function and location.
+type FormalVertices = HashMap<(FuncId, LocId), VertexId>;
+/// Actual-in or actual-out vertices by call site and location.
+type ActualVertices = HashMap<(NodeId, LocId), VertexId>;
+
 struct DefSite {
     vertex: VertexId,
     loc: LocId,
+}
+
+/// The def sites of one function (see `Sdg::def_sites`), by node: generated in phase A (the
+/// node's statements) and killed there (must-defs), generated in phase B (a call's
+/// actual-outs).
+struct FuncDefs {
+    defs: Vec<DefSite>,
+    gen_a: Vec<Vec<usize>>,
+    kill_a_locs: Vec<Vec<LocId>>,
+    gen_b: Vec<Vec<usize>>,
+    /// The vertex defining each SSA value.
+    ssa_def: HashMap<String, VertexId>,
+    /// Def sites per statement (for the uses of later statements of the same node).
+    stmt_defs: HashMap<VertexId, Vec<(usize, bool)>>,
+}
+
+/// Reaching definitions of one function, iterated to a fixed point: per node, the def sites
+/// reaching its start (`inb`) and its middle, after phase A (`mid`: what a call's actual-ins
+/// see).
+fn reaching_definitions(
+    g: &ProgramGraph,
+    func: &csi_model::Function,
+    local: &HashMap<NodeId, usize>,
+    fd: &FuncDefs,
+    defs_of: &HashMap<LocId, Vec<usize>>,
+) -> (Vec<Bits>, Vec<Bits>) {
+    let nn = func.nodes.len();
+    let nd = fd.defs.len();
+    let bits_of = |ks: &[usize]| {
+        let mut b = Bits::new(nd);
+        for &k in ks {
+            b.set(k);
+        }
+        b
+    };
+    let gen_a_bits: Vec<Bits> = fd.gen_a.iter().map(|v| bits_of(v)).collect();
+    let gen_b_bits: Vec<Bits> = fd.gen_b.iter().map(|v| bits_of(v)).collect();
+    let kill_a_bits: Vec<Bits> = fd
+        .kill_a_locs
+        .iter()
+        .map(|ls| {
+            let ks: Vec<usize> = ls
+                .iter()
+                .flat_map(|l| defs_of.get(l).into_iter().flatten().copied())
+                .collect();
+            bits_of(&ks)
+        })
+        .collect();
+    let preds: Vec<Vec<usize>> = func
+        .nodes
+        .iter()
+        .map(|&n| {
+            g.preds[n as usize]
+                .iter()
+                .filter_map(|m| local.get(m).copied())
+                .collect()
+        })
+        .collect();
+    let mut inb: Vec<Bits> = vec![Bits::new(nd); nn];
+    let mut mid: Vec<Bits> = vec![Bits::new(nd); nn];
+    let mut out: Vec<Bits> = vec![Bits::new(nd); nn];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in 0..nn {
+            let mut x = Bits::new(nd);
+            for &p in &preds[i] {
+                x.union_with(&out[p]);
+            }
+            let mut m = x.clone();
+            m.minus(&kill_a_bits[i]);
+            m.union_with(&gen_a_bits[i]);
+            let mut o = m.clone();
+            o.union_with(&gen_b_bits[i]);
+            if o != out[i] {
+                out[i] = o;
+                changed = true;
+            }
+            inb[i] = x;
+            mid[i] = m;
+        }
+    }
+    (inb, mid)
+}
+
+/// How the uses of one function find their definitions: SSA values their defining vertex,
+/// named locations the reaching def sites of the same location, `*` and aliasable locations
+/// (globals, escaped locals, everything without precise def/use sets) each other's too.
+struct Uses<'a> {
+    precise: bool,
+    escaped: &'a BTreeSet<&'a str>,
+    star: LocId,
+    fd: &'a FuncDefs,
+    defs_of: &'a HashMap<LocId, Vec<usize>>,
+    /// Def sites of aliasable locations (what a use of `*` may read).
+    aliasable_defs: Vec<usize>,
+}
+
+impl Uses<'_> {
+    fn aliasable(&self, name: &str) -> bool {
+        name == STAR || name.starts_with('@') || self.escaped.contains(name) || !self.precise
+    }
+
+    /// Adds the data dependences of `user`'s use of `name` on the def sites in `reach`.
+    fn resolve(
+        &self,
+        s: &mut Sdg,
+        user: VertexId,
+        name: &str,
+        reach: &Bits,
+        new_edges: &mut Vec<(VertexId, VertexId, LocId)>,
+    ) {
+        let (defs, star) = (&self.fd.defs, self.star);
+        if self.precise && is_ssa(name) {
+            if let Some(&d) = self.fd.ssa_def.get(name) {
+                if d != user {
+                    let l = s.intern(name);
+                    new_edges.push((d, user, l));
+                }
+            }
+            return;
+        }
+        let l = s.intern(name);
+        let mut cands: Vec<usize> = self.defs_of.get(&l).cloned().unwrap_or_default();
+        if name == STAR {
+            cands.extend(&self.aliasable_defs);
+        } else if self.aliasable(name) {
+            cands.extend(self.defs_of.get(&star).into_iter().flatten());
+        }
+        let user_kind = s.vertices[user as usize].kind;
+        for k in cands {
+            if !reach.get(k) || defs[k].vertex == user {
+                continue;
+            }
+            // Formals of `*` stand for the memory no other formal names: a named global has
+            // its own formal-in (its value at entry) and formal-out, and a local is dead
+            // after the return.
+            let def_kind = s.vertices[defs[k].vertex as usize].kind;
+            let def_is_star = defs[k].loc == star;
+            if matches!(def_kind, VertexKind::FormalIn(_)) && def_is_star && name != STAR {
+                continue;
+            }
+            if matches!(user_kind, VertexKind::FormalOut(_)) && name == STAR && !def_is_star {
+                continue;
+            }
+            new_edges.push((defs[k].vertex, user, l));
+        }
+    }
 }
 
 impl Sdg {
@@ -180,6 +333,25 @@ impl Sdg {
             by_function: vec![Vec::new(); g.functions.len()],
             ..Sdg::default()
         };
+        s.node_vertices(g);
+        let star = s.intern(STAR);
+        let ret = s.intern(RET);
+        let (gref, gmod) = nonlocal_refs_and_mods(g);
+        let (formal_in, formal_out) = s.formals(g, &gref, &gmod);
+        let (actual_in, actual_out, ssa_result) =
+            s.actuals_of_calls(g, &gref, &gmod, &formal_in, &formal_out, star, ret);
+        for f in 0..g.functions.len() as FuncId {
+            s.control_dependence(g, f);
+            s.data_dependence(g, f, &formal_in, &formal_out, &ssa_result);
+        }
+        s.summary_edges(g, &formal_in, &formal_out, &actual_in, &actual_out);
+        s
+    }
+
+    /// A vertex per program node (its id is the node's), and one per statement but the last
+    /// of a node with several (precise def/use sets; the last statement is the node's vertex).
+    fn node_vertices(&mut self, g: &ProgramGraph) {
+        let s = self;
         for (i, n) in g.nodes.iter().enumerate() {
             s.vertices.push(Vertex {
                 kind: VertexKind::Node,
@@ -203,55 +375,18 @@ impl Sdg {
             }
             s.stmts.insert(id, vs);
         }
-        let star = s.intern(STAR);
-        let ret = s.intern(RET);
-        // Nonlocal locations each function reads / writes, through its callees too.
-        let nonlocal = |f: FuncId, name: &str| -> bool {
-            name == STAR
-                || name.starts_with('@')
-                || (!g.function(f).precise_def_use && !name.starts_with('%'))
-        };
-        let nf = g.functions.len();
-        let mut gref: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
-        let mut gmod: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
-        for n in &g.nodes {
-            let f = n.function as usize;
-            for u in &n.uses {
-                if nonlocal(n.function, u) {
-                    gref[f].insert(u.clone());
-                }
-            }
-            for d in n.must_defs.iter().chain(&n.may_defs) {
-                if nonlocal(n.function, d) {
-                    gmod[f].insert(d.clone());
-                }
-            }
-            if n.call.as_ref().is_some_and(opaque) {
-                gref[f].insert(STAR.into());
-                gmod[f].insert(STAR.into());
-            }
-        }
-        loop {
-            let mut changed = false;
-            for n in &g.nodes {
-                let f = n.function as usize;
-                let Some(call) = &n.call else { continue };
-                for &c in &call.callees {
-                    if c as usize == f {
-                        continue;
-                    }
-                    let (r, m) = (gref[c as usize].clone(), gmod[c as usize].clone());
-                    let (before_r, before_m) = (gref[f].len(), gmod[f].len());
-                    gref[f].extend(r);
-                    gmod[f].extend(m);
-                    changed |= gref[f].len() != before_r || gmod[f].len() != before_m;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-        // Formals.
+    }
+
+    /// Formal-in vertices (parameters and the nonlocal locations each function reads) and
+    /// formal-out vertices (the nonlocal locations it writes, and its result), each
+    /// control-dependent on the function's entry.
+    fn formals(
+        &mut self,
+        g: &ProgramGraph,
+        gref: &[BTreeSet<String>],
+        gmod: &[BTreeSet<String>],
+    ) -> (FormalVertices, FormalVertices) {
+        let s = self;
         let mut formal_in: HashMap<(FuncId, LocId), VertexId> = HashMap::new();
         let mut formal_out: HashMap<(FuncId, LocId), VertexId> = HashMap::new();
         for (fi, func) in g.functions.iter().enumerate() {
@@ -279,7 +414,29 @@ impl Sdg {
                 formal_out.insert((f, l), v);
             }
         }
-        // Actuals, and the interprocedural edges.
+        (formal_in, formal_out)
+    }
+
+    /// Actual-in and actual-out vertices of every call site (control-dependent on it), and
+    /// the interprocedural edges: call, parameter-in and -out, and for calls into code
+    /// without records (opaque) summary edges from every actual-in to every actual-out.
+    /// Also the actual-out that defines each call's SSA result.
+    #[allow(clippy::too_many_arguments)]
+    fn actuals_of_calls(
+        &mut self,
+        g: &ProgramGraph,
+        gref: &[BTreeSet<String>],
+        gmod: &[BTreeSet<String>],
+        formal_in: &HashMap<(FuncId, LocId), VertexId>,
+        formal_out: &HashMap<(FuncId, LocId), VertexId>,
+        star: LocId,
+        ret: LocId,
+    ) -> (
+        ActualVertices,
+        ActualVertices,
+        HashMap<(FuncId, String), VertexId>,
+    ) {
+        let s = self;
         let mut actual_in: HashMap<(NodeId, LocId), VertexId> = HashMap::new();
         let mut actual_out: HashMap<(NodeId, LocId), VertexId> = HashMap::new();
         let mut ssa_result: HashMap<(FuncId, String), VertexId> = HashMap::new();
@@ -354,12 +511,7 @@ impl Sdg {
             }
             s.actuals.insert(c, mine);
         }
-        for f in 0..nf as FuncId {
-            s.control_dependence(g, f);
-            s.data_dependence(g, f, &formal_in, &formal_out, &ssa_result);
-        }
-        s.summary_edges(g, &formal_in, &formal_out, &actual_in, &actual_out);
-        s
+        (actual_in, actual_out, ssa_result)
     }
 
     /// Ferrante–Ottenstein–Warren control dependence from post-dominators, plus entry → every
@@ -479,46 +631,121 @@ impl Sdg {
         let precise = func.precise_def_use;
         let escaped: BTreeSet<&str> = func.escaped.iter().map(String::as_str).collect();
         let star = self.intern(STAR);
-        let aliasable = |name: &str| -> bool {
-            name == STAR || name.starts_with('@') || escaped.contains(name) || !precise
-        };
         let local = local_index(func);
-        let nn = func.nodes.len();
-        // Def sites: phase A (the node itself, formal-ins at the entry), phase B (actual-outs).
-        let mut defs: Vec<DefSite> = Vec::new();
-        let mut gen_a: Vec<Vec<usize>> = vec![Vec::new(); nn];
-        let mut kill_a_locs: Vec<Vec<LocId>> = vec![Vec::new(); nn];
-        let mut gen_b: Vec<Vec<usize>> = vec![Vec::new(); nn];
-        let mut ssa_def: HashMap<String, VertexId> = HashMap::new();
-        // Per statement: (vertex, uses, must-defs, may-defs); one for unsplit nodes.
-        let stmts_of = |s: &Sdg, n: NodeId| -> Vec<StmtSets> {
-            let node = g.node(n);
-            match s.stmts.get(&n) {
-                Some(vs) => vs
-                    .iter()
-                    .zip(&node.stmts)
-                    .map(|(&v, st)| {
-                        (
-                            v,
-                            st.uses.clone(),
-                            st.must_defs.clone(),
-                            st.may_defs.clone(),
-                        )
-                    })
-                    .collect(),
-                None => vec![(
-                    n,
-                    node.uses.clone(),
-                    node.must_defs.clone(),
-                    node.may_defs.clone(),
-                )],
-            }
+        let fd = self.def_sites(g, f, &local, formal_in, ssa_result);
+        let mut defs_of: HashMap<LocId, Vec<usize>> = HashMap::new();
+        for (k, d) in fd.defs.iter().enumerate() {
+            defs_of.entry(d.loc).or_default().push(k);
+        }
+        let mut uses = Uses {
+            precise,
+            escaped: &escaped,
+            star,
+            fd: &fd,
+            defs_of: &defs_of,
+            aliasable_defs: Vec::new(),
         };
-        // Def sites per statement (for the uses of later statements of the same node).
-        let mut stmt_defs: HashMap<VertexId, Vec<(usize, bool)>> = HashMap::new();
+        uses.aliasable_defs = (0..fd.defs.len())
+            .filter(|&k| uses.aliasable(&self.locs[fd.defs[k].loc as usize]))
+            .collect();
+        let (inb, mid) = reaching_definitions(g, func, &local, &fd, &defs_of);
+        // Uses.
+        let mut new_edges: Vec<(VertexId, VertexId, LocId)> = Vec::new();
+        for (i, &n) in func.nodes.iter().enumerate() {
+            self.node_uses(g, n, &uses, &inb[i], &mid[i], &mut new_edges);
+        }
+        let exit = local[&func.exit];
+        for (&(ff, l), &v) in formal_out.iter() {
+            if ff == f {
+                let name = self.locs[l as usize].clone();
+                uses.resolve(self, v, &name, &inb[exit], &mut new_edges);
+                if !precise && name == RET {
+                    // Old def/use sets do not say what is returned: whatever ran last may be.
+                    for &p in &g.preds[func.exit as usize] {
+                        new_edges.push((p, v, l));
+                    }
+                }
+            }
+        }
+        if !precise {
+            // Nor what a call's result flows into: the code right after the call may use it
+            // (and anything the callee wrote).
+            for &n in &func.nodes {
+                if g.node(n).call.is_none() {
+                    continue;
+                }
+                for &v in self.actuals.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
+                    if let VertexKind::ActualOut(l) = self.vertices[v as usize].kind {
+                        for &s in &g.succs[n as usize] {
+                            new_edges.push((v, s, l));
+                        }
+                    }
+                }
+            }
+        }
+        for (a, b, l) in new_edges {
+            self.add_edge(a, b, DepKind::Data(l));
+        }
+    }
+
+    /// Per statement of node `n`: (vertex, uses, must-defs, may-defs); one for unsplit nodes.
+    fn stmt_sets(&self, g: &ProgramGraph, n: NodeId) -> Vec<StmtSets> {
+        let node = g.node(n);
+        match self.stmts.get(&n) {
+            Some(vs) => vs
+                .iter()
+                .zip(&node.stmts)
+                .map(|(&v, st)| {
+                    (
+                        v,
+                        st.uses.clone(),
+                        st.must_defs.clone(),
+                        st.may_defs.clone(),
+                    )
+                })
+                .collect(),
+            None => vec![(
+                n,
+                node.uses.clone(),
+                node.must_defs.clone(),
+                node.may_defs.clone(),
+            )],
+        }
+    }
+
+    /// The def sites of function `f` for reaching definitions: each statement's must- and
+    /// may-defs, the formal-ins at the entry (phase A of a node), the actual-outs of its calls
+    /// (phase B, after the call); and the defining vertex of each SSA value.
+    fn def_sites(
+        &mut self,
+        g: &ProgramGraph,
+        f: FuncId,
+        local: &HashMap<NodeId, usize>,
+        formal_in: &HashMap<(FuncId, LocId), VertexId>,
+        ssa_result: &HashMap<(FuncId, String), VertexId>,
+    ) -> FuncDefs {
+        let func = g.function(f);
+        let precise = func.precise_def_use;
+        let nn = func.nodes.len();
+        let mut fd = FuncDefs {
+            defs: Vec::new(),
+            gen_a: vec![Vec::new(); nn],
+            kill_a_locs: vec![Vec::new(); nn],
+            gen_b: vec![Vec::new(); nn],
+            ssa_def: HashMap::new(),
+            stmt_defs: HashMap::new(),
+        };
+        let FuncDefs {
+            defs,
+            gen_a,
+            kill_a_locs,
+            gen_b,
+            ssa_def,
+            stmt_defs,
+        } = &mut fd;
         for (i, &n) in func.nodes.iter().enumerate() {
             let node = g.node(n);
-            for (v, _, must, may) in stmts_of(self, n) {
+            for (v, _, must, may) in self.stmt_sets(g, n) {
                 for d in &must {
                     if precise && is_ssa(d) {
                         ssa_def.insert(d.clone(), v);
@@ -568,204 +795,83 @@ impl Sdg {
                 ssa_def.insert(r.clone(), v);
             }
         }
-        let nd = defs.len();
-        let mut defs_of: HashMap<LocId, Vec<usize>> = HashMap::new();
-        for (k, d) in defs.iter().enumerate() {
-            defs_of.entry(d.loc).or_default().push(k);
-        }
-        let aliasable_defs: Vec<usize> = (0..nd)
-            .filter(|&k| aliasable(&self.locs[defs[k].loc as usize]))
-            .collect();
-        let bits_of = |ks: &[usize]| {
-            let mut b = Bits::new(nd);
-            for &k in ks {
-                b.set(k);
-            }
-            b
-        };
-        let gen_a_bits: Vec<Bits> = gen_a.iter().map(|v| bits_of(v)).collect();
-        let gen_b_bits: Vec<Bits> = gen_b.iter().map(|v| bits_of(v)).collect();
-        let kill_a_bits: Vec<Bits> = kill_a_locs
-            .iter()
-            .map(|ls| {
-                let ks: Vec<usize> = ls
-                    .iter()
-                    .flat_map(|l| defs_of.get(l).into_iter().flatten().copied())
-                    .collect();
-                bits_of(&ks)
-            })
-            .collect();
-        let preds: Vec<Vec<usize>> = func
-            .nodes
-            .iter()
-            .map(|&n| {
-                g.preds[n as usize]
-                    .iter()
-                    .filter_map(|m| local.get(m).copied())
-                    .collect()
-            })
-            .collect();
-        let mut inb: Vec<Bits> = vec![Bits::new(nd); nn];
-        let mut mid: Vec<Bits> = vec![Bits::new(nd); nn];
-        let mut out: Vec<Bits> = vec![Bits::new(nd); nn];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for i in 0..nn {
-                let mut x = Bits::new(nd);
-                for &p in &preds[i] {
-                    x.union_with(&out[p]);
-                }
-                let mut m = x.clone();
-                m.minus(&kill_a_bits[i]);
-                m.union_with(&gen_a_bits[i]);
-                let mut o = m.clone();
-                o.union_with(&gen_b_bits[i]);
-                if o != out[i] {
-                    out[i] = o;
-                    changed = true;
-                }
-                inb[i] = x;
-                mid[i] = m;
-            }
-        }
-        // Uses.
-        let mut new_edges: Vec<(VertexId, VertexId, LocId)> = Vec::new();
-        let resolve = |user: VertexId,
-                       name: &str,
-                       reach: &Bits,
-                       s: &mut Sdg,
-                       new_edges: &mut Vec<(VertexId, VertexId, LocId)>| {
-            if precise && is_ssa(name) {
-                if let Some(&d) = ssa_def.get(name) {
-                    if d != user {
-                        let l = s.intern(name);
-                        new_edges.push((d, user, l));
-                    }
-                }
-                return;
-            }
-            let l = s.intern(name);
-            let mut cands: Vec<usize> = defs_of.get(&l).cloned().unwrap_or_default();
-            if name == STAR {
-                cands.extend(&aliasable_defs);
-            } else if aliasable(name) {
-                cands.extend(defs_of.get(&star).into_iter().flatten());
-            }
-            let user_kind = s.vertices[user as usize].kind;
-            for k in cands {
-                if !reach.get(k) || defs[k].vertex == user {
+        fd
+    }
+
+    /// The data dependences into node `n`'s statements (from the earlier statements of the
+    /// node, else from the definitions reaching the node, `inb`) and into its call's
+    /// actual-ins (from the definitions reaching the call, `mid`).
+    fn node_uses(
+        &mut self,
+        g: &ProgramGraph,
+        n: NodeId,
+        uses: &Uses,
+        inb: &Bits,
+        mid: &Bits,
+        new_edges: &mut Vec<(VertexId, VertexId, LocId)>,
+    ) {
+        let precise = uses.precise;
+        let node = g.node(n);
+        let stmts = self.stmt_sets(g, n);
+        for (k, (v, stmt_uses, _, _)) in stmts.iter().enumerate() {
+            for u in stmt_uses {
+                if k == 0 || (precise && is_ssa(u)) {
+                    uses.resolve(self, *v, u, inb, new_edges);
                     continue;
                 }
-                // Formals of `*` stand for the memory no other formal names: a named global has
-                // its own formal-in (its value at entry) and formal-out, and a local is dead
-                // after the return.
-                let def_kind = s.vertices[defs[k].vertex as usize].kind;
-                let def_is_star = defs[k].loc == star;
-                if matches!(def_kind, VertexKind::FormalIn(_)) && def_is_star && name != STAR {
-                    continue;
-                }
-                if matches!(user_kind, VertexKind::FormalOut(_)) && name == STAR && !def_is_star {
-                    continue;
-                }
-                new_edges.push((defs[k].vertex, user, l));
-            }
-        };
-        for (i, &n) in func.nodes.iter().enumerate() {
-            let node = g.node(n);
-            let stmts = stmts_of(self, n);
-            for (k, (v, uses, _, _)) in stmts.iter().enumerate() {
-                for u in uses {
-                    if k == 0 || (precise && is_ssa(u)) {
-                        resolve(*v, u, &inb[i], self, &mut new_edges);
-                        continue;
-                    }
-                    // A later statement: the node's earlier statements back to the last that
-                    // must-define `u`, then (if none does) what reaches the node.
-                    let l = self.intern(u);
-                    let mut killed = false;
-                    for (w, _, _, _) in stmts[..k].iter().rev() {
-                        for &(d, must) in stmt_defs.get(w).map(Vec::as_slice).unwrap_or(&[]) {
-                            let dl = defs[d].loc;
-                            let dn = self.locs[dl as usize].as_str();
-                            let alias = dl == l
-                                || (u == STAR && aliasable(dn))
-                                || (dn == STAR && aliasable(u));
-                            if alias {
-                                new_edges.push((*w, *v, l));
-                                killed |= must && dl == l;
-                            }
-                        }
-                        if killed {
-                            break;
+                // A later statement: the node's earlier statements back to the last that
+                // must-define `u`, then (if none does) what reaches the node.
+                let l = self.intern(u);
+                let mut killed = false;
+                for (w, _, _, _) in stmts[..k].iter().rev() {
+                    for &(d, must) in uses.fd.stmt_defs.get(w).map(Vec::as_slice).unwrap_or(&[]) {
+                        let dl = uses.fd.defs[d].loc;
+                        let dn = self.locs[dl as usize].as_str();
+                        let alias = dl == l
+                            || (u == STAR && uses.aliasable(dn))
+                            || (dn == STAR && uses.aliasable(u));
+                        if alias {
+                            new_edges.push((*w, *v, l));
+                            killed |= must && dl == l;
                         }
                     }
-                    if !killed {
-                        resolve(*v, u, &inb[i], self, &mut new_edges);
+                    if killed {
+                        break;
                     }
                 }
-            }
-            if let Some(call) = &node.call {
-                let vs: Vec<VertexId> = self.actuals.get(&n).cloned().unwrap_or_default();
-                for v in vs {
-                    let VertexKind::ActualIn(l) = self.vertices[v as usize].kind else {
-                        continue;
-                    };
-                    let name = self.locs[l as usize].clone();
-                    if !precise {
-                        // Old def/use sets: the call node's own uses feed every actual.
-                        new_edges.push((n, v, l));
-                    }
-                    if let Some(i_arg) = name
-                        .strip_prefix("%arg")
-                        .and_then(|x| x.parse::<usize>().ok())
-                    {
-                        match call.args.as_ref() {
-                            Some(args) => {
-                                for a in args.get(i_arg).into_iter().flatten() {
-                                    resolve(v, a, &mid[i], self, &mut new_edges);
-                                }
-                            }
-                            // Arguments unknown: the whole call node feeds every actual.
-                            None => new_edges.push((n, v, l)),
-                        }
-                    } else {
-                        resolve(v, &name, &mid[i], self, &mut new_edges);
-                    }
+                if !killed {
+                    uses.resolve(self, *v, u, inb, new_edges);
                 }
             }
         }
-        let exit = local[&func.exit];
-        for (&(ff, l), &v) in formal_out.iter() {
-            if ff == f {
+        if let Some(call) = &node.call {
+            let vs: Vec<VertexId> = self.actuals.get(&n).cloned().unwrap_or_default();
+            for v in vs {
+                let VertexKind::ActualIn(l) = self.vertices[v as usize].kind else {
+                    continue;
+                };
                 let name = self.locs[l as usize].clone();
-                resolve(v, &name, &inb[exit], self, &mut new_edges);
-                if !precise && name == RET {
-                    // Old def/use sets do not say what is returned: whatever ran last may be.
-                    for &p in &g.preds[func.exit as usize] {
-                        new_edges.push((p, v, l));
-                    }
+                if !precise {
+                    // Old def/use sets: the call node's own uses feed every actual.
+                    new_edges.push((n, v, l));
                 }
-            }
-        }
-        if !precise {
-            // Nor what a call's result flows into: the code right after the call may use it
-            // (and anything the callee wrote).
-            for &n in &func.nodes {
-                if g.node(n).call.is_none() {
-                    continue;
-                }
-                for &v in self.actuals.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
-                    if let VertexKind::ActualOut(l) = self.vertices[v as usize].kind {
-                        for &s in &g.succs[n as usize] {
-                            new_edges.push((v, s, l));
+                if let Some(i_arg) = name
+                    .strip_prefix("%arg")
+                    .and_then(|x| x.parse::<usize>().ok())
+                {
+                    match call.args.as_ref() {
+                        Some(args) => {
+                            for a in args.get(i_arg).into_iter().flatten() {
+                                uses.resolve(self, v, a, mid, new_edges);
+                            }
                         }
+                        // Arguments unknown: the whole call node feeds every actual.
+                        None => new_edges.push((n, v, l)),
                     }
+                } else {
+                    uses.resolve(self, v, &name, mid, new_edges);
                 }
             }
-        }
-        for (a, b, l) in new_edges {
-            self.add_edge(a, b, DepKind::Data(l));
         }
     }
 
@@ -836,6 +942,58 @@ impl Sdg {
             }
         }
     }
+}
+
+/// The nonlocal locations each function reads (GREF) and writes (GMOD), through its callees
+/// too (iterated to a fixed point): `*`, globals (`@…`), and for functions without precise
+/// def/use sets every name that is not an SSA value.
+fn nonlocal_refs_and_mods(g: &ProgramGraph) -> (Vec<BTreeSet<String>>, Vec<BTreeSet<String>>) {
+    let nonlocal = |f: FuncId, name: &str| -> bool {
+        name == STAR
+            || name.starts_with('@')
+            || (!g.function(f).precise_def_use && !name.starts_with('%'))
+    };
+    let nf = g.functions.len();
+    let mut gref: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
+    let mut gmod: Vec<BTreeSet<String>> = vec![BTreeSet::new(); nf];
+    for n in &g.nodes {
+        let f = n.function as usize;
+        for u in &n.uses {
+            if nonlocal(n.function, u) {
+                gref[f].insert(u.clone());
+            }
+        }
+        for d in n.must_defs.iter().chain(&n.may_defs) {
+            if nonlocal(n.function, d) {
+                gmod[f].insert(d.clone());
+            }
+        }
+        if n.call.as_ref().is_some_and(opaque) {
+            gref[f].insert(STAR.into());
+            gmod[f].insert(STAR.into());
+        }
+    }
+    loop {
+        let mut changed = false;
+        for n in &g.nodes {
+            let f = n.function as usize;
+            let Some(call) = &n.call else { continue };
+            for &c in &call.callees {
+                if c as usize == f {
+                    continue;
+                }
+                let (r, m) = (gref[c as usize].clone(), gmod[c as usize].clone());
+                let (before_r, before_m) = (gref[f].len(), gmod[f].len());
+                gref[f].extend(r);
+                gmod[f].extend(m);
+                changed |= gref[f].len() != before_r || gmod[f].len() != before_m;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (gref, gmod)
 }
 
 /// Position of each of a function's nodes in `func.nodes`.

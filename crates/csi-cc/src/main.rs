@@ -405,6 +405,77 @@ impl Line {
     }
 }
 
+/// The `--csi-*` options of a command line (the rest goes to clang, see `args`).
+struct CsiOptions {
+    scheme: String,
+    schema: Option<String>,
+    pt_size: u32,
+    verbose: bool,
+    cc_all_probes: bool,
+    before_optimization: bool,
+    /// clang's arguments: everything but the `--csi-*` options.
+    args: Vec<String>,
+}
+
+impl CsiOptions {
+    /// Takes the `--csi-*` options out of `argv` (exits on a bad one); `--driver-mode=` sets
+    /// the driver's language as in clang. `None`: `--csi-help` was printed, nothing to do.
+    fn parse(argv: Vec<String>, driver: &mut Driver) -> Option<CsiOptions> {
+        let mut o = CsiOptions {
+            scheme: "realistic".to_string(),
+            schema: None,
+            pt_size: 10,
+            verbose: false,
+            cc_all_probes: false,
+            before_optimization: false,
+            args: Vec::new(),
+        };
+        for a in argv {
+            if let Some(v) = a.strip_prefix("--csi-scheme=") {
+                o.scheme = v.to_string();
+            } else if let Some(v) = a.strip_prefix("--csi-schema=") {
+                o.schema = Some(v.to_string());
+            } else if let Some(v) = a.strip_prefix("--csi-pt-size=") {
+                o.pt_size = match v.parse() {
+                    Ok(n) if (1..=1_000_000).contains(&n) => n,
+                    _ => fail(&format!(
+                        "--csi-pt-size must be a number in 1..=1000000, not `{v}`"
+                    )),
+                };
+            } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
+                o.cc_all_probes = match v {
+                    "all" => true,
+                    "placed" => false,
+                    _ => fail(&format!(
+                        "--csi-cc-probes must be `all` or `placed`, not `{v}`"
+                    )),
+                };
+            } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
+                o.before_optimization = match v {
+                    "before-optimization" => true,
+                    "after-optimization" => false,
+                    _ => fail(&format!(
+                        "--csi-instrument must be `before-optimization` or `after-optimization`, not `{v}`"
+                    )),
+                };
+            } else if a == "--csi-verbose" {
+                o.verbose = true;
+            } else if a == "--csi-help" {
+                println!("{USAGE}\n\n{CSI_OPTIONS}");
+                return None;
+            } else if a.starts_with("--csi-") {
+                fail(&format!("unknown option `{a}`\n{USAGE}"));
+            } else {
+                if let Some(mode) = a.strip_prefix("--driver-mode=") {
+                    driver.cxx = mode == "g++";
+                }
+                o.args.push(a);
+            }
+        }
+        Some(o)
+    }
+}
+
 fn main() {
     let argv0 = std::env::args().next().unwrap_or_default();
     let mut driver = Driver {
@@ -413,65 +484,21 @@ fn main() {
             .is_some_and(|n| n.to_string_lossy().contains("++")),
     };
     let argv = expand_response_files(std::env::args().skip(1).collect(), 0);
-    let mut scheme = "realistic".to_string();
-    let mut schema = None;
-    let mut pt_size: u32 = 10;
-    let mut verbose = false;
-    let mut cc_all_probes = false;
-    let mut before_optimization = false;
-    let mut args: Vec<String> = Vec::new();
-    for a in argv {
-        if let Some(v) = a.strip_prefix("--csi-scheme=") {
-            scheme = v.to_string();
-        } else if let Some(v) = a.strip_prefix("--csi-schema=") {
-            schema = Some(v.to_string());
-        } else if let Some(v) = a.strip_prefix("--csi-pt-size=") {
-            pt_size = match v.parse() {
-                Ok(n) if (1..=1_000_000).contains(&n) => n,
-                _ => fail(&format!(
-                    "--csi-pt-size must be a number in 1..=1000000, not `{v}`"
-                )),
-            };
-        } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
-            cc_all_probes = match v {
-                "all" => true,
-                "placed" => false,
-                _ => fail(&format!(
-                    "--csi-cc-probes must be `all` or `placed`, not `{v}`"
-                )),
-            };
-        } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
-            before_optimization = match v {
-                "before-optimization" => true,
-                "after-optimization" => false,
-                _ => fail(&format!(
-                    "--csi-instrument must be `before-optimization` or `after-optimization`, not `{v}`"
-                )),
-            };
-        } else if a == "--csi-verbose" {
-            verbose = true;
-        } else if a == "--csi-help" {
-            println!("{USAGE}\n\n{CSI_OPTIONS}");
-            return;
-        } else if a.starts_with("--csi-") {
-            fail(&format!("unknown option `{a}`\n{USAGE}"));
-        } else {
-            if let Some(mode) = a.strip_prefix("--driver-mode=") {
-                driver.cxx = mode == "g++";
-            }
-            args.push(a);
-        }
-    }
-    let Some(default) = Mechanisms::from_scheme(&scheme) else {
+    let Some(csi) = CsiOptions::parse(argv, &mut driver) else {
+        return;
+    };
+    let args = &csi.args;
+    let Some(default) = Mechanisms::from_scheme(&csi.scheme) else {
         fail(&format!(
-            "unknown scheme `{scheme}` (expected realistic, pt, cc, bb, fc, all or none)"
+            "unknown scheme `{}` (expected realistic, pt, cc, bb, fc, all or none)",
+            csi.scheme
         ))
     };
-    let per_function = schema.as_deref().map(read_schema).unwrap_or_default();
-    let line = Line::new(&args);
+    let per_function = csi.schema.as_deref().map(read_schema).unwrap_or_default();
+    let line = Line::new(args);
     if line.help {
         println!("{USAGE}\n\n{CSI_OPTIONS}\nclang's options follow.\n");
-        exit(run(Command::new(driver.compiler()).args(&args)));
+        exit(run(Command::new(driver.compiler()).args(args)));
     }
     if line.version {
         println!(
@@ -480,7 +507,7 @@ fn main() {
             env!("CARGO_PKG_VERSION"),
             driver.compiler()
         );
-        exit(run(Command::new(driver.compiler()).args(&args)));
+        exit(run(Command::new(driver.compiler()).args(args)));
     }
     let single_out = line.compile_only || line.asm_only;
     let n_sources = line.sources().count();
@@ -496,82 +523,164 @@ fn main() {
                 > 1)
     {
         // Nothing to instrument (or clang will reject the combination itself).
-        exit(run(Command::new(driver.compiler()).args(&args)));
+        exit(run(Command::new(driver.compiler()).args(args)));
     }
-    let flags = &line.compile_flags;
-    let backend_flags = line.backend_flags();
-
     let tmp = TempDir(std::env::temp_dir().join(format!("csi-cc-{}", std::process::id())));
     if let Err(e) = std::fs::create_dir_all(&tmp.0) {
         fail(&format!("cannot create {}: {e}", tmp.0.display()));
     }
+    let steps = Steps {
+        driver: &driver,
+        csi: &csi,
+        line: &line,
+        default,
+        per_function,
+        backend_flags: line.backend_flags(),
+        single_out,
+        tmp: &tmp,
+    };
     let mut objects: HashMap<usize, String> = HashMap::new();
     for (k, input) in line.inputs.iter().enumerate() {
-        let src = &args[input.at];
+        if let Some(out) = steps.compile(k, input) {
+            objects.insert(input.at, out);
+        }
+    }
+    if single_out {
+        return;
+    }
+    let link_args = link_line(args, &line, &objects);
+    tmp.exit(run(Command::new(driver.compiler()).args(&link_args)));
+}
+
+/// The per-file compile steps of one command line (clang's exit status ends the run at the
+/// first failing step, see `TempDir::exit`).
+struct Steps<'a> {
+    driver: &'a Driver,
+    csi: &'a CsiOptions,
+    line: &'a Line,
+    default: Mechanisms,
+    per_function: HashMap<String, Mechanisms>,
+    backend_flags: Vec<String>,
+    /// `-c` or `-S`: one output per input, no link.
+    single_out: bool,
+    tmp: &'a TempDir,
+}
+
+/// An input's file names: the object (or assembly) it is compiled to, the front end's bitcode,
+/// the bitcode to instrument (after optimization), the instrumented bitcode.
+struct UnitFiles {
+    out: String,
+    pre: String,
+    bc: String,
+    ibc: String,
+}
+
+impl Steps<'_> {
+    fn args(&self) -> &[String] {
+        &self.csi.args
+    }
+
+    /// Compiles input number `k`: a C or C++ source through front end, instrumentation and
+    /// back end (`Some(object)`); anything else under `-c`/`-S` by clang as it is, and
+    /// otherwise not at all (the link step takes it).
+    fn compile(&self, k: usize, input: &Input) -> Option<String> {
+        let (line, tmp) = (self.line, self.tmp);
+        let src = &self.args()[input.at];
         let stem = Path::new(src)
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or("out");
-        let single_name = || {
-            line.output
-                .clone()
-                .unwrap_or_else(|| format!("{stem}.{}", if line.asm_only { "s" } else { "o" }))
-        };
         let Some(lang) = input.lang else {
-            if single_out && compiled_elsewhere(src, input.x.as_deref()) {
+            if self.single_out && compiled_elsewhere(src, input.x.as_deref()) {
                 // Assembly and the like next to C sources under -c: clang's, uninstrumented.
-                let mut cmd = Command::new(driver.compiler());
-                cmd.args(flags);
+                let mut cmd = Command::new(self.driver.compiler());
+                cmd.args(&line.compile_flags);
                 if let Some(x) = &input.x {
                     cmd.arg("-x").arg(x);
                 }
                 cmd.arg(src)
                     .arg(if line.asm_only { "-S" } else { "-c" })
                     .arg("-o")
-                    .arg(single_name());
+                    .arg(self.single_name(stem));
                 let code = run(&mut cmd);
                 if code != 0 {
                     tmp.exit(code);
                 }
             }
-            continue;
+            return None;
         };
-        let out = if single_out {
-            single_name()
-        } else {
+        let temp = |suffix: &str| {
             tmp.0
-                .join(format!("{k}-{stem}.o"))
+                .join(format!("{k}-{stem}.{suffix}"))
                 .to_string_lossy()
                 .into_owned()
         };
-        let bc = tmp
-            .0
-            .join(format!("{k}-{stem}.bc"))
-            .to_string_lossy()
-            .into_owned();
-        let ibc = tmp
-            .0
-            .join(format!("{k}-{stem}.csi.bc"))
-            .to_string_lossy()
-            .into_owned();
+        let files = UnitFiles {
+            out: if self.single_out {
+                self.single_name(stem)
+            } else {
+                temp("o")
+            },
+            bc: temp("bc"),
+            ibc: temp("csi.bc"),
+            // Optimized units go in two steps — the front end without LLVM passes, then the
+            // optimization pipeline on its bitcode (the same IR clang's one step makes) — so the
+            // call graph before optimization can be read in between (see `callgraph`).
+            pre: temp("pre.bc"),
+        };
         // The last -O flag wins, as in clang; -O0 and none mean unoptimized.
-        let optimized = flags
+        let optimized = line
+            .compile_flags
             .iter()
             .rev()
             .find(|f| f.starts_with("-O"))
             .is_some_and(|f| f != "-O0");
-        // Optimized units go in two steps — the front end without LLVM passes, then the
-        // optimization pipeline on its bitcode (the same IR clang's one step makes) — so the
-        // call graph before optimization can be read in between (see `callgraph`).
-        let pre = tmp
-            .0
-            .join(format!("{k}-{stem}.pre.bc"))
-            .to_string_lossy()
-            .into_owned();
-        let mut front = Command::new(driver.compiler());
-        front.args(flags);
+        self.front_end(src, lang, stem, optimized, &files);
+        // Instrumented before optimization: the front end's bitcode is instrumented as it is
+        // (the source's CFG), and the -O pipeline then runs over program and probes together
+        // (in the back step below).
+        let instrument_first = optimized && self.csi.before_optimization;
+        let calls_before_optimization = if optimized && !instrument_first {
+            Some(self.optimize(&files))
+        } else {
+            None
+        };
+        let opts = Options {
+            default: self.default,
+            per_function: self.per_function.clone(),
+            pt_size: self.csi.pt_size,
+            cc_all_probes: self.csi.cc_all_probes,
+            source: src.clone(),
+            optimized: optimized && !instrument_first,
+            optimized_after: instrument_first,
+            before_optimization: calls_before_optimization,
+        };
+        let bc = if instrument_first {
+            &files.pre
+        } else {
+            &files.bc
+        };
+        self.instrument(src, bc, &files.ibc, &opts);
+        self.back_end(instrument_first, &files);
+        Some(files.out)
+    }
+
+    /// The output name under `-c`/`-S`: `-o`'s, else the source's stem with `.o`/`.s`.
+    fn single_name(&self, stem: &str) -> String {
+        let line = self.line;
+        line.output
+            .clone()
+            .unwrap_or_else(|| format!("{stem}.{}", if line.asm_only { "s" } else { "o" }))
+    }
+
+    /// The front end: source → bitcode (`pre`, without LLVM passes, when optimized; else
+    /// `bc`), with the dependency file clang would write for the object.
+    fn front_end(&self, src: &str, lang: &str, stem: &str, optimized: bool, files: &UnitFiles) {
+        let line = self.line;
+        let mut front = Command::new(self.driver.compiler());
+        front.args(&line.compile_flags);
         if line.has_dep {
-            let (file, target) = line.dependency_defaults(src, &single_name());
+            let (file, target) = line.dependency_defaults(src, &self.single_name(stem));
             if !line.has_mt {
                 front.arg("-MT").arg(target);
             }
@@ -585,51 +694,44 @@ fn main() {
         }
         front
             .arg("-o")
-            .arg(if optimized { &pre } else { &bc })
+            .arg(if optimized { &files.pre } else { &files.bc })
             .args(["-x", lang])
             .arg(src);
         let code = run(&mut front);
         if code != 0 {
+            self.tmp.exit(code);
+        }
+    }
+
+    /// The optimization pipeline (`pre` → `bc`), after reading the call graph before
+    /// optimization, which it returns.
+    fn optimize(&self, files: &UnitFiles) -> callgraph::UnitCalls {
+        let tmp = self.tmp;
+        let calls = callgraph::unit_calls_of_file(&files.pre).unwrap_or_else(|e| tmp.fail(&e));
+        let mut middle = Command::new(self.driver.compiler());
+        middle
+            .args(&self.backend_flags)
+            .args([
+                "-g",
+                "-Wno-unused-command-line-argument",
+                "-c",
+                "-emit-llvm",
+                "-o",
+            ])
+            .arg(&files.bc)
+            .arg(&files.pre);
+        let code = run(&mut middle);
+        if code != 0 {
             tmp.exit(code);
         }
-        // Instrumented before optimization: the front end's bitcode is instrumented as it is
-        // (the source's CFG), and the -O pipeline then runs over program and probes together
-        // (in the back step below).
-        let instrument_first = optimized && before_optimization;
-        let calls_before_optimization = if optimized && !instrument_first {
-            let calls = callgraph::unit_calls_of_file(&pre).unwrap_or_else(|e| tmp.fail(&e));
-            let mut middle = Command::new(driver.compiler());
-            middle
-                .args(&backend_flags)
-                .args([
-                    "-g",
-                    "-Wno-unused-command-line-argument",
-                    "-c",
-                    "-emit-llvm",
-                    "-o",
-                ])
-                .arg(&bc)
-                .arg(&pre);
-            let code = run(&mut middle);
-            if code != 0 {
-                tmp.exit(code);
-            }
-            Some(calls)
-        } else {
-            None
-        };
-        let opts = Options {
-            default,
-            per_function: per_function.clone(),
-            pt_size,
-            cc_all_probes,
-            source: src.clone(),
-            optimized: optimized && !instrument_first,
-            optimized_after: instrument_first,
-            before_optimization: calls_before_optimization,
-        };
-        let bc = if instrument_first { &pre } else { &bc };
-        match instrument::instrument_file(bc, &ibc, &opts) {
+        calls
+    }
+
+    /// The instrumentation (`bc` → `ibc`), with its warnings: functions compiled without
+    /// instrumentation, and with `--csi-verbose` those not path-traced.
+    fn instrument(&self, src: &str, bc: &str, ibc: &str, opts: &Options) {
+        let name = self.driver.name();
+        match instrument::instrument_file(bc, ibc, opts) {
             Ok(r) => {
                 if !r.uninstrumented.is_empty() {
                     let list: Vec<String> = r
@@ -639,20 +741,25 @@ fn main() {
                         .collect();
                     eprintln!(
                         "{}: warning: {src}: compiled without instrumentation: {}",
-                        driver.name(),
+                        name,
                         list.join(", ")
                     );
                 }
                 for (f, why) in r.pt_skipped {
-                    if verbose {
-                        eprintln!("{}: {src}: `{f}` not path-traced: {why}", driver.name());
+                    if self.csi.verbose {
+                        eprintln!("{}: {src}: `{f}` not path-traced: {why}", name);
                     }
                 }
             }
-            Err(e) => tmp.fail(&format!("{src}: {e}")),
+            Err(e) => self.tmp.fail(&format!("{src}: {e}")),
         }
-        let mut back = Command::new(driver.compiler());
-        back.args(&backend_flags)
+    }
+
+    /// The back end: instrumented bitcode → object (or assembly) `out`; with the optimization
+    /// pipeline when the unit was instrumented before optimization.
+    fn back_end(&self, instrument_first: bool, files: &UnitFiles) {
+        let mut back = Command::new(self.driver.compiler());
+        back.args(&self.backend_flags)
             .args(["-g", "-Wno-unused-command-line-argument"]);
         if instrument_first {
             // Assignment tracking (clang's default at -O1 and up) would describe the frame
@@ -662,21 +769,15 @@ fn main() {
         } else {
             back.args(["-Xclang", "-disable-llvm-passes"]);
         }
-        back.arg(if line.asm_only { "-S" } else { "-c" })
+        back.arg(if self.line.asm_only { "-S" } else { "-c" })
             .arg("-o")
-            .arg(&out)
-            .arg(&ibc);
+            .arg(&files.out)
+            .arg(&files.ibc);
         let code = run(&mut back);
         if code != 0 {
-            tmp.exit(code);
+            self.tmp.exit(code);
         }
-        objects.insert(input.at, out);
     }
-    if single_out {
-        return;
-    }
-    let link_args = link_line(&args, &line, &objects);
-    tmp.exit(run(Command::new(driver.compiler()).args(&link_args)));
 }
 
 /// The link step: the original command line with each source replaced by its instrumented

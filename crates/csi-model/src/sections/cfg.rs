@@ -428,10 +428,6 @@ pub fn cfg_linked_program_graph(
     file: &str,
 ) -> Result<ProgramGraph, InputError> {
     assert_eq!(funcs.len(), objects.len(), "one object per function record");
-    let object_tag = |i: usize| -> Option<&str> {
-        let o = objects[i].as_deref()?;
-        Some(o.rsplit('/').next().unwrap_or(o))
-    };
     let mut b = ProgramGraphBuilder::new();
     // A function's address may be taken in another unit, which sees only a declaration and
     // lists it among its module record's `address_taken_externals`.
@@ -442,110 +438,16 @@ pub fn cfg_linked_program_graph(
     let address_taken = |f: &CfgFunction| {
         f.address_taken != Some(false) || taken_elsewhere.contains(f.name.as_str())
     };
-    let mut count: HashMap<&str, usize> = HashMap::new();
-    let mut count_in_file: HashMap<(&str, Option<&str>), usize> = HashMap::new();
-    for f in funcs {
-        *count.entry(f.name.as_str()).or_default() += 1;
-        *count_in_file
-            .entry((f.name.as_str(), f.file.as_deref()))
-            .or_default() += 1;
-    }
-    // Copies of one header's `static` function get their unit (or an ordinal) in the id.
-    let mut copies_seen: HashMap<(&str, Option<&str>), usize> = HashMap::new();
+    let mut names = NodeIdPrefixes::new(funcs, objects);
     let mut by_name: HashMap<&str, Vec<(usize, u32)>> = HashMap::new(); // name -> (func idx, FuncId)
     let mut first: Vec<u32> = Vec::new();
     for (i, f) in funcs.iter().enumerate() {
-        let fid_file = f.file.as_deref().map(|p| b.intern_file(p));
-        let fid = b.add_function(f.name.clone(), fid_file);
-        {
-            let func = b.function_mut(fid);
-            func.linkage_name = f.linkage_name.clone();
-            func.path_traced = f.path_traced;
-            func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
-            func.optimized = f.optimized;
-            func.optimized_after = f.optimized_after;
-            func.inlined = f.inlined.clone();
-            func.optimized_away_calls = f.optimized_away_calls.clone();
-            func.object = objects[i].clone();
-            if f.csi_cfg >= 3 {
-                func.precise_def_use = true;
-                func.params = f.params.unwrap_or(0);
-                func.escaped = f.escaped.clone().unwrap_or_default();
-            }
-        }
+        let fid = add_function(&mut b, f, &objects[i]);
         by_name.entry(f.name.as_str()).or_default().push((i, fid));
-        let key = (f.name.as_str(), f.file.as_deref());
-        let mut prefix = if count_in_file[&key] > 1 {
-            let k = copies_seen.entry(key).or_default();
-            *k += 1;
-            match &f.unit {
-                Some(u) => format!("{}@{}@{u}", f.name, f.file.as_deref().unwrap_or("?")),
-                None => format!("{}@{}@{k}", f.name, f.file.as_deref().unwrap_or("?")),
-            }
-        } else if count[f.name.as_str()] > 1 {
-            format!("{}@{}", f.name, f.file.as_deref().unwrap_or("?"))
-        } else {
-            f.name.clone()
-        };
-        if let Some(tag) = object_tag(i) {
-            prefix = format!("{tag}!{prefix}");
-        }
+        let prefix = names.prefix(i);
         let mut base = None;
         for (k, n) in f.nodes.iter().enumerate() {
-            let mut node = Node::new(format!("{prefix}#{k}"), fid, n.kind);
-            node.positions = n
-                .positions
-                .iter()
-                .map(|&[line, column]| SourcePos { line, column })
-                .collect();
-            node.file = n.file.as_deref().map(|p| b.intern_file(p));
-            if n.scopes.len() == n.positions.len()
-                && n.scopes.iter().all(|&k| k as usize <= f.inlined.len())
-            {
-                node.scopes = n.scopes.clone();
-            }
-            node.weak = n
-                .weak
-                .iter()
-                .copied()
-                .filter(|&k| (k as usize) < n.positions.len())
-                .collect();
-            node.anchored = n
-                .anchored
-                .iter()
-                .copied()
-                .filter(|&k| (k as usize) < n.positions.len())
-                .collect();
-            node.block = n
-                .pt_block
-                .map(|x| x.to_string())
-                .or_else(|| n.block.map(|x| format!("bb{x}")));
-            node.labels = n.labels.clone();
-            node.uses = n.uses.clone();
-            node.must_defs = n.must_defs.clone();
-            node.may_defs = n.may_defs.clone();
-            node.stmts = n
-                .stmts
-                .iter()
-                .map(|st| crate::graph::Stmt {
-                    line: st.line,
-                    uses: st.uses.clone(),
-                    must_defs: st.must_defs.clone(),
-                    may_defs: st.may_defs.clone(),
-                })
-                .collect();
-            if let Some(c) = &n.call {
-                node.call = Some(crate::graph::Call {
-                    callees: Vec::new(),
-                    name: c.callee.clone(),
-                    indirect: c.indirect,
-                    args: c.args.clone(),
-                    result: c.result.clone(),
-                });
-                if node.kind != NodeKind::Entry && node.kind != NodeKind::Exit {
-                    node.kind = NodeKind::CallSite;
-                }
-            }
+            let node = graph_node(&mut b, f, n, fid, format!("{prefix}#{k}"));
             let id = b.add_node(node).map_err(|e| {
                 InputError::new(
                     file,
@@ -560,14 +462,6 @@ pub fn cfg_linked_program_graph(
             b.add_flow_edge(first[i] + x, first[i] + y);
         }
     }
-    // Interprocedural call edges.
-    let entry_of = |fi: usize| -> Option<u32> {
-        funcs[fi]
-            .nodes
-            .iter()
-            .position(|n| n.kind == NodeKind::Entry)
-            .map(|k| first[fi] + k as u32)
-    };
     // Address-taken functions, once (not per indirect call: a 250k-line program has
     // thousands of each).
     let taken_functions: Vec<(&str, Option<&str>)> = funcs
@@ -575,6 +469,189 @@ pub fn cfg_linked_program_graph(
         .filter(|g| address_taken(g))
         .map(|g| (g.name.as_str(), g.file.as_deref()))
         .collect();
+    add_call_edges(&mut b, funcs, objects, &first, &by_name, &taken_functions);
+    let defined = |name: &str| by_name.contains_key(name);
+    b.set_async_roots(async_roots(
+        funcs,
+        objects,
+        modules,
+        &defined,
+        &address_taken,
+    ));
+    for m in modules {
+        b.add_calls_before_optimization(
+            &m.calls_before_optimization,
+            &m.address_taken_before_optimization,
+            &m.code_before_optimization,
+        );
+    }
+    b.build()
+        .map_err(|e| InputError::new(file, "program graph", e.to_string()))
+}
+
+/// The prefixes of the functions' node ids (`name#k`): the name, made unique — with the file
+/// when several files define it, with the unit (or an ordinal) for copies of one header's
+/// `static` function — and the shared object's file name and `!` for a library's functions.
+struct NodeIdPrefixes<'a> {
+    funcs: &'a [CfgFunction],
+    objects: &'a [Option<String>],
+    count: HashMap<&'a str, usize>,
+    count_in_file: HashMap<(&'a str, Option<&'a str>), usize>,
+    /// Copies of one header's `static` function seen so far.
+    copies_seen: HashMap<(&'a str, Option<&'a str>), usize>,
+}
+
+impl<'a> NodeIdPrefixes<'a> {
+    fn new(funcs: &'a [CfgFunction], objects: &'a [Option<String>]) -> Self {
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        let mut count_in_file: HashMap<(&str, Option<&str>), usize> = HashMap::new();
+        for f in funcs {
+            *count.entry(f.name.as_str()).or_default() += 1;
+            *count_in_file
+                .entry((f.name.as_str(), f.file.as_deref()))
+                .or_default() += 1;
+        }
+        NodeIdPrefixes {
+            funcs,
+            objects,
+            count,
+            count_in_file,
+            copies_seen: HashMap::new(),
+        }
+    }
+
+    /// The prefix of function `i` (functions are asked in order: copies are numbered so).
+    fn prefix(&mut self, i: usize) -> String {
+        let f = &self.funcs[i];
+        let key = (f.name.as_str(), f.file.as_deref());
+        let mut prefix = if self.count_in_file[&key] > 1 {
+            let k = self.copies_seen.entry(key).or_default();
+            *k += 1;
+            match &f.unit {
+                Some(u) => format!("{}@{}@{u}", f.name, f.file.as_deref().unwrap_or("?")),
+                None => format!("{}@{}@{k}", f.name, f.file.as_deref().unwrap_or("?")),
+            }
+        } else if self.count[f.name.as_str()] > 1 {
+            format!("{}@{}", f.name, f.file.as_deref().unwrap_or("?"))
+        } else {
+            f.name.clone()
+        };
+        if let Some(o) = self.objects[i].as_deref() {
+            let tag = o.rsplit('/').next().unwrap_or(o);
+            prefix = format!("{tag}!{prefix}");
+        }
+        prefix
+    }
+}
+
+/// Adds the function of record `f` (from shared object `object`, `None`: the executable).
+fn add_function(b: &mut ProgramGraphBuilder, f: &CfgFunction, object: &Option<String>) -> u32 {
+    let fid_file = f.file.as_deref().map(|p| b.intern_file(p));
+    let fid = b.add_function(f.name.clone(), fid_file);
+    let func = b.function_mut(fid);
+    func.linkage_name = f.linkage_name.clone();
+    func.path_traced = f.path_traced;
+    func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
+    func.optimized = f.optimized;
+    func.optimized_after = f.optimized_after;
+    func.inlined = f.inlined.clone();
+    func.optimized_away_calls = f.optimized_away_calls.clone();
+    func.object = object.clone();
+    if f.csi_cfg >= 3 {
+        func.precise_def_use = true;
+        func.params = f.params.unwrap_or(0);
+        func.escaped = f.escaped.clone().unwrap_or_default();
+    }
+    fid
+}
+
+/// The graph node of record node `n` of function `f` (graph function `fid`), with id `id`:
+/// positions (scopes, weak and anchored indices kept only when consistent with them), block,
+/// labels, def/use sets, call.
+fn graph_node(
+    b: &mut ProgramGraphBuilder,
+    f: &CfgFunction,
+    n: &CfgNode,
+    fid: u32,
+    id: String,
+) -> Node {
+    let mut node = Node::new(id, fid, n.kind);
+    node.positions = n
+        .positions
+        .iter()
+        .map(|&[line, column]| SourcePos { line, column })
+        .collect();
+    node.file = n.file.as_deref().map(|p| b.intern_file(p));
+    if n.scopes.len() == n.positions.len()
+        && n.scopes.iter().all(|&k| k as usize <= f.inlined.len())
+    {
+        node.scopes = n.scopes.clone();
+    }
+    node.weak = n
+        .weak
+        .iter()
+        .copied()
+        .filter(|&k| (k as usize) < n.positions.len())
+        .collect();
+    node.anchored = n
+        .anchored
+        .iter()
+        .copied()
+        .filter(|&k| (k as usize) < n.positions.len())
+        .collect();
+    node.block = n
+        .pt_block
+        .map(|x| x.to_string())
+        .or_else(|| n.block.map(|x| format!("bb{x}")));
+    node.labels = n.labels.clone();
+    node.uses = n.uses.clone();
+    node.must_defs = n.must_defs.clone();
+    node.may_defs = n.may_defs.clone();
+    node.stmts = n
+        .stmts
+        .iter()
+        .map(|st| crate::graph::Stmt {
+            line: st.line,
+            uses: st.uses.clone(),
+            must_defs: st.must_defs.clone(),
+            may_defs: st.may_defs.clone(),
+        })
+        .collect();
+    if let Some(c) = &n.call {
+        node.call = Some(crate::graph::Call {
+            callees: Vec::new(),
+            name: c.callee.clone(),
+            indirect: c.indirect,
+            args: c.args.clone(),
+            result: c.result.clone(),
+        });
+        if node.kind != NodeKind::Entry && node.kind != NodeKind::Exit {
+            node.kind = NodeKind::CallSite;
+        }
+    }
+    node
+}
+
+/// Interprocedural call edges: from every call site to the entry of each function it may
+/// call — its callee, or an indirect call's candidates plus the address-taken functions
+/// (`taken_functions`) of other files (of every file when the record says any may be) —
+/// resolved by name (see `resolve_callee`), and every exported definition that may
+/// interpose.
+fn add_call_edges(
+    b: &mut ProgramGraphBuilder,
+    funcs: &[CfgFunction],
+    objects: &[Option<String>],
+    first: &[u32],
+    by_name: &HashMap<&str, Vec<(usize, u32)>>,
+    taken_functions: &[(&str, Option<&str>)],
+) {
+    let entry_of = |fi: usize| -> Option<u32> {
+        funcs[fi]
+            .nodes
+            .iter()
+            .position(|n| n.kind == NodeKind::Entry)
+            .map(|k| first[fi] + k as u32)
+    };
     for (i, f) in funcs.iter().enumerate() {
         for (k, n) in f.nodes.iter().enumerate() {
             let Some(c) = &n.call else { continue };
@@ -597,35 +674,9 @@ pub fn cfg_linked_program_graph(
                 let Some(defs) = by_name.get(name) else {
                     continue;
                 };
-                // Prefer a static definition of the caller's unit (a header's static
-                // function has one copy per unit), else of the caller's file, else a
-                // non-static one of the caller's object, else of any object (static
-                // functions of another object are not reachable by name).
-                let same_object = |fi: usize| objects[fi] == objects[i];
-                let pick = defs
-                    .iter()
-                    .find(|&&(fi, _)| {
-                        funcs[fi].is_static
-                            && f.unit.is_some()
-                            && funcs[fi].unit == f.unit
-                            && same_object(fi)
-                    })
-                    .or_else(|| {
-                        defs.iter().find(|&&(fi, _)| {
-                            funcs[fi].is_static && funcs[fi].file == f.file && same_object(fi)
-                        })
-                    })
-                    .or_else(|| {
-                        defs.iter()
-                            .find(|&&(fi, _)| !funcs[fi].is_static && same_object(fi))
-                    })
-                    .or_else(|| {
-                        let mut public = defs.iter().filter(|&&(fi, _)| !funcs[fi].is_static);
-                        let first = public.clone().next();
-                        public.find(|&&(fi, _)| objects[fi].is_none()).or(first)
-                    })
-                    .or_else(|| defs.iter().find(|&&(fi, _)| same_object(fi)));
-                let Some(&(fi, _)) = pick else { continue };
+                let Some(fi) = resolve_callee(funcs, objects, i, defs) else {
+                    continue;
+                };
                 // Symbol interposition: the dynamic linker may bind a call to an exported
                 // function to another object's definition of that name (the executable's
                 // first), so every exported definition is a possible callee.
@@ -643,9 +694,57 @@ pub fn cfg_linked_program_graph(
             }
         }
     }
+}
+
+/// The definition (index in `funcs`) a call from function `i` binds to among `defs`, the
+/// definitions of its name: a static definition of the caller's unit (a header's static
+/// function has one copy per unit), else of the caller's file, else a non-static one of the
+/// caller's object, else of any object (the executable's first; static functions of another
+/// object are not reachable by name).
+fn resolve_callee(
+    funcs: &[CfgFunction],
+    objects: &[Option<String>],
+    i: usize,
+    defs: &[(usize, u32)],
+) -> Option<usize> {
+    let f = &funcs[i];
+    let same_object = |fi: usize| objects[fi] == objects[i];
+    let pick = defs
+        .iter()
+        .find(|&&(fi, _)| {
+            funcs[fi].is_static && f.unit.is_some() && funcs[fi].unit == f.unit && same_object(fi)
+        })
+        .or_else(|| {
+            defs.iter().find(|&&(fi, _)| {
+                funcs[fi].is_static && funcs[fi].file == f.file && same_object(fi)
+            })
+        })
+        .or_else(|| {
+            defs.iter()
+                .find(|&&(fi, _)| !funcs[fi].is_static && same_object(fi))
+        })
+        .or_else(|| {
+            let mut public = defs.iter().filter(|&&(fi, _)| !funcs[fi].is_static);
+            let first = public.clone().next();
+            public.find(|&&(fi, _)| objects[fi].is_none()).or(first)
+        })
+        .or_else(|| defs.iter().find(|&&(fi, _)| same_object(fi)));
+    pick.map(|&(fi, _)| fi)
+}
+
+/// The functions library code may call back into (see [`ProgramGraph::async_roots`]): the
+/// C runtime's init/fini functions, a shared library's exported functions, and — when the
+/// program calls (or takes the address of) a library function not known never to call back
+/// — the address-taken ones.
+fn async_roots(
+    funcs: &[CfgFunction],
+    objects: &[Option<String>],
+    modules: &[CfgModule],
+    defined: &dyn Fn(&str) -> bool,
+    address_taken: &dyn Fn(&CfgFunction) -> bool,
+) -> Vec<u32> {
     // Library code that may call back: any call to (or address taken of) a library
     // function not known to never call back.
-    let defined = |name: &str| by_name.contains_key(name);
     let unknown_library_call = funcs.iter().any(|f| {
         f.address_taken.is_none()
             || f.nodes.iter().any(|n| {
@@ -671,16 +770,7 @@ pub fn cfg_linked_program_graph(
             roots.push(i as u32);
         }
     }
-    b.set_async_roots(roots);
-    for m in modules {
-        b.add_calls_before_optimization(
-            &m.calls_before_optimization,
-            &m.address_taken_before_optimization,
-            &m.code_before_optimization,
-        );
-    }
-    b.build()
-        .map_err(|e| InputError::new(file, "program graph", e.to_string()))
+    roots
 }
 
 #[cfg(test)]

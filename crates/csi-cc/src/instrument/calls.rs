@@ -1,0 +1,524 @@
+//! Call-site coverage: which call sites get a probe (the others' coverage is implied), which
+//! probes a frame's position decides, and where a function's local coverage array is zeroed.
+
+use super::*;
+
+/// Coverage probe placement for the call sites of one function, given each site's basic
+/// block (sites in instruction order). `None`: the site is probed; `Some((a, b))`: it is not,
+/// and its coverage is implied by the probed sites `a` (before it) and `b` (after it) of the
+/// same block — the dissertation's dominator-based placement (ch. 4) restricted to the
+/// implications that stay exact when any callee may not return: in a block with calls
+/// c1..cn, cn's probe implies that c2..c(n-1) ran (they dominate it in straight-line code),
+/// and c1's clear probe that they did not (c1 dominates them). Between the two, a stopped
+/// frame's position decides for its local array (see `csi_model::sections::CfgImplied`).
+///
+/// A later site is never inferred from an earlier one, and sites in different blocks never
+/// imply each other: a callee may crash, `exit` or `longjmp`, so no site post-dominates
+/// another in the executions that end in a failure report. `keep_all` (requested, or the
+/// function calls a `returns_twice` function such as `setjmp`, which can resume a block
+/// mid-way) probes every site.
+pub(super) fn cc_probe_placement(blocks: &[u32], keep_all: bool) -> Vec<Option<(usize, usize)>> {
+    let mut out = vec![None; blocks.len()];
+    if keep_all {
+        return out;
+    }
+    let mut start = 0;
+    while start < blocks.len() {
+        let mut end = start;
+        while end + 1 < blocks.len() && blocks[end + 1] == blocks[start] {
+            end += 1;
+        }
+        for slot in out.iter_mut().take(end).skip(start + 1) {
+            *slot = Some((start, end));
+        }
+        start = end + 1;
+    }
+    out
+}
+
+/// The block graph facts the coverage placement needs: dominators, cycles, and the blocks
+/// where no call or crash can stop a frame.
+pub(super) struct BlockFacts<'a> {
+    succs: &'a [Vec<u32>],
+    preds: Vec<Vec<usize>>,
+    idom: Vec<Option<usize>>,
+    /// Blocks where nothing can stop a frame but an asynchronous signal (no call, nothing
+    /// that can fault): a frame on a call or a crash is never there.
+    quiet: Vec<bool>,
+    /// Blocks that must begin with an exception-handling pad (nothing may be inserted first).
+    eh_pad: Vec<bool>,
+    /// Blocks ending in a `br` or `switch` (their edges can be split).
+    plain_branch: Vec<bool>,
+}
+
+/// Where a local coverage array is zeroed (see `BlockFacts::zeroing_block`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Zeroing {
+    /// At the start of a block on no cycle (the entry block: after the allocas).
+    AtStart(usize),
+    /// On the edges into a loop head from outside, each from a block on no cycle.
+    OnEntryEdges(usize),
+}
+
+impl Zeroing {
+    pub(super) fn block(self) -> usize {
+        match self {
+            Zeroing::AtStart(b) | Zeroing::OnEntryEdges(b) => b,
+        }
+    }
+}
+
+/// Nothing in `i` can stop a frame (no call, nothing that can fault), or it only touches the
+/// frame's own allocas.
+pub(super) unsafe fn quiet_instruction(i: LLVMValueRef) -> bool {
+    use LLVMOpcode::*;
+    let on_alloca = |k: u32| !LLVMIsAAllocaInst(LLVMGetOperand(i, k)).is_null();
+    match LLVMGetInstructionOpcode(i) {
+        LLVMPHI | LLVMBr | LLVMSwitch | LLVMRet | LLVMICmp | LLVMFCmp | LLVMSelect
+        | LLVMGetElementPtr | LLVMExtractValue | LLVMInsertValue | LLVMExtractElement
+        | LLVMInsertElement | LLVMShuffleVector | LLVMFreeze | LLVMAdd | LLVMSub | LLVMMul
+        | LLVMShl | LLVMLShr | LLVMAShr | LLVMAnd | LLVMOr | LLVMXor | LLVMFAdd | LLVMFSub
+        | LLVMFMul | LLVMFDiv | LLVMFRem | LLVMFNeg => true,
+        LLVMLoad => on_alloca(0),
+        LLVMStore => on_alloca(1),
+        LLVMCall => intrinsic_without_code(i),
+        _ => !LLVMIsACastInst(i).is_null(),
+    }
+}
+
+impl<'a> BlockFacts<'a> {
+    pub(super) unsafe fn new(succs: &'a [Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Self {
+        let quiet = bbs
+            .iter()
+            .map(|&b| instructions(b).into_iter().all(|i| quiet_instruction(i)))
+            .collect();
+        let eh_pad = bbs
+            .iter()
+            .map(|&b| {
+                let i = first_non_phi(b);
+                !i.is_null()
+                    && matches!(
+                        LLVMGetInstructionOpcode(i),
+                        LLVMOpcode::LLVMLandingPad
+                            | LLVMOpcode::LLVMCatchPad
+                            | LLVMOpcode::LLVMCleanupPad
+                            | LLVMOpcode::LLVMCatchSwitch
+                    )
+            })
+            .collect();
+        let plain_branch = bbs
+            .iter()
+            .map(|&b| {
+                let t = LLVMGetBasicBlockTerminator(b);
+                !t.is_null()
+                    && matches!(
+                        LLVMGetInstructionOpcode(t),
+                        LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch
+                    )
+            })
+            .collect();
+        let mut preds = vec![Vec::new(); succs.len()];
+        for (u, ss) in succs.iter().enumerate() {
+            for &v in ss {
+                if !preds[v as usize].contains(&u) {
+                    preds[v as usize].push(u);
+                }
+            }
+        }
+        BlockFacts {
+            succs,
+            preds,
+            idom: immediate_dominators(succs),
+            quiet,
+            eh_pad,
+            plain_branch,
+        }
+    }
+
+    fn dominates(&self, x: usize, mut y: usize) -> bool {
+        loop {
+            if y == x {
+                return true;
+            }
+            match self.idom[y] {
+                Some(d) if d != y => y = d,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Blocks reachable from `x`'s successors (`x` itself only if it is on a cycle).
+    fn reached_from(&self, x: usize) -> Vec<bool> {
+        let mut seen = vec![false; self.succs.len()];
+        let mut stack: Vec<usize> = self.succs[x].iter().map(|&s| s as usize).collect();
+        while let Some(y) = stack.pop() {
+            if !std::mem::replace(&mut seen[y], true) {
+                stack.extend(self.succs[y].iter().map(|&s| s as usize));
+            }
+        }
+        seen
+    }
+
+    fn on_cycle(&self, x: usize) -> bool {
+        self.reached_from(x)[x]
+    }
+
+    /// Blocks whose call sites' local coverage a live frame's position decides exactly (see
+    /// `cc_by_position` above): on no cycle, and dominating every block they reach, except
+    /// quiet blocks (where only a signal stops a frame, and the reader says "unknown").
+    pub(super) fn position_decided(&self) -> Vec<bool> {
+        (0..self.succs.len())
+            .map(|x| {
+                self.idom[x].is_some()
+                    && self
+                        .reached_from(x)
+                        .iter()
+                        .enumerate()
+                        .all(|(y, &r)| !r || (y != x && (self.dominates(x, y) || self.quiet[y])))
+            })
+            .collect()
+    }
+
+    /// Where to zero a local coverage array whose probes sit in `probe_blocks`: at a block H
+    /// that dominates them and every block they reach where a frame can stop on a call or a
+    /// crash, as deep as possible, such that the zeroing runs at most once per activation —
+    /// at H's start if H is on no cycle, else on H's entering edges from outside its loop,
+    /// each from a block on no cycle (only one of those can run, once: a second would need a
+    /// path from H back to its source). The first arrival at H zeroes, and every probe runs
+    /// after it, so wherever H dominates a frame's position the array holds exactly the
+    /// activation's probes; everywhere else no probe's block reaches the position except
+    /// quiet blocks, where only a signal can stop a frame, and the position alone decides
+    /// the local bits (or leaves them unknown). Calls that take a fast path past all of it
+    /// pay no zeroing, nor, often, a stack frame.
+    pub(super) fn zeroing_block(&self, probe_blocks: &[usize]) -> Zeroing {
+        let depth = |mut b: usize| {
+            let mut d = 0;
+            while let Some(p) = self.idom[b].filter(|&p| p != b) {
+                b = p;
+                d += 1;
+            }
+            d
+        };
+        let common = |mut a: usize, mut b: usize| {
+            let (mut da, mut db) = (depth(a), depth(b));
+            while da > db {
+                a = self.idom[a].unwrap_or(0);
+                da -= 1;
+            }
+            while db > da {
+                b = self.idom[b].unwrap_or(0);
+                db -= 1;
+            }
+            while a != b {
+                a = self.idom[a].unwrap_or(0);
+                b = self.idom[b].unwrap_or(0);
+            }
+            a
+        };
+        let mut h: Option<usize> = None;
+        for &x in probe_blocks {
+            if self.idom[x].is_none() {
+                continue; // unreachable: its probe never runs
+            }
+            let reached = self.reached_from(x);
+            let stops = (0..reached.len()).filter(|&y| reached[y] && !self.quiet[y]);
+            for y in std::iter::once(x).chain(stops) {
+                h = Some(h.map_or(y, |h| common(h, y)));
+            }
+        }
+        let mut h = h.unwrap_or(0);
+        loop {
+            if h == 0 {
+                return Zeroing::AtStart(0);
+            }
+            if !self.on_cycle(h) {
+                if !self.eh_pad[h] {
+                    return Zeroing::AtStart(h);
+                }
+            } else if self.preds[h]
+                .iter()
+                .filter(|&&p| !self.dominates(h, p))
+                .all(|&p| !self.on_cycle(p) && self.plain_branch[p])
+            {
+                return Zeroing::OnEntryEdges(h);
+            }
+            h = self.idom[h].unwrap_or(0);
+        }
+    }
+}
+
+/// Immediate dominators of the blocks reachable from block 0 (Cooper, Harvey, Kennedy);
+/// the entry's is itself, an unreachable block's `None`.
+pub(super) fn immediate_dominators(succs: &[Vec<u32>]) -> Vec<Option<usize>> {
+    let n = succs.len();
+    let mut order = Vec::with_capacity(n); // postorder
+    let mut seen = vec![false; n];
+    let mut stack = vec![(0usize, 0usize)];
+    seen[0] = true;
+    while let Some(&mut (b, ref mut k)) = stack.last_mut() {
+        if let Some(&s) = succs[b].get(*k) {
+            *k += 1;
+            if !seen[s as usize] {
+                seen[s as usize] = true;
+                stack.push((s as usize, 0));
+            }
+        } else {
+            order.push(b);
+            stack.pop();
+        }
+    }
+    let mut po = vec![usize::MAX; n];
+    for (i, &b) in order.iter().enumerate() {
+        po[b] = i;
+    }
+    let mut preds = vec![Vec::new(); n];
+    for (u, ss) in succs.iter().enumerate() {
+        for &s in ss {
+            preds[s as usize].push(u);
+        }
+    }
+    let mut idom: Vec<Option<usize>> = vec![None; n];
+    idom[0] = Some(0);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in order.iter().rev().skip(1) {
+            let mut new: Option<usize> = None;
+            for &p in &preds[b] {
+                if idom[p].is_none() {
+                    continue;
+                }
+                new = Some(match new {
+                    None => p,
+                    Some(mut a) => {
+                        let mut c = p;
+                        while a != c {
+                            while po[a] < po[c] {
+                                a = idom[a].unwrap();
+                            }
+                            while po[c] < po[a] {
+                                c = idom[c].unwrap();
+                            }
+                        }
+                        a
+                    }
+                });
+            }
+            if new.is_some() && idom[b] != new {
+                idom[b] = new;
+                changed = true;
+            }
+        }
+    }
+    idom
+}
+
+/// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
+pub(super) unsafe fn has_returns_twice_call(bbs: &[LLVMBasicBlockRef]) -> bool {
+    let name = c"returns_twice";
+    let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.to_bytes().len());
+    let fn_index = llvm_sys::LLVMAttributeFunctionIndex;
+    const NAMES: &[&str] = &[
+        "setjmp",
+        "_setjmp",
+        "__setjmp",
+        "sigsetjmp",
+        "__sigsetjmp",
+        "savectx",
+        "vfork",
+        "getcontext",
+    ];
+    bbs.iter().any(|&bb| {
+        instructions(bb).into_iter().any(|i| {
+            if LLVMIsACallInst(i).is_null() && LLVMIsAInvokeInst(i).is_null() {
+                return false;
+            }
+            if !LLVMGetCallSiteEnumAttribute(i, fn_index, kind).is_null() {
+                return true;
+            }
+            let callee = LLVMGetCalledValue(i);
+            !LLVMIsAFunction(callee).is_null()
+                && (!LLVMGetEnumAttributeAtIndex(callee, fn_index, kind).is_null()
+                    || NAMES.contains(&value_name(callee).as_str()))
+        })
+    })
+}
+
+/// The instructions before which `zeroing` puts its stores: after the entry block's allocas,
+/// at a block's first insertion point, or on each entering edge of a loop head from outside
+/// — before the source's terminator when it has one successor, else in a block splitting the
+/// edge (the one path tracing split it with, if it did).
+pub(super) unsafe fn zeroing_points(
+    c: &Ctx,
+    bbs: &[LLVMBasicBlockRef],
+    facts: &BlockFacts,
+    zeroing: Zeroing,
+) -> Result<Vec<LLVMValueRef>, &'static str> {
+    let h = match zeroing {
+        Zeroing::AtStart(0) => return Ok(vec![after_allocas(bbs[0])]),
+        Zeroing::AtStart(b) => return Ok(vec![c.first_insertion(bbs[b])]),
+        Zeroing::OnEntryEdges(h) => h,
+    };
+    let known: BTreeSet<LLVMBasicBlockRef> = bbs.iter().copied().collect();
+    let mut out = Vec::new();
+    for &p in facts.preds[h].iter().filter(|&&p| !facts.dominates(h, p)) {
+        let term = LLVMGetBasicBlockTerminator(bbs[p]);
+        if LLVMGetNumSuccessors(term) == 1 {
+            out.push(term);
+            continue;
+        }
+        let succ = |k: u32| LLVMGetSuccessor(term, k);
+        let n = LLVMGetNumSuccessors(term);
+        if let Some(k) = (0..n).find(|&k| succ(k) == bbs[h]) {
+            let nbb = csi_split_critical_edge(term, k);
+            if nbb.is_null() {
+                return Err("a loop entry edge could not be split");
+            }
+            out.push(LLVMGetBasicBlockTerminator(nbb));
+        } else {
+            // Path tracing split this edge already: the new block's only successor is `h`.
+            let split = (0..n)
+                .map(succ)
+                .find(|&s| {
+                    let t = LLVMGetBasicBlockTerminator(s);
+                    !known.contains(&s)
+                        && LLVMGetNumSuccessors(t) == 1
+                        && LLVMGetSuccessor(t, 0) == bbs[h]
+                })
+                .ok_or("a loop entry edge is missing")?;
+            out.push(LLVMGetBasicBlockTerminator(split));
+        }
+    }
+    Ok(out)
+}
+
+/// Where a function's call-site coverage goes: which sites are probed and into which slot of
+/// the coverage arrays, how many slots the local array has, and where it is zeroed.
+pub(super) struct CcLayout {
+    /// The record's call-site nodes, in order (one per call site).
+    call_nodes: Vec<u32>,
+    /// Per call site: probed (`None`) or implied by two probed sites (see `cc_probe_placement`).
+    placement: Vec<Option<(usize, usize)>>,
+    /// Per call site: its probe's slot.
+    pub(super) slot: Vec<Option<u64>>,
+    /// Slots in the global array.
+    pub(super) n_probes: u64,
+    /// Slots in the local array (the first ones).
+    pub(super) n_local: u64,
+    /// The local array is replaced by the frame's path (`cc_local_by_path`).
+    local_by_path: bool,
+    /// Every site probed (see `cc_probe_placement`).
+    keep_all: bool,
+    pub(super) zeroing: Zeroing,
+}
+
+impl CcLayout {
+    /// Places the probes of the `n_calls` call sites of `cfg` (see `cc_probe_placement`) and
+    /// numbers their slots.
+    pub(super) unsafe fn new(
+        cfg: &CfgFunction,
+        n_calls: usize,
+        bbs: &[LLVMBasicBlockRef],
+        facts: &BlockFacts,
+        numbering: Option<&Numbering>,
+        cc_all_probes: bool,
+    ) -> CcLayout {
+        let call_nodes: Vec<u32> = cfg
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeKind::CallSite)
+            .map(|(i, _)| i as u32)
+            .collect();
+        // Probe placement: which call sites store coverage, and each probe's array slot.
+        let call_blocks: Vec<u32> = call_nodes
+            .iter()
+            .map(|&n| cfg.nodes[n as usize].block.unwrap_or(u32::MAX))
+            .collect();
+        let keep_all = cc_all_probes || has_returns_twice_call(bbs);
+        let placement = cc_probe_placement(&call_blocks, keep_all);
+        // Probes whose local bit a live frame's position decides store only into the global
+        // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
+        // frame is stopped after it in X, or in a block that X dominates; it did not if the
+        // frame is before it in X or in a block X cannot reach. When X is on no cycle and
+        // dominates every block it reaches (except quiet blocks — no call, nothing that can
+        // fault — where only a signal stops a frame and the reader says "unknown"), one of
+        // the two holds wherever a call or a crash stops a frame — the entry block, branches
+        // that end in their own `return`, code after the last merge are the common cases. Those probes get the last slots, beyond the local array's length
+        // (`cc_local_len`), so a reader that does not know this sees no local bit for them
+        // (unknown, sound). Not with `setjmp`-like calls (a block can be resumed mid-way) or
+        // `--csi-cc-probes=all`.
+        let by_position = if keep_all {
+            vec![false; bbs.len()]
+        } else {
+            facts.position_decided()
+        };
+        let global_only = |k: usize| by_position[call_blocks[k] as usize];
+        let mut slot: Vec<Option<u64>> = vec![None; n_calls];
+        let mut n_probes = 0u64;
+        for pass in [false, true] {
+            for (k, p) in placement.iter().enumerate() {
+                if p.is_none() && global_only(k) == pass {
+                    slot[k] = Some(n_probes);
+                    n_probes += 1;
+                }
+            }
+        }
+        // A path-traced function without back edges needs no local array at all: a live
+        // frame's running sum decodes to its whole path from the entry (Theorem 2.1), which
+        // says which of its call sites ran (`cc_local_by_path`).
+        let local_by_path = !keep_all && numbering.is_some_and(|nb| nb.back_edges.is_empty());
+        let n_local = if local_by_path {
+            0
+        } else {
+            (0..n_calls)
+                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .count() as u64
+        };
+        // Where the local array is zeroed (see `BlockFacts::zeroing_block`); at entry when
+        // every probe is kept (a `setjmp` resumption can re-enter a block mid-way).
+        let zeroing = if keep_all || n_local == 0 {
+            Zeroing::AtStart(0)
+        } else {
+            let local_blocks: Vec<usize> = (0..n_calls)
+                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .map(|k| call_blocks[k] as usize)
+                .collect();
+            facts.zeroing_block(&local_blocks)
+        };
+        CcLayout {
+            call_nodes,
+            placement,
+            slot,
+            n_probes,
+            n_local,
+            local_by_path,
+            keep_all,
+            zeroing,
+        }
+    }
+
+    /// Writes the layout into the record: the local array's length and zeroing block, and
+    /// each call-site node's label (`CC<slot>`), or the probes that imply its coverage.
+    pub(super) fn label(&self, cfg: &mut CfgFunction) -> Result<(), &'static str> {
+        let (n_local, n_probes) = (self.n_local, self.n_probes);
+        cfg.cc_local_len = (n_local < n_probes).then_some(n_local);
+        cfg.cc_local_zeroed_in =
+            (n_local > 0 && !self.keep_all).then_some(self.zeroing.block() as u32);
+        cfg.cc_local_by_path = self.local_by_path;
+        let slot = &self.slot;
+        for (k, &n) in self.call_nodes.iter().enumerate() {
+            match (slot[k], self.placement[k]) {
+                (Some(j), _) => cfg.nodes[n as usize].labels.push(format!("CC{j}")),
+                (None, Some((a, b))) => {
+                    cfg.nodes[n as usize].implied = Some(CfgImplied {
+                        first: format!("CC{}", slot[a].expect("probed")),
+                        last: format!("CC{}", slot[b].expect("probed")),
+                    })
+                }
+                (None, None) => return Err("a call site neither probed nor implied"),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,209 @@
+//! Coverage arrays of one function: the global (and local) arrays of call-site, basic-block
+//! and function coverage with their DWARF names, their `.debug_CC` / `.debug_BBC` /
+//! `.debug_FC` records, the stores that set them, and the zeroing of the local arrays.
+
+use super::*;
+
+/// The function whose coverage arrays are made, and how they are named and grouped (see
+/// `Ctx::global`).
+pub(super) struct ArrayOwner<'a> {
+    pub(super) c: &'a Ctx,
+    pub(super) f: LLVMValueRef,
+    pub(super) sp: LLVMMetadataRef,
+    pub(super) name: &'a str,
+    /// `mash` of the unit's source, or `odr` (see `odr_group`).
+    pub(super) unit_tag: &'a str,
+    pub(super) odr_group: Option<&'a str>,
+}
+
+/// A global coverage array and its type.
+type Global = (LLVMValueRef, LLVMTypeRef);
+/// A local coverage array (an alloca) and its type.
+type Local = (LLVMValueRef, LLVMTypeRef);
+
+/// The coverage arrays made for one function.
+pub(super) struct CoverageArrays {
+    /// `__CC_arr_*` and the local `__CC_arr`, if it has one.
+    pub(super) cc: Option<(Global, Option<Local>)>,
+    /// `__BBC_arr_*` and the local `__BBC_arr`.
+    pub(super) bbc: Option<(Global, Local)>,
+    /// `__FC_arr_*`.
+    pub(super) fc: Option<Global>,
+}
+
+impl ArrayOwner<'_> {
+    /// Call-site coverage: `__CC_arr_<unit>_<name>` (a slot per probe) and the local
+    /// `__CC_arr` (the slots below `layout.n_local`); the `.debug_CC` record.
+    pub(super) unsafe fn cc(
+        &self,
+        cfg: &mut CfgFunction,
+        calls: &[CallSite],
+        layout: &CcLayout,
+    ) -> (Option<(Global, Option<Local>)>, String) {
+        let (c, f, sp, name) = (self.c, self.f, self.sp, self.name);
+        let n_local = layout.n_local;
+        let mut cc_text = String::new();
+        let unit_tag = self.unit_tag;
+        let gname = format!("__CC_arr_{unit_tag}_{name}");
+        let (g, gty) = c.global(&gname, layout.n_probes, sp, f, self.odr_group);
+        // The local array holds the slots below `n_local`; none at all when every
+        // probe is in the entry block (no zeroing then).
+        let local = (n_local > 0).then(|| {
+            let lty = LLVMArrayType2(c.i8t, n_local.div_ceil(8) * 8);
+            let b = c.basic_type("__csi_bool", 8, 0x02);
+            let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_local));
+            (a, lty)
+        });
+        cfg.cc = Some(gname.clone());
+        CcFunction {
+            name: name.to_string(),
+            global: gname,
+            // Unprobed sites are listed as uninstrumented (`-1`, `-2`, ...), as csi-cc
+            // v1.4.0 does; `.debug_CSI_CFG` says how their coverage is implied.
+            sites: {
+                let mut unprobed = 0i64;
+                calls
+                    .iter()
+                    .zip(&layout.slot)
+                    .map(|((_, line, _, callee), s)| CcSite {
+                        index: match s {
+                            Some(j) => *j as i64,
+                            None => {
+                                unprobed += 1;
+                                -unprobed
+                            }
+                        },
+                        label: s.map(|j| format!("CC{j}")),
+                        line: *line,
+                        callee: callee.clone(),
+                    })
+                    .collect()
+            },
+        }
+        .write(&mut cc_text);
+        (Some(((g, gty), local)), cc_text)
+    }
+
+    /// Basic-block coverage: `__BBC_arr_<unit>_<name>` and the local `__BBC_arr`, a slot per
+    /// block; the `.debug_BBC` record.
+    pub(super) unsafe fn bbc(
+        &self,
+        cfg: &mut CfgFunction,
+        info: &[BlockInfo],
+        n: u64,
+    ) -> (Option<(Global, Local)>, String) {
+        let (c, f, sp, name) = (self.c, self.f, self.sp, self.name);
+        let mut bbc_text = String::new();
+        let unit_tag = self.unit_tag;
+        let gname = format!("__BBC_arr_{unit_tag}_{name}");
+        let (g, gty) = c.global(&gname, n, sp, f, self.odr_group);
+        let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
+        let b = c.basic_type("__csi_bool", 8, 0x02);
+        let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
+        cfg.bbc = Some(gname.clone());
+        BbcFunction {
+            name: name.to_string(),
+            global: gname,
+            blocks: info
+                .iter()
+                .enumerate()
+                .map(|(k, b)| BbcBlock {
+                    index: k as u32,
+                    label: format!("BBC{k}"),
+                    lines: b.lines.clone(),
+                })
+                .collect(),
+        }
+        .write(&mut bbc_text);
+        (Some(((g, gty), (a, lty))), bbc_text)
+    }
+
+    /// Function coverage: `__FC_arr_<unit>_<name>`, one slot; the `.debug_FC` record.
+    pub(super) unsafe fn fc(&self, cfg: &mut CfgFunction) -> (Option<Global>, String) {
+        let (c, f, sp, name) = (self.c, self.f, self.sp, self.name);
+        let mut fc_text = String::new();
+        let unit_tag = self.unit_tag;
+        let gname = format!("__FC_arr_{unit_tag}_{name}");
+        let fc_var = Some(c.global(&gname, 1, sp, f, self.odr_group));
+        cfg.fc = Some(gname.clone());
+        FcFunction {
+            name: name.to_string(),
+            global: gname,
+        }
+        .write(&mut fc_text);
+        (fc_var, fc_text)
+    }
+}
+
+impl CoverageArrays {
+    /// The coverage stores: before each probed call site, at the start of each block (after
+    /// the allocas in the entry block), at the function's entry. They only insert before
+    /// existing instructions.
+    pub(super) unsafe fn store(
+        &self,
+        c: &Ctx,
+        bbs: &[LLVMBasicBlockRef],
+        calls: &[CallSite],
+        layout: &CcLayout,
+    ) {
+        let one = LLVMConstInt(c.i8t, 1, 0);
+        if let Some(((g, gty), local)) = self.cc {
+            for ((inst, ..), s) in calls.iter().zip(&layout.slot) {
+                let Some(j) = *s else { continue };
+                c.position_before(*inst);
+                let idx = LLVMConstInt(c.i64t, j, 0);
+                if let Some((a, lty)) = local.filter(|_| j < layout.n_local) {
+                    let lp = c.gep(lty, a, idx);
+                    c.vstore(one, lp);
+                }
+                let gp = c.gep(gty, g, idx);
+                c.vstore(one, gp);
+            }
+        }
+        if let Some(((g, gty), (a, lty))) = self.bbc {
+            for (k, &bb) in bbs.iter().enumerate() {
+                c.position_before(if k == 0 {
+                    after_allocas(bb)
+                } else {
+                    c.first_insertion(bb)
+                });
+                let idx = LLVMConstInt(c.i64t, k as u64, 0);
+                let lp = c.gep(lty, a, idx);
+                c.vstore(one, lp);
+                let gp = c.gep(gty, g, idx);
+                c.vstore(one, gp);
+            }
+        }
+        if let Some((g, gty)) = self.fc {
+            c.position_before(after_allocas(bbs[0]));
+            let gp = c.gep(gty, g, LLVMConstInt(c.i64t, 0, 0));
+            c.vstore(one, gp);
+        }
+    }
+
+    /// Zeroes the local coverage arrays: `__BBC_arr` at entry (after the allocas, before
+    /// anything else), `__CC_arr` where `zeroing` says. After path tracing, which may have
+    /// split the same edges (see `zeroing_points`).
+    pub(super) unsafe fn zero_locals(
+        &self,
+        c: &Ctx,
+        bbs: &[LLVMBasicBlockRef],
+        facts: &BlockFacts,
+        zeroing: Zeroing,
+    ) -> Result<(), &'static str> {
+        for (a, lty, at) in [
+            self.cc.and_then(|v| v.1).map(|(a, l)| (a, l, zeroing)),
+            self.bbc.map(|v| (v.1 .0, v.1 .1, Zeroing::AtStart(0))),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let len = LLVMGetArrayLength2(lty);
+            for at in zeroing_points(c, bbs, facts, at)? {
+                c.position_before(at);
+                c.vmemset0(a, len);
+            }
+        }
+        Ok(())
+    }
+}

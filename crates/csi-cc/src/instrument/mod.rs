@@ -1,0 +1,933 @@
+//! The instrumentation of one LLVM module (bitcode in, bitcode out), over the LLVM C API.
+//!
+//! Per function, by scheme: Ball–Larus path tracing (numbering from `csi_model::ballarus`, the
+//! same code the decoder uses), call-site / basic-block / function coverage. Runtime variables
+//! and their DWARF names follow csi-cc v1.4.0 (DESIGN §4); metadata sections are written as
+//! non-allocated ELF sections through module-level assembly.
+
+use csi_model::ballarus::{self, Numbering};
+use csi_model::graph::NodeKind;
+use csi_model::sections::{
+    mash, BbcBlock, BbcFunction, CcFunction, CcSite, CfgCall, CfgFunction, CfgImplied, CfgModule,
+    CfgNode, CfgPathTracing, FcFunction, PtBlock, PtBlockKind, PtFunction, PtItem,
+    CFG_FORMAT_VERSION,
+};
+use llvm_sys::core::*;
+use llvm_sys::debuginfo::*;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::{CStr, CString};
+use std::ptr;
+
+mod calls;
+mod coverage;
+mod paths;
+mod records;
+mod sections;
+
+use calls::*;
+use coverage::*;
+use paths::*;
+use records::*;
+use sections::*;
+
+extern "C" {
+    fn csi_split_critical_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
+    fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
+    fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
+    fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
+    fn csi_comdat_name(f: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
+    fn csi_anchoring_call(i: LLVMValueRef) -> i32;
+    fn csi_loc_subprogram(i: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
+    fn csi_link_runtime(
+        dest: LLVMModuleRef,
+        src: LLVMModuleRef,
+        init: *const std::ffi::c_char,
+        fini: *const std::ffi::c_char,
+    ) -> i32;
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mechanisms {
+    pub pt: bool,
+    pub cc: bool,
+    pub bbc: bool,
+    pub fc: bool,
+}
+
+impl Mechanisms {
+    pub fn from_scheme(s: &str) -> Option<Self> {
+        let (pt, cc, bbc, fc) = match s {
+            "realistic" => (true, true, false, false),
+            "pt" => (true, false, false, false),
+            "cc" => (false, true, false, false),
+            "bb" => (false, false, true, false),
+            "fc" => (false, false, false, true),
+            "all" => (true, true, true, true),
+            "none" => (false, false, false, false),
+            _ => return None,
+        };
+        Some(Mechanisms { pt, cc, bbc, fc })
+    }
+
+    /// `{CC,PT}` / `{BBC}` / `{}` of a schema file line.
+    pub fn from_set(s: &str) -> Option<Self> {
+        let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;
+        let mut m = Mechanisms::default();
+        for t in inner.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            match t {
+                "PT" => m.pt = true,
+                "CC" => m.cc = true,
+                "BBC" | "SC" | "BB" => m.bbc = true,
+                "FC" => m.fc = true,
+                _ => return None,
+            }
+        }
+        Some(m)
+    }
+}
+
+pub struct Options {
+    pub default: Mechanisms,
+    pub per_function: HashMap<String, Mechanisms>,
+    pub pt_size: u32,
+    /// Probe every call site (no placement optimization; see `cc_probe_placement`).
+    pub cc_all_probes: bool,
+    /// The source path as given on the command line (for `<mash>`).
+    pub source: String,
+    /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
+    /// approximate, which the line projection must know.
+    pub optimized: bool,
+    /// Instrumented before the optimization pipeline, which runs afterwards over program and
+    /// probes (`--csi-instrument=before-optimization`): the CFG is the source's, but the
+    /// machine code's lines may have moved (see `CfgFunction::optimized_after`).
+    pub optimized_after: bool,
+    /// The unit's call graph before optimization (optimized units; see `callgraph`).
+    pub before_optimization: Option<crate::callgraph::UnitCalls>,
+}
+
+/// Outcome of instrumenting one module.
+pub struct Report {
+    pub pt_skipped: Vec<(String, String)>,
+    /// Functions compiled without instrumentation, and why (see `instrument_file`).
+    pub uninstrumented: Vec<(String, String)>,
+    /// Some function got a shadow alloca for `mem2reg` (see `RingIndex`).
+    pub shadows: bool,
+}
+
+fn cstr(s: &str) -> CString {
+    CString::new(s.replace('\0', "")).unwrap()
+}
+
+pub(crate) unsafe fn value_name(v: LLVMValueRef) -> String {
+    let mut len = 0usize;
+    let p = LLVMGetValueName2(v, &mut len);
+    if p.is_null() {
+        return String::new();
+    }
+    String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+}
+
+pub(crate) unsafe fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
+    let mut v = Vec::new();
+    let mut i = LLVMGetFirstInstruction(bb);
+    while !i.is_null() {
+        v.push(i);
+        i = LLVMGetNextInstruction(i);
+    }
+    v
+}
+
+pub(crate) unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+    let mut v = Vec::new();
+    let mut b = LLVMGetFirstBasicBlock(f);
+    while !b.is_null() {
+        v.push(b);
+        b = LLVMGetNextBasicBlock(b);
+    }
+    v
+}
+
+/// A call or invoke (C++: a call that may throw into a landing pad) — a call instruction.
+pub(crate) unsafe fn is_call(i: LLVMValueRef) -> bool {
+    !LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null()
+}
+
+/// A call that counts as a call site: not an intrinsic, not inline assembly. An `invoke` is
+/// one too; it ends its block, and the call returns into its normal destination.
+pub(crate) unsafe fn call_site(i: LLVMValueRef) -> Option<LLVMValueRef> {
+    if !is_call(i) {
+        return None;
+    }
+    let callee = LLVMGetCalledValue(i);
+    if !LLVMIsAInlineAsm(callee).is_null() {
+        return None;
+    }
+    if !LLVMIsAFunction(callee).is_null() && LLVMGetIntrinsicID(callee) != 0 {
+        return None;
+    }
+    Some(callee)
+}
+
+pub(crate) unsafe fn loc(i: LLVMValueRef) -> Option<(u32, u32, String)> {
+    let md = LLVMInstructionGetDebugLoc(i);
+    if md.is_null() {
+        return None;
+    }
+    let line = LLVMDILocationGetLine(md);
+    if line == 0 {
+        return None;
+    }
+    let col = LLVMDILocationGetColumn(md);
+    Some((line, col, scope_file_path(LLVMDILocationGetScope(md))))
+}
+
+/// The file of a debug-info scope (a subprogram, a lexical block); empty without one.
+pub(crate) unsafe fn scope_file_path(scope: LLVMMetadataRef) -> String {
+    if scope.is_null() {
+        String::new()
+    } else {
+        di_file_path(LLVMDIScopeGetFile(scope))
+    }
+}
+
+pub(crate) unsafe fn di_file_path(file: LLVMMetadataRef) -> String {
+    if file.is_null() {
+        return String::new();
+    }
+    let mut n = 0u32;
+    let p = LLVMDIFileGetFilename(file, &mut n);
+    let name = if p.is_null() {
+        String::new()
+    } else {
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, n as usize)).into_owned()
+    };
+    let mut d = 0u32;
+    let q = LLVMDIFileGetDirectory(file, &mut d);
+    let dir = if q.is_null() {
+        String::new()
+    } else {
+        String::from_utf8_lossy(std::slice::from_raw_parts(q as *const u8, d as usize)).into_owned()
+    };
+    if name.starts_with('/') || dir.is_empty() {
+        name
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+struct Ctx {
+    ctx: LLVMContextRef,
+    module: LLVMModuleRef,
+    builder: LLVMBuilderRef,
+    dib: LLVMDIBuilderRef,
+    i8t: LLVMTypeRef,
+    i64t: LLVMTypeRef,
+    /// Instrumented before optimization: every frame-state local escapes (see `local_parts`).
+    escape_locals: bool,
+}
+
+impl Ctx {
+    unsafe fn gep(&self, ty: LLVMTypeRef, base: LLVMValueRef, idx: LLVMValueRef) -> LLVMValueRef {
+        let mut idxs = [LLVMConstInt(self.i64t, 0, 0), idx];
+        LLVMBuildInBoundsGEP2(self.builder, ty, base, idxs.as_mut_ptr(), 2, c"".as_ptr())
+    }
+
+    unsafe fn vstore(&self, val: LLVMValueRef, p: LLVMValueRef) {
+        let s = LLVMBuildStore(self.builder, val, p);
+        LLVMSetVolatile(s, 1);
+    }
+
+    unsafe fn vload(&self, ty: LLVMTypeRef, p: LLVMValueRef) -> LLVMValueRef {
+        let l = LLVMBuildLoad2(self.builder, ty, p, c"".as_ptr());
+        LLVMSetVolatile(l, 1);
+        l
+    }
+
+    /// `len` zero bytes at `p` (8-aligned) as one volatile `llvm.memset`, which the backend
+    /// lowers to the widest stores available (16-byte vector stores on x86-64).
+    unsafe fn vmemset0(&self, p: LLVMValueRef, len: u64) {
+        let name = "llvm.memset";
+        let id = LLVMLookupIntrinsicID(name.as_ptr() as _, name.len());
+        let mut tys = [LLVMTypeOf(p), self.i64t];
+        let decl = LLVMGetIntrinsicDeclaration(self.module, id, tys.as_mut_ptr(), 2);
+        let fty = LLVMIntrinsicGetType(self.ctx, id, tys.as_mut_ptr(), 2);
+        let mut args = [
+            p,
+            LLVMConstInt(self.i8t, 0, 0),
+            LLVMConstInt(self.i64t, len, 0),
+            LLVMConstInt(LLVMInt1TypeInContext(self.ctx), 1, 0),
+        ];
+        let call = LLVMBuildCall2(self.builder, fty, decl, args.as_mut_ptr(), 4, c"".as_ptr());
+        // Destination alignment 8 (the allocas are 8-aligned).
+        let kind = LLVMGetEnumAttributeKindForName(c"align".as_ptr(), 5);
+        let attr = LLVMCreateEnumAttribute(self.ctx, kind, 8);
+        LLVMAddCallSiteAttribute(call, 1, attr);
+    }
+
+    unsafe fn position_before(&self, i: LLVMValueRef) {
+        LLVMPositionBuilderBefore(self.builder, i);
+    }
+
+    /// First instruction that is not a PHI or a landingpad (instrumentation of an unwind
+    /// edge goes after the pad's landingpad).
+    unsafe fn first_insertion(&self, bb: LLVMBasicBlockRef) -> LLVMValueRef {
+        csi_first_insertion_pt(bb)
+    }
+
+    unsafe fn basic_type(&self, name: &str, bits: u64, enc: u32) -> LLVMMetadataRef {
+        LLVMDIBuilderCreateBasicType(self.dib, name.as_ptr() as _, name.len(), bits, enc, 0)
+    }
+
+    unsafe fn volatile_array(&self, elem: LLVMMetadataRef, bits: u64, n: u64) -> LLVMMetadataRef {
+        let mut sub = [LLVMDIBuilderGetOrCreateSubrange(self.dib, 0, n as i64)];
+        let arr = LLVMDIBuilderCreateArrayType(self.dib, bits * n, 8, elem, sub.as_mut_ptr(), 1);
+        LLVMDIBuilderCreateQualifiedType(self.dib, 0x35, arr)
+    }
+
+    /// Declares a local with DWARF info (`name`) at the start of the function.
+    unsafe fn local(
+        &self,
+        f: LLVMValueRef,
+        sp: LLVMMetadataRef,
+        ty: LLVMTypeRef,
+        align: u32,
+        name: &str,
+        di_ty: LLVMMetadataRef,
+    ) -> LLVMValueRef {
+        self.local_parts(f, sp, ty, align, name, &[(name, di_ty, 0)])
+    }
+
+    /// One alloca (`ty`, named `alloca_name`) holding several DWARF-described locals, each
+    /// `(name, type, byte offset)`: adjacent variables that one wide store can initialise.
+    unsafe fn local_parts(
+        &self,
+        f: LLVMValueRef,
+        sp: LLVMMetadataRef,
+        ty: LLVMTypeRef,
+        align: u32,
+        alloca_name: &str,
+        parts: &[(&str, LLVMMetadataRef, u64)],
+    ) -> LLVMValueRef {
+        let entry = LLVMGetEntryBasicBlock(f);
+        let first = LLVMGetFirstInstruction(entry);
+        self.position_before(first);
+        let a = LLVMBuildAlloca(self.builder, ty, cstr(alloca_name).as_ptr());
+        LLVMSetAlignment(a, align);
+        if self.escape_locals {
+            // Optimized after instrumentation, SROA would split the frame state into
+            // scalars (volatile accesses and all) that DWARF describes piece by piece, some
+            // pieces "optimized out": the core would not show the state whole. An empty asm
+            // taking its address keeps it one object in memory; it emits no instruction.
+            self.position_before(after_allocas(entry));
+            let ptr_ty = LLVMTypeOf(a);
+            let mut params = [ptr_ty];
+            let fn_ty =
+                LLVMFunctionType(LLVMVoidTypeInContext(self.ctx), params.as_mut_ptr(), 1, 0);
+            let (text, constraints) = ("", "r");
+            let asm = LLVMGetInlineAsm(
+                fn_ty,
+                text.as_ptr() as _,
+                text.len(),
+                constraints.as_ptr() as _,
+                constraints.len(),
+                1,
+                0,
+                llvm_sys::LLVMInlineAsmDialect::LLVMInlineAsmDialectATT,
+                0,
+            );
+            let mut args = [a];
+            LLVMBuildCall2(self.builder, fn_ty, asm, args.as_mut_ptr(), 1, c"".as_ptr());
+        }
+        if sp.is_null() {
+            return a;
+        }
+        let file = LLVMDIScopeGetFile(sp);
+        let line = LLVMDISubprogramGetLine(sp);
+        for &(name, di_ty, offset) in parts {
+            let var = LLVMDIBuilderCreateAutoVariable(
+                self.dib,
+                sp,
+                name.as_ptr() as _,
+                name.len(),
+                file,
+                line,
+                di_ty,
+                1,
+                0,
+                0,
+            );
+            const DW_OP_PLUS_UCONST: u64 = 0x23;
+            let mut ops = [DW_OP_PLUS_UCONST, offset];
+            let expr = if offset == 0 {
+                LLVMDIBuilderCreateExpression(self.dib, ptr::null_mut(), 0)
+            } else {
+                LLVMDIBuilderCreateExpression(self.dib, ops.as_mut_ptr(), 2)
+            };
+            let dl = LLVMDIBuilderCreateDebugLocation(self.ctx, line, 0, sp, ptr::null_mut());
+            let next = LLVMGetNextInstruction(a);
+            LLVMDIBuilderInsertDeclareRecordBefore(self.dib, a, var, expr, dl, next);
+        }
+        a
+    }
+
+    /// A zero-initialised internal global `[n x i8]` with DWARF info, for function `f`: in
+    /// `f`'s COMDAT group if it has one, so that the linker keeps the copy the kept code uses.
+    /// With `odr_group` (a COMDAT function instrumented before optimization, see
+    /// `Unit::function`) it is instead one hidden `weak_odr` global of that group, shared by every
+    /// unit: inlined copies in any unit update it, whichever unit's group the linker keeps.
+    unsafe fn global(
+        &self,
+        name: &str,
+        n: u64,
+        sp: LLVMMetadataRef,
+        f: LLVMValueRef,
+        odr_group: Option<&str>,
+    ) -> (LLVMValueRef, LLVMTypeRef) {
+        let ty = LLVMArrayType2(self.i8t, n);
+        let g = LLVMAddGlobal(self.module, ty, cstr(name).as_ptr());
+        LLVMSetInitializer(g, LLVMConstNull(ty));
+        if let Some(group) = odr_group {
+            LLVMSetLinkage(g, LLVMLinkage::LLVMWeakODRLinkage);
+            LLVMSetVisibility(g, llvm_sys::LLVMVisibility::LLVMHiddenVisibility);
+            let comdat = llvm_sys::comdat::LLVMGetOrInsertComdat(self.module, cstr(group).as_ptr());
+            llvm_sys::comdat::LLVMSetComdat(g, comdat);
+        } else {
+            LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+            let comdat = llvm_sys::comdat::LLVMGetComdat(f);
+            if !comdat.is_null() {
+                llvm_sys::comdat::LLVMSetComdat(g, comdat);
+            }
+        }
+        LLVMSetAlignment(g, 1);
+        LLVMSetSection(g, cstr(COVERAGE_SECTION).as_ptr());
+        if !sp.is_null() {
+            let file = LLVMDIScopeGetFile(sp);
+            let b = self.basic_type("__csi_bool", 8, 0x02);
+            let dty = self.volatile_array(b, 8, n);
+            let expr = LLVMDIBuilderCreateExpression(self.dib, ptr::null_mut(), 0);
+            let cu_scope = file;
+            let gve = LLVMDIBuilderCreateGlobalVariableExpression(
+                self.dib,
+                cu_scope,
+                name.as_ptr() as _,
+                name.len(),
+                name.as_ptr() as _,
+                name.len(),
+                file,
+                0,
+                dty,
+                1,
+                expr,
+                ptr::null_mut(),
+                8,
+            );
+            let kind = LLVMGetMDKindIDInContext(self.ctx, c"dbg".as_ptr(), 3);
+            LLVMGlobalSetMetadata(g, kind, gve);
+            csi_add_global_to_cu(self.module, gve);
+        }
+        (g, ty)
+    }
+}
+
+/// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
+///
+/// A function csi-cc cannot instrument (an internal limit, or instrumented IR that does not
+/// verify) is compiled without instrumentation instead: the module is read again and
+/// instrumented with that function left as it is, its CFG record saying why
+/// (`pt_skipped`, no coverage), until every function is done.
+pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Report, String> {
+    let mut skip: BTreeMap<String, String> = BTreeMap::new();
+    loop {
+        match instrument_attempt(bc_in, bc_out, opts, &skip)? {
+            Ok(mut report) => {
+                report.uninstrumented = skip.into_iter().collect();
+                return Ok(report);
+            }
+            Err((f, why)) => {
+                if skip.insert(f.clone(), why).is_some() {
+                    return Err(format!("`{f}` cannot be compiled even uninstrumented"));
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The function being instrumented, for a panic's fallback (see `instrument_attempt`).
+    static CURRENT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    static PANIC_MESSAGE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// A function that could not be instrumented, and why.
+type Unsupported = (String, String);
+
+/// One pass over the module with the functions of `skip` left uninstrumented. The outer
+/// `Err` is a failure of the file; the inner one names a function to leave alone.
+fn instrument_attempt(
+    bc_in: &str,
+    bc_out: &str,
+    opts: &Options,
+    skip: &BTreeMap<String, String>,
+) -> Result<Result<Report, Unsupported>, String> {
+    unsafe {
+        let ctx = LLVMContextCreate();
+        let mut buf = ptr::null_mut();
+        let mut msg = ptr::null_mut();
+        if LLVMCreateMemoryBufferWithContentsOfFile(cstr(bc_in).as_ptr(), &mut buf, &mut msg) != 0 {
+            let m = CStr::from_ptr(msg).to_string_lossy().into_owned();
+            LLVMDisposeMessage(msg);
+            return Err(format!("cannot read {bc_in}: {m}"));
+        }
+        let mut module = ptr::null_mut();
+        if llvm_sys::bit_reader::LLVMParseBitcodeInContext2(ctx, buf, &mut module) != 0 {
+            LLVMDisposeMemoryBuffer(buf);
+            return Err(format!("cannot parse bitcode {bc_in}"));
+        }
+        LLVMDisposeMemoryBuffer(buf);
+        LLVMSetIsNewDbgInfoFormat(module, 1);
+        let c = Ctx {
+            ctx,
+            module,
+            builder: LLVMCreateBuilderInContext(ctx),
+            dib: LLVMCreateDIBuilder(module),
+            i8t: LLVMInt8TypeInContext(ctx),
+            i64t: LLVMInt64TypeInContext(ctx),
+            escape_locals: opts.optimized_after,
+        };
+        // An invariant broken by input csi-cc does not know (a bug, not the user's) costs that
+        // function its instrumentation, not the build: the panic is caught, its message kept.
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|info| {
+            PANIC_MESSAGE.with(|m| *m.borrow_mut() = info.to_string());
+        }));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            instrument_module(&c, opts, skip)
+        }));
+        std::panic::set_hook(hook);
+        let outcome = outcome.unwrap_or_else(|_| {
+            Err((
+                CURRENT.with(|f| f.borrow().clone()),
+                PANIC_MESSAGE.with(|m| m.borrow().clone()),
+            ))
+        });
+        let report = match outcome {
+            Ok(r) => r,
+            Err(unsupported) => {
+                LLVMDisposeDIBuilder(c.dib);
+                LLVMDisposeBuilder(c.builder);
+                LLVMDisposeModule(module);
+                LLVMContextDispose(ctx);
+                return Ok(Err(unsupported));
+            }
+        };
+        LLVMDIBuilderFinalize(c.dib);
+        // Instrumented before optimization, the pipeline promotes the shadows (and the rest).
+        if report.shadows && !opts.optimized_after {
+            promote_shadows(module)?;
+        }
+        LLVMDisposeDIBuilder(c.dib);
+        LLVMDisposeBuilder(c.builder);
+        link_coverage_runtime(ctx, module)?;
+        let mut err = ptr::null_mut();
+        if llvm_sys::analysis::LLVMVerifyModule(
+            module,
+            llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
+            &mut err,
+        ) != 0
+        {
+            let m = CStr::from_ptr(err).to_string_lossy().into_owned();
+            LLVMDisposeMessage(err);
+            return Err(format!("instrumented module does not verify: {m}"));
+        }
+        if !err.is_null() {
+            LLVMDisposeMessage(err);
+        }
+        if llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr()) != 0 {
+            return Err(format!("cannot write {bc_out}"));
+        }
+        LLVMDisposeModule(module);
+        LLVMContextDispose(ctx);
+        Ok(Ok(report))
+    }
+}
+
+/// The runtime that writes coverage of runs that do not crash (runtime/coverage_out.c, see
+/// there), compiled to bitcode by build.rs.
+static COVERAGE_RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/coverage_out.bc"));
+
+/// The section every coverage array is placed in: the runtime writes the whole of it (its
+/// `__start_`/`__stop_` bounds are per linked module).
+pub const COVERAGE_SECTION: &str = "csi_cov";
+
+/// Links the coverage runtime into `module` when the unit has coverage arrays (one copy per
+/// linked module survives: see `csi_link_runtime` in shim.cpp). A unit for another target
+/// than the runtime's is left without it (its arrays are still read from cores).
+unsafe fn link_coverage_runtime(ctx: LLVMContextRef, module: LLVMModuleRef) -> Result<(), String> {
+    let mut g = LLVMGetFirstGlobal(module);
+    let mut any = false;
+    while !g.is_null() && !any {
+        let s = LLVMGetSection(g);
+        any = !s.is_null() && CStr::from_ptr(s).to_bytes() == COVERAGE_SECTION.as_bytes();
+        g = LLVMGetNextGlobal(g);
+    }
+    if !any {
+        return Ok(());
+    }
+    let buf = LLVMCreateMemoryBufferWithMemoryRange(
+        COVERAGE_RUNTIME.as_ptr() as *const _,
+        COVERAGE_RUNTIME.len(),
+        c"coverage_out.bc".as_ptr(),
+        0,
+    );
+    let mut rt = ptr::null_mut();
+    let failed = llvm_sys::bit_reader::LLVMParseBitcodeInContext2(ctx, buf, &mut rt) != 0;
+    LLVMDisposeMemoryBuffer(buf);
+    if failed {
+        return Err("cannot parse csi-cc's coverage runtime (a build problem of csi-cc)".into());
+    }
+    match csi_link_runtime(
+        module,
+        rt,
+        c"__csi_rt_init".as_ptr(),
+        c"__csi_rt_fini".as_ptr(),
+    ) {
+        0 | 1 => Ok(()),
+        e => Err(format!(
+            "cannot link csi-cc's coverage runtime into the unit ({e})"
+        )),
+    }
+}
+
+/// Instruments every defined function of the module (see `Unit::function`), then appends the
+/// metadata sections: the functions' records by section group, and the module record.
+unsafe fn instrument_module(
+    c: &Ctx,
+    opts: &Options,
+    skip: &BTreeMap<String, String>,
+) -> Result<Report, Unsupported> {
+    let funcs = defined_functions(c.module);
+    let address_taken = address_taken_functions(c.module, opts);
+    let module_record = module_record(c.module, opts, &address_taken);
+    let mut unit = Unit {
+        c,
+        opts,
+        skip,
+        unit_mash: mash(&opts.source),
+        address_taken,
+        candidates_of_type: HashMap::new(),
+        pt_base: 0,
+        report: Report {
+            pt_skipped: Vec::new(),
+            uninstrumented: Vec::new(),
+            shadows: false,
+        },
+    };
+    // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
+    // the functions whose records it holds (see `comdat_of`).
+    let mut groups: BTreeMap<Option<String>, [String; 5]> = BTreeMap::new();
+    for f in funcs {
+        let name = value_name(f);
+        if name.starts_with("__csi") {
+            continue;
+        }
+        let (group, records) = unit.function(f, name)?;
+        let texts = groups.entry(group).or_default();
+        for (k, t) in records.into_iter().enumerate() {
+            texts[k].push_str(&t);
+        }
+    }
+    append_sections(c.module, groups, &module_record);
+    Ok(unit.report)
+}
+
+/// The functions the module defines (not declarations, not `available_externally` copies of
+/// other units' code), in module order: the ones to instrument.
+unsafe fn defined_functions(module: LLVMModuleRef) -> Vec<LLVMValueRef> {
+    let mut funcs = Vec::new();
+    let mut f = LLVMGetFirstFunction(module);
+    while !f.is_null() {
+        if LLVMIsDeclaration(f) == 0
+            && LLVMGetLinkage(f) != LLVMLinkage::LLVMAvailableExternallyLinkage
+        {
+            funcs.push(f);
+        }
+        f = LLVMGetNextFunction(f);
+    }
+    funcs
+}
+
+/// One unit's instrumentation in progress: what every function's instrumentation reads from
+/// the module, and what it adds to the unit (path-tracing block ids, the report).
+struct Unit<'a> {
+    c: &'a Ctx,
+    opts: &'a Options,
+    /// Functions to leave uninstrumented, and why (see `instrument_file`).
+    skip: &'a BTreeMap<String, String>,
+    /// The unit's tag in coverage array names (`mash` of the source path).
+    unit_mash: String,
+    /// Address-taken functions (see `address_taken_functions`).
+    address_taken: Vec<(LLVMValueRef, String)>,
+    /// Address-taken functions by function type, for indirect calls.
+    candidates_of_type: HashMap<LLVMTypeRef, Vec<String>>,
+    /// Path-tracing block ids are unique in the unit: the next function's first.
+    pt_base: u32,
+    report: Report,
+}
+
+impl Unit<'_> {
+    /// Instruments one function by its scheme and returns its section group and its metadata
+    /// records (`.debug_PT`, `.debug_CC`, `.debug_BBC`, `.debug_FC`, `.debug_CSI_CFG`): the
+    /// CFG record is read off the unmodified function, then the probes are placed, the
+    /// coverage arrays created, and the code inserted — coverage stores, path tracing, the
+    /// zeroing of the local arrays, in that order.
+    unsafe fn function(
+        &mut self,
+        f: LLVMValueRef,
+        name: String,
+    ) -> Result<(Option<String>, [String; 5]), Unsupported> {
+        let (c, opts) = (self.c, self.opts);
+        let comdat = comdat_of(f);
+        // A COMDAT function instrumented before optimization is inlined into code of other
+        // groups, which then updates its coverage globals: those and its records go into a
+        // group of their own that every unit emits whole (`Ctx::global`), not the function's,
+        // which a unit that inlined every call no longer has.
+        let odr_group = comdat
+            .as_deref()
+            .filter(|_| opts.optimized_after)
+            .map(|g| format!("__csi_odr.{g}"));
+        let unit_tag = if odr_group.is_some() {
+            "odr".to_string()
+        } else {
+            self.unit_mash.clone()
+        };
+        CURRENT.with(|c| *c.borrow_mut() = name.clone());
+        let unsupported = |why: &str| (name.clone(), why.to_string());
+        let skipped = self.skip.get(&name);
+        let sp = LLVMGetSubprogram(f);
+        // Functions without debug info are the compiler's own (`__clang_call_terminate`): no
+        // source line to report, and no DWARF for a debugger to read their coverage with.
+        let wanted = opts
+            .per_function
+            .get(&name)
+            .copied()
+            .unwrap_or(opts.default);
+        let skipped = skipped
+            .map(|why| format!("not instrumented: {why}"))
+            .or_else(|| {
+                (sp.is_null() && wanted != Mechanisms::default())
+                    .then(|| "not instrumented: compiler-generated (no debug information)".into())
+            });
+        let mech = if skipped.is_some() {
+            Mechanisms::default()
+        } else {
+            wanted
+        };
+        // Every unwind edge gets a landing pad of its own, where its instrumentation goes.
+        if mech != Mechanisms::default() && csi_dedicate_landing_pads(f) == 0 {
+            return Err(unsupported(
+                "funclet-based exception handling (catchswitch/cleanuppad)",
+            ));
+        }
+        let fn_file = scope_file_path(sp);
+        let bbs = blocks(f);
+        let mut rec = FunctionRecord::read(
+            f,
+            &name,
+            &fn_file,
+            &bbs,
+            skipped,
+            opts,
+            &self.address_taken,
+            &mut self.candidates_of_type,
+        );
+        // ---- Path tracing -------------------------------------------------------------------
+        let succs: Vec<Vec<u32>> = rec.info.iter().map(|b| b.succs.clone()).collect();
+        let mut numbering: Option<Numbering> = None;
+        if mech.pt {
+            numbering = number_paths(c, &bbs, &succs, &mut rec);
+            if let Some(r) = &rec.cfg.pt_skipped {
+                self.report.pt_skipped.push((name.clone(), r.clone()));
+            }
+        }
+        // Labels for CC / BBC on the nodes.
+        let facts = BlockFacts::new(&succs, &bbs);
+        let layout = CcLayout::new(
+            &rec.cfg,
+            rec.calls.len(),
+            &bbs,
+            &facts,
+            numbering.as_ref(),
+            opts.cc_all_probes,
+        );
+        if mech.cc && !rec.calls.is_empty() {
+            layout.label(&mut rec.cfg).map_err(unsupported)?;
+        }
+        if mech.bbc {
+            for (bi, &n) in rec.block_first_node.iter().enumerate() {
+                rec.cfg.nodes[n as usize].labels.push(format!("BBC{bi}"));
+            }
+        }
+        let mut pt_text = String::new();
+        if let Some(nb) = &numbering {
+            pt_text = pt_record(&mut rec, nb, self.pt_base, &name);
+            self.pt_base += nb.n + 1;
+        }
+        // ---- Coverage globals / metadata ----------------------------------------------------
+        let owner = ArrayOwner {
+            c,
+            f,
+            sp,
+            name: &name,
+            unit_tag: &unit_tag,
+            odr_group: odr_group.as_deref(),
+        };
+        let (cc, cc_text) = if mech.cc && !rec.calls.is_empty() {
+            owner.cc(&mut rec.cfg, &rec.calls, &layout)
+        } else {
+            (None, String::new())
+        };
+        let (bbc, bbc_text) = if mech.bbc {
+            owner.bbc(&mut rec.cfg, &rec.info, bbs.len() as u64)
+        } else {
+            (None, String::new())
+        };
+        let (fc, fc_text) = if mech.fc {
+            owner.fc(&mut rec.cfg)
+        } else {
+            (None, String::new())
+        };
+        let arrays = CoverageArrays { cc, bbc, fc };
+        // ---- Code -----------------------------------------------------------------------------
+        // Coverage stores first (they only insert before existing instructions).
+        arrays.store(c, &bbs, &rec.calls, &layout);
+        if let Some(nb) = &numbering {
+            let shadowed =
+                (opts.optimized || opts.optimized_after) && !has_returns_twice_call(&bbs);
+            match instrument_paths(c, f, sp, &bbs, &rec.info, nb, opts.pt_size, shadowed) {
+                Ok(shadows) => self.report.shadows |= shadows,
+                Err(why) => return Err(unsupported(why)),
+            }
+        }
+        // Zeroing after path tracing, which may have split the same edges.
+        arrays
+            .zero_locals(c, &bbs, &facts, layout.zeroing)
+            .map_err(unsupported)?;
+        if mech != Mechanisms::default()
+            && llvm_sys::analysis::LLVMVerifyFunction(
+                f,
+                llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
+            ) != 0
+        {
+            return Err(unsupported("the instrumented function does not verify"));
+        }
+        Ok((
+            odr_group.or(comdat),
+            [pt_text, cc_text, bbc_text, fc_text, rec.cfg.to_line()],
+        ))
+    }
+}
+
+/// First instruction after the leading allocas of the entry block.
+unsafe fn after_allocas(entry: LLVMBasicBlockRef) -> LLVMValueRef {
+    let mut i = LLVMGetFirstInstruction(entry);
+    while !i.is_null() && !LLVMIsAAllocaInst(i).is_null() {
+        i = LLVMGetNextInstruction(i);
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cc_probe_placement, immediate_dominators, instrument_file, Mechanisms, Options};
+
+    /// A function csi-cc cannot instrument (funclet-based EH, as clang emits for MSVC targets;
+    /// the instrumentation is IR-level, so the target does not matter here) is left as it
+    /// is, with the reason; the others are instrumented, and the module verifies.
+    #[test]
+    fn an_uninstrumentable_function_is_left_uninstrumented_with_the_reason() {
+        let d = std::env::temp_dir().join(format!("csi-cc-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let src = d.join("w.cpp");
+        std::fs::write(
+            &src,
+            "struct G { ~G(); };\nvoid may(int);\n\
+             int f(int x) { try { G g; may(x); } catch (...) { return 1; } return 0; }\n\
+             int h(int x) { may(x); return x > 2 ? x : -x; }\n",
+        )
+        .unwrap();
+        let bc = d.join("w.bc");
+        let status = std::process::Command::new("clang++-19")
+            .args([
+                "--target=x86_64-pc-windows-msvc",
+                "-g",
+                "-c",
+                "-emit-llvm",
+                "-o",
+            ])
+            .arg(&bc)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let opts = Options {
+            default: Mechanisms::from_scheme("all").unwrap(),
+            per_function: Default::default(),
+            pt_size: 10,
+            cc_all_probes: false,
+            source: "w.cpp".into(),
+            optimized: false,
+            optimized_after: false,
+            before_optimization: None,
+        };
+        let out = d.join("w.csi.bc");
+        let r = instrument_file(bc.to_str().unwrap(), out.to_str().unwrap(), &opts).unwrap();
+        let names: Vec<&str> = r.uninstrumented.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["?f@@YAHH@Z"], "{:?}", r.uninstrumented);
+        assert!(r.uninstrumented[0].1.contains("funclet"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn immediate_dominators_of_a_diamond_a_loop_and_an_unreachable_block() {
+        // 0 -> 1, 2; 1 -> 3; 2 -> 3; 3 -> 4; 4 -> 3, 5; 6 -> 5 (6 unreachable).
+        let succs = vec![
+            vec![1, 2],
+            vec![3],
+            vec![3],
+            vec![4],
+            vec![3, 5],
+            vec![],
+            vec![5],
+        ];
+        assert_eq!(
+            immediate_dominators(&succs),
+            vec![Some(0), Some(0), Some(0), Some(0), Some(3), Some(4), None]
+        );
+    }
+
+    #[test]
+    fn probes_first_and_last_call_of_each_block() {
+        // Blocks: 0 has four calls, 1 one, 2 two, 3 three.
+        let p = cc_probe_placement(&[0, 0, 0, 0, 1, 2, 2, 3, 3, 3], false);
+        assert_eq!(
+            p,
+            vec![
+                None,
+                Some((0, 3)),
+                Some((0, 3)),
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some((7, 9)),
+                None
+            ]
+        );
+        assert!(cc_probe_placement(&[0, 0, 0], true)
+            .iter()
+            .all(Option::is_none));
+    }
+}

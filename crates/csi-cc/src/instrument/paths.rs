@@ -1,0 +1,542 @@
+//! Ball–Larus path tracing: the path numbering of a function (`csi_model::ballarus`), and the
+//! code that keeps a frame's running path sum and its ring buffer of completed paths.
+
+use super::*;
+
+/// Where instrumentation for a CFG edge goes.
+pub(super) enum Place {
+    EndOf(u32),
+    StartOf(u32),
+    Split(u32, u32),
+}
+
+/// The `!prof` branch weights of a block's terminator (`branch_weights`, one per successor, as
+/// clang attaches for `__builtin_expect` and LLVM's heuristics keep); empty when absent.
+pub(super) unsafe fn branch_weights(c: &Ctx, bb: LLVMBasicBlockRef) -> Vec<f64> {
+    let term = LLVMGetBasicBlockTerminator(bb);
+    if term.is_null() {
+        return Vec::new();
+    }
+    let kind = LLVMGetMDKindIDInContext(c.ctx, c"prof".as_ptr(), 4);
+    let md = LLVMGetMetadata(term, kind);
+    if md.is_null() {
+        return Vec::new();
+    }
+    let n = LLVMGetMDNodeNumOperands(md) as usize;
+    let mut ops = vec![ptr::null_mut(); n];
+    LLVMGetMDNodeOperands(md, ops.as_mut_ptr());
+    let mut len = 0u32;
+    let tag = if n > 0 && !ops[0].is_null() {
+        LLVMGetMDString(ops[0], &mut len)
+    } else {
+        ptr::null()
+    };
+    if tag.is_null()
+        || std::slice::from_raw_parts(tag as *const u8, len as usize) != b"branch_weights"
+    {
+        return Vec::new();
+    }
+    let mut w = Vec::new();
+    for &op in &ops[1..] {
+        if op.is_null() {
+            return Vec::new();
+        }
+        if !LLVMIsAConstantInt(op).is_null() {
+            w.push(LLVMConstIntGetZExtValue(op) as f64);
+        } else if LLVMGetMDString(op, &mut len).is_null() {
+            return Vec::new(); // neither a weight nor a tag such as "expected"
+        }
+    }
+    if w.len() != LLVMGetNumSuccessors(term) as usize {
+        return Vec::new();
+    }
+    w
+}
+
+/// A frame's `__PT_counter_idx`: the volatile local a core dump shows (the second half of the
+/// `__PT_state` pair), and in optimized builds a plain alloca mirroring it for `mem2reg` to
+/// promote (see `PathState::allocate`).
+#[derive(Clone, Copy)]
+pub(super) struct RingIndex {
+    pair: LLVMValueRef,
+    pair_ty: LLVMTypeRef,
+    shadow: Option<LLVMValueRef>,
+}
+
+impl RingIndex {
+    /// The index's address, computed where it is used: -O0's instruction selection folds a
+    /// same-block constant offset into the store, where a shared address would live in a
+    /// register spilled to the stack at entry (one more stack store per call).
+    unsafe fn real(&self, c: &Ctx) -> LLVMValueRef {
+        c.gep(self.pair_ty, self.pair, LLVMConstInt(c.i64t, 1, 0))
+    }
+
+    unsafe fn get(&self, c: &Ctx) -> LLVMValueRef {
+        match self.shadow {
+            Some(a) => LLVMBuildLoad2(c.builder, c.i64t, a, c"".as_ptr()),
+            None => c.vload(c.i64t, self.real(c)),
+        }
+    }
+
+    unsafe fn set(&self, c: &Ctx, v: LLVMValueRef) {
+        if let Some(a) = self.shadow {
+            LLVMBuildStore(c.builder, v, a);
+        }
+        c.vstore(v, self.real(c));
+    }
+}
+
+/// Promotes the shadow allocas of [`RingIndex`] to SSA values. Optimized builds only (the only
+/// ones with shadows): by then clang's pipeline has promoted everything promotable, so
+/// `mem2reg` finds only ours.
+pub(crate) unsafe fn promote_shadows(m: LLVMModuleRef) -> Result<(), String> {
+    use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMGetErrorMessage};
+    use llvm_sys::transforms::pass_builder::{
+        LLVMCreatePassBuilderOptions, LLVMDisposePassBuilderOptions, LLVMRunPasses,
+    };
+    let o = LLVMCreatePassBuilderOptions();
+    let err = LLVMRunPasses(m, c"function(mem2reg)".as_ptr(), ptr::null_mut(), o);
+    LLVMDisposePassBuilderOptions(o);
+    if err.is_null() {
+        return Ok(());
+    }
+    let msg = LLVMGetErrorMessage(err);
+    let text = CStr::from_ptr(msg).to_string_lossy().into_owned();
+    LLVMDisposeErrorMessage(msg);
+    Err(format!("mem2reg: {text}"))
+}
+
+/// Inserts a function's path tracing (numbering `nb`, ring buffer of `n` paths, the ring index
+/// shadowed for `mem2reg` when `shadowed`, see `PathState::allocate`): the frame's state,
+/// its initial value, and an action on every edge of the numbering — an increment, or on a
+/// back edge the store of the completed path and the restart. Returns whether a shadow was
+/// made (see `promote_shadows`).
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn instrument_paths(
+    c: &Ctx,
+    f: LLVMValueRef,
+    sp: LLVMMetadataRef,
+    bbs: &[LLVMBasicBlockRef],
+    info: &[BlockInfo],
+    nb: &Numbering,
+    n: u32,
+    shadowed: bool,
+) -> Result<bool, &'static str> {
+    let state = PathState::allocate(c, f, sp, bbs, nb, n, shadowed);
+    // Predecessor counts (distinct blocks) on the unmodified CFG.
+    let mut preds = vec![BTreeSet::new(); bbs.len()];
+    for (u, b) in info.iter().enumerate() {
+        for &s in &b.succs {
+            preds[s as usize].insert(u as u32);
+        }
+    }
+    let nsucc = |u: u32| info[u as usize].succs.iter().collect::<BTreeSet<_>>().len();
+    // The increment of the entry block's only out-edge is folded into the initial value:
+    // the entry block has no predecessors, and readers do not use the sum of a frame that is
+    // still in it (its value there is not the partial path's sum, by design).
+    let entry_inc: i64 = if nsucc(0) == 1 {
+        nb.increments
+            .iter()
+            .filter(|(&(u, _), _)| u == 0)
+            .map(|(_, &i)| i)
+            .sum()
+    } else {
+        0
+    };
+    state.initialise(c, bbs, entry_inc);
+
+    let place = |u: u32, v: u32| -> Place {
+        if nsucc(u) == 1 {
+            Place::EndOf(u)
+        } else if preds[v as usize].len() == 1 {
+            Place::StartOf(v)
+        } else {
+            Place::Split(u, v)
+        }
+    };
+    let (restarts, acts) = edge_actions(bbs, nb, &preds, nsucc(0) == 1)?;
+    // The restarts first: a store placed at the start of the same block goes before them.
+    for (&h, &reinit) in &restarts {
+        c.position_before(c.first_insertion(bbs[h as usize]));
+        c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), state.cur);
+    }
+    for (u, v, act) in acts {
+        let at = if u == v {
+            Place::EndOf(u) // the store before an indirect branch
+        } else {
+            place(u, v)
+        };
+        position_at(c, bbs, at)?;
+        match act {
+            Act::Inc(i) => state.add(c, i),
+            Act::Back(store_inc, reinit) => {
+                state.store_path(c, store_inc);
+                c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), state.cur);
+            }
+            Act::Store(store_inc) => state.store_path(c, store_inc),
+        }
+    }
+    Ok(state.ring.is_some_and(|(_, idx)| idx.shadow.is_some()))
+}
+
+/// What path tracing does on an edge.
+enum Act {
+    /// Add to the running sum.
+    Inc(i64),
+    /// A back edge: store the completed path (sum + the first), restart at the second.
+    Back(i64, i64),
+    /// Store the completed path (sum + this) only: the edge's target restarts the path.
+    Store(i64),
+}
+
+/// Heads whose every entering edge is a back edge (targets of computed gotos), with the value
+/// they restart the path with; edges `(from, to, action)`.
+type EdgeActions = (BTreeMap<u32, i64>, Vec<(u32, u32, Act)>);
+
+/// The action on each edge of the numbering (`entry_folded`: the entry block's only out-edge,
+/// whose increment is in the initial value, gets none), and the heads that restart the path
+/// at their start.
+unsafe fn edge_actions(
+    bbs: &[LLVMBasicBlockRef],
+    nb: &Numbering,
+    preds: &[BTreeSet<u32>],
+    entry_folded: bool,
+) -> Result<EdgeActions, &'static str> {
+    let mut acts: Vec<(u32, u32, Act)> = Vec::new();
+    for (&(u, v), &inc) in &nb.increments {
+        if u == 0 && entry_folded {
+            continue; // folded into the initial value
+        }
+        acts.push((u, v, Act::Inc(inc)));
+    }
+    // Heads all of whose entering edges are back edges (targets of computed gotos) restart
+    // the path at their start, once; the edges then only store the completed path — before
+    // the terminator of an indirect branch, whose edges cannot be split.
+    let indirect = |u: u32| {
+        let t = LLVMGetBasicBlockTerminator(bbs[u as usize]);
+        !t.is_null() && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMIndirectBr
+    };
+    let restarts: BTreeMap<u32, i64> = nb
+        .back_edges
+        .iter()
+        .filter(|(&(_, h), _)| {
+            preds[h as usize]
+                .iter()
+                .all(|&p| nb.back_edges.contains_key(&(p, h)))
+        })
+        .map(|(&(_, h), &reinit)| (h, reinit))
+        .collect();
+    let mut stored_before_indirect: BTreeSet<u32> = BTreeSet::new();
+    for (&(u, h), &reinit) in &nb.back_edges {
+        let store = nb.back_edge_store_increment[&u];
+        if restarts.contains_key(&h) {
+            if indirect(u) {
+                if stored_before_indirect.insert(u) {
+                    acts.push((u, u, Act::Store(store)));
+                }
+            } else {
+                acts.push((u, h, Act::Store(store)));
+            }
+        } else if indirect(u) {
+            return Err("an indirect branch's target does not restart the path");
+        } else {
+            acts.push((u, h, Act::Back(store, reinit)));
+        }
+    }
+    Ok((restarts, acts))
+}
+
+/// Positions the builder for an edge's instrumentation: before the source's terminator, at
+/// the target's start, or in a new block splitting the edge.
+unsafe fn position_at(c: &Ctx, bbs: &[LLVMBasicBlockRef], at: Place) -> Result<(), &'static str> {
+    match at {
+        Place::EndOf(b) => c.position_before(LLVMGetBasicBlockTerminator(bbs[b as usize])),
+        Place::StartOf(b) => c.position_before(c.first_insertion(bbs[b as usize])),
+        Place::Split(a, b) => {
+            let term = LLVMGetBasicBlockTerminator(bbs[a as usize]);
+            let k = (0..LLVMGetNumSuccessors(term))
+                .find(|&k| LLVMGetSuccessor(term, k) == bbs[b as usize])
+                .ok_or("a path-tracing edge is missing")?;
+            let nbb = csi_split_critical_edge(term, k);
+            if nbb.is_null() {
+                return Err("a critical edge could not be split");
+            }
+            c.position_before(LLVMGetBasicBlockTerminator(nbb));
+        }
+    }
+    Ok(())
+}
+
+/// A frame's path-tracing variables: the running path sum (`__PT_current_path`) and, in a
+/// function with back edges, the ring buffer of completed paths (`__PT_counter_arr`, `n`
+/// long) with its index.
+#[derive(Clone, Copy)]
+struct PathState {
+    /// The running sum (with a ring buffer: the `__PT_state` pair, sum first).
+    cur: LLVMValueRef,
+    ring: Option<(LLVMValueRef, RingIndex)>,
+    arr_ty: LLVMTypeRef,
+    n: u64,
+}
+
+impl PathState {
+    /// Declares the variables at the start of `f`.
+    unsafe fn allocate(
+        c: &Ctx,
+        f: LLVMValueRef,
+        sp: LLVMMetadataRef,
+        bbs: &[LLVMBasicBlockRef],
+        nb: &Numbering,
+        n: u32,
+        shadowed: bool,
+    ) -> PathState {
+        let n = n.max(1) as u64;
+        let arr_ty = LLVMArrayType2(c.i64t, n);
+        let i64d = c.basic_type("long", 64, 0x05);
+        let vol = |t| LLVMDIBuilderCreateQualifiedType(c.dib, 0x35, t);
+        // A live frame's ring buffer only ever holds paths completed on back edges: the path
+        // completed at a function exit would be stored right before `ret`, into a frame that
+        // is gone one instruction later, so no exit store is made (csi-cc v1.4.0 makes one;
+        // readers never see it in a live frame either). A function without back edges therefore
+        // has an always-empty buffer and gets no `__PT_counter_arr` / `__PT_counter_idx` at all,
+        // only `__PT_current_path` (readers know this from the path graph: no back edge).
+        let looping = !nb.back_edges.is_empty();
+        // With a ring buffer, the running sum and the index share one 16-byte alloca (sum first),
+        // so that one vector store sets both at entry: each stack store per call costs
+        // measurably in programs of many small calls (README, "Against the ≤ 2 % target").
+        let pair_ty = LLVMArrayType2(c.i64t, 2);
+        let (cur, ring) = if looping {
+            let arr_di = c.volatile_array(i64d, 64, n);
+            let arr = c.local(f, sp, arr_ty, 8, "__PT_counter_arr", arr_di);
+            let pair = c.local_parts(
+                f,
+                sp,
+                pair_ty,
+                16,
+                "__PT_state",
+                &[
+                    ("__PT_current_path", vol(i64d), 0),
+                    ("__PT_counter_idx", vol(i64d), 8),
+                ],
+            );
+            (pair, Some(arr))
+        } else {
+            (
+                c.local(f, sp, c.i64t, 8, "__PT_current_path", vol(i64d)),
+                None,
+            )
+        };
+        // In optimized builds the ring index is also kept in a plain alloca that `mem2reg` turns
+        // into an SSA value (see `promote_shadows`): every change is still a volatile store to
+        // `__PT_counter_idx`, so memory always holds the current state, but nothing reads it
+        // back, which takes the store → load → increment → store chain through memory (about 8
+        // cycles, carried from one loop iteration to the next) off every loop's critical path.
+        // Measured on Lua (`heavy.lua`, fastest quarter of rounds), `fixed` against plain: 1.068 →
+        // 1.052 and 1.073 → 1.069 in two sets. Shadowing the running sum as well was slower (1.058):
+        // its chain restarts on every back edge anyway, and an increment becomes an add plus a
+        // store instead of one read-modify-write. Not with `setjmp`: a second return would resume
+        // with the registers of the first.
+        let ring = ring.map(|arr| {
+            let shadow = shadowed.then(|| {
+                c.position_before(LLVMGetFirstInstruction(bbs[0]));
+                LLVMBuildAlloca(c.builder, c.i64t, c"csi.shadow".as_ptr())
+            });
+            (
+                arr,
+                RingIndex {
+                    pair: cur,
+                    pair_ty,
+                    shadow,
+                },
+            )
+        });
+        PathState {
+            cur,
+            ring,
+            arr_ty,
+            n,
+        }
+    }
+
+    /// Initialises the variables after the allocas (and the index's address): the sum to
+    /// `entry_inc`, the index to 0, the ring's last slot to -1.
+    unsafe fn initialise(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef], entry_inc: i64) {
+        let (cur, arr_ty, n) = (self.cur, self.arr_ty, self.n);
+        match self.ring {
+            Some((arr, idx)) => {
+                c.position_before(after_allocas(bbs[0]));
+                let last = c.gep(arr_ty, arr, LLVMConstInt(c.i64t, n - 1, 0));
+                c.vstore(LLVMConstInt(c.i64t, u64::MAX, 1), last);
+                let mut init = [
+                    LLVMConstInt(c.i64t, entry_inc as u64, 1),
+                    LLVMConstInt(c.i64t, 0, 0),
+                ];
+                let pair = LLVMConstVector(init.as_mut_ptr(), 2);
+                c.vstore(pair, cur);
+                if let Some(a) = idx.shadow {
+                    LLVMBuildStore(c.builder, LLVMConstInt(c.i64t, 0, 0), a);
+                }
+            }
+            None => {
+                c.position_before(after_allocas(bbs[0]));
+                c.vstore(LLVMConstInt(c.i64t, entry_inc as u64, 1), cur);
+            }
+        }
+    }
+
+    /// Emits "store the completed path (+inc) and advance the index" (back edges only).
+    unsafe fn store_path(&self, c: &Ctx, inc: i64) {
+        let (cur, arr_ty, n) = (self.cur, self.arr_ty, self.n);
+        let (arr, idx) = self
+            .ring
+            .expect("a function with back edges has a ring buffer");
+        let s = c.vload(c.i64t, cur);
+        let s = if inc != 0 {
+            LLVMBuildAdd(
+                c.builder,
+                s,
+                LLVMConstInt(c.i64t, inc as u64, 1),
+                c"".as_ptr(),
+            )
+        } else {
+            s
+        };
+        let i = idx.get(c);
+        let p = c.gep(arr_ty, arr, i);
+        c.vstore(s, p);
+        let i1 = LLVMBuildAdd(c.builder, i, LLVMConstInt(c.i64t, 1, 0), c"".as_ptr());
+        let wrap = LLVMBuildICmp(
+            c.builder,
+            LLVMIntPredicate::LLVMIntEQ,
+            i1,
+            LLVMConstInt(c.i64t, n, 0),
+            c"".as_ptr(),
+        );
+        let next = LLVMBuildSelect(
+            c.builder,
+            wrap,
+            LLVMConstInt(c.i64t, 0, 0),
+            i1,
+            c"".as_ptr(),
+        );
+        idx.set(c, next);
+    }
+
+    /// Emits "add `inc` to the running sum".
+    unsafe fn add(&self, c: &Ctx, inc: i64) {
+        let s = LLVMBuildAdd(
+            c.builder,
+            c.vload(c.i64t, self.cur),
+            LLVMConstInt(c.i64t, inc as u64, 1),
+            c"".as_ptr(),
+        );
+        c.vstore(s, self.cur);
+    }
+}
+
+/// The Ball–Larus numbering of a function to be path-traced (`succs`: each block's
+/// successors), or `None` with the reason in the record's `pt_skipped`.
+pub(super) unsafe fn number_paths(
+    c: &Ctx,
+    bbs: &[LLVMBasicBlockRef],
+    succs: &[Vec<u32>],
+    rec: &mut FunctionRecord,
+) -> Option<Numbering> {
+    if rec.has_callbr {
+        rec.cfg.pt_skipped = Some("asm goto (callbr)".into());
+        return None;
+    }
+    let probs: Vec<Vec<f64>> = bbs.iter().map(|&b| branch_weights(c, b)).collect();
+    // Computed gotos: an indirect branch's edges cannot be split, so they carry
+    // no increment; every edge into one of its targets ends the path (stored
+    // before the branch, or on the edge) and the target restarts it, like a loop
+    // head (see `instrument_paths`).
+    let mut breaks = BTreeSet::new();
+    let targets: BTreeSet<u32> = rec
+        .indirectbr_blocks
+        .iter()
+        .flat_map(|&u| rec.info[u as usize].succs.iter().copied())
+        .collect();
+    for (u, b) in rec.info.iter().enumerate() {
+        for &t in &b.succs {
+            if targets.contains(&t) {
+                breaks.insert((u as u32, t));
+            }
+        }
+    }
+    match ballarus::number_with_breaks(0, succs, &probs, &breaks) {
+        Ok(nb) => Some(nb),
+        Err(e) => {
+            rec.cfg.pt_skipped = Some(e.to_string());
+            None
+        }
+    }
+}
+
+/// Marks a path-traced function's record: each node's path-tracing block (ids from `pt_base`,
+/// unique in the unit), the path graph; returns its `.debug_PT` record.
+pub(super) fn pt_record(
+    rec: &mut FunctionRecord,
+    nb: &Numbering,
+    pt_base: u32,
+    name: &str,
+) -> String {
+    let cfg = &mut rec.cfg;
+    let pt_id = |b: u32| pt_base + b;
+    for (bi, &first) in rec.block_first_node.iter().enumerate() {
+        for n in first..=rec.block_last_node[bi] {
+            cfg.nodes[n as usize].pt_block = Some(pt_id(bi as u32));
+        }
+    }
+    cfg.path_traced = true;
+    cfg.pt = Some(CfgPathTracing {
+        entry: pt_id(nb.graph.entry),
+        exit: pt_id(nb.graph.exit),
+        edges: nb
+            .graph
+            .edges
+            .iter()
+            .map(|e| ballarus::PathEdge {
+                from: pt_id(e.from),
+                to: pt_id(e.to),
+                ..*e
+            })
+            .collect(),
+        num_paths: nb.num_paths,
+    });
+    // .debug_PT record.
+    let mut blocks_out = vec![PtBlock {
+        id: pt_id(nb.n),
+        kind: PtBlockKind::Exit,
+        items: Vec::new(),
+        null: false,
+    }];
+    for (bi, b) in rec.info.iter().enumerate() {
+        if !nb.reachable[bi] {
+            continue;
+        }
+        let mut items: Vec<PtItem> = b.lines.iter().map(|&l| PtItem::Line(l)).collect();
+        // Completed paths are stored on back edges only (see `PathState::allocate`).
+        if nb.back_edge_store_increment.contains_key(&(bi as u32)) {
+            items.push(PtItem::PathEnd);
+        }
+        blocks_out.push(PtBlock {
+            id: pt_id(bi as u32),
+            kind: if bi == 0 {
+                PtBlockKind::Entry
+            } else {
+                PtBlockKind::Normal
+            },
+            null: items.is_empty(),
+            items,
+        });
+    }
+    let mut pt_text = String::new();
+    PtFunction {
+        name: name.to_string(),
+        blocks: blocks_out,
+        edges: cfg.pt.as_ref().unwrap().edges.clone(),
+    }
+    .write(&mut pt_text);
+    pt_text
+}

@@ -1,0 +1,73 @@
+//! The metadata sections (`.debug_PT`, `.debug_CC`, `.debug_BBC`, `.debug_FC`,
+//! `.debug_CSI_CFG`), written as module-level assembly, per unit or per COMDAT group.
+
+use super::*;
+
+/// The COMDAT group of a function the linker may keep from any of several objects (C++
+/// templates and inline functions: `linkonce_odr`), if it has one.
+pub(super) unsafe fn comdat_of(f: LLVMValueRef) -> Option<String> {
+    let mut len = 0usize;
+    let p = csi_comdat_name(f, &mut len);
+    (!p.is_null()).then(|| {
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    })
+}
+
+/// Appends the metadata sections (`.debug_PT`, `.debug_CC`, `.debug_BBC`, `.debug_FC`,
+/// `.debug_CSI_CFG`) as assembly. Records of a COMDAT function go into sections of its group,
+/// so that the linker keeps exactly the records of the copy whose code it keeps (as it does
+/// for the copy's coverage globals, see `Ctx::global`): every object's other sections are
+/// concatenated, and with them a record for each copy.
+pub(super) fn write_sections(asm: &mut String, group: Option<&str>, texts: &[String; 5]) {
+    let names = [
+        ".debug_PT",
+        ".debug_CC",
+        ".debug_BBC",
+        ".debug_FC",
+        ".debug_CSI_CFG",
+    ];
+    for (sec, text) in names.iter().zip(texts) {
+        if text.is_empty() {
+            continue;
+        }
+        match group {
+            None => asm.push_str(&format!(".pushsection {sec},\"\",@progbits\n")),
+            Some(g) => asm.push_str(&format!(
+                ".pushsection {sec},\"G\",@progbits,\"{g}\",comdat\n"
+            )),
+        }
+        for chunk in text.as_bytes().chunks(200) {
+            asm.push_str("\t.ascii \"");
+            for &b in chunk {
+                match b {
+                    b'"' => asm.push_str("\\\""),
+                    b'\\' => asm.push_str("\\\\"),
+                    0x20..=0x7e => asm.push(b as char),
+                    _ => asm.push_str(&format!("\\{b:03o}")),
+                }
+            }
+            asm.push_str("\"\n");
+        }
+        asm.push_str(".popsection\n");
+    }
+}
+
+/// Appends the metadata sections of the unit to the module as assembly: each group's records
+/// (see `write_sections`), with the module record in the unit's own `.debug_CSI_CFG` when
+/// any function has a record.
+pub(super) unsafe fn append_sections(
+    module: LLVMModuleRef,
+    mut groups: BTreeMap<Option<String>, [String; 5]>,
+    module_record: &CfgModule,
+) {
+    if !groups.is_empty() {
+        groups.entry(None).or_default()[4].push_str(&module_record.to_line());
+    }
+    let mut asm = String::new();
+    for (group, texts) in &groups {
+        write_sections(&mut asm, group.as_deref(), texts);
+    }
+    if !asm.is_empty() {
+        LLVMAppendModuleInlineAsm(module, asm.as_ptr() as _, asm.len());
+    }
+}
