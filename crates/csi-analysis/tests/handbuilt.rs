@@ -262,10 +262,9 @@ fn loops_make_nontrivial_sccs() {
     }
 }
 
-#[test]
-fn recursion_on_the_stack() {
-    // f(n) { if (B) base; else R: f(n-1); after }  crash in the base case at depth 2.
-    let g = Prog::new()
+/// main calls f; f(n) { if (B) base; else R: f(n-1); post }.
+fn recursion() -> ProgramGraph {
+    Prog::new()
         .func(
             "main",
             &["C>f", "after"],
@@ -283,7 +282,13 @@ fn recursion_on_the_stack() {
                 ("post", "exit"),
             ],
         )
-        .build();
+        .build()
+}
+
+#[test]
+fn recursion_on_the_stack() {
+    // Crash in the base case at depth 2.
+    let g = recursion();
     let r = report(&g, &["main.C", "f.R", "f.base"], &[], &[]);
     let c = best_effort_coverage(&g, &r).unwrap();
     for n in ["main.C", "f.entry", "f.B", "f.R", "f.base"] {
@@ -383,25 +388,7 @@ fn a_stop_cuts_only_its_own_activation() {
     // unknown place (line 0) in one of B, R, base — none of those lines surely ran *there*.
     // The outer f frame ran B and R whole (it is in the call at R): its lines are must in
     // that frame and globally.
-    let mut g = Prog::new()
-        .func(
-            "main",
-            &["C>f", "after"],
-            &[("entry", "C"), ("C", "after"), ("after", "exit")],
-        )
-        .func(
-            "f",
-            &["B", "base", "R>f", "post"],
-            &[
-                ("entry", "B"),
-                ("B", "base"),
-                ("B", "R"),
-                ("R", "post"),
-                ("base", "exit"),
-                ("post", "exit"),
-            ],
-        )
-        .build();
+    let mut g = recursion();
     let f = g.node(id(&g, "f.B")).function;
     g.functions[f as usize].optimized_after = true;
     let mut r = report(&g, &["main.C", "f.R", "f.base"], &[], &[]);
