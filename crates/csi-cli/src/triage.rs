@@ -110,7 +110,7 @@ type Build = (PathBuf, Option<String>);
 struct Passing {
     runs: Vec<csi_dump::coverage_file::PassingRun>,
     unreadable: Vec<(PathBuf, String)>,
-    by_build: Mutex<BTreeMap<Build, Arc<OnceLock<Vec<PassingLines>>>>>,
+    by_build: Mutex<BTreeMap<Build, Arc<OnceLock<BuildRuns>>>>,
 }
 
 impl Passing {
@@ -119,15 +119,14 @@ impl Passing {
         let by_build = self.by_build.lock().unwrap_or_else(|p| p.into_inner());
         by_build
             .iter()
-            .filter_map(|((exe, id), cell)| Some((exe.clone(), id.clone(), summarize(cell.get()?))))
+            .filter_map(|((exe, id), cell)| {
+                Some((exe.clone(), id.clone(), cell.get()?.summary.clone()))
+            })
             .collect()
     }
 
-    fn lines_for(
-        &self,
-        c: &csi_dump::Crash,
-        build_id: &Option<String>,
-    ) -> Arc<OnceLock<Vec<PassingLines>>> {
+    /// Reads the passing runs of `c`'s build against its program graph, once per build.
+    fn read_for(&self, c: &csi_dump::Crash, build_id: &Option<String>) {
         let cell = self
             .by_build
             .lock()
@@ -137,29 +136,36 @@ impl Passing {
             .clone();
         cell.get_or_init(|| {
             let projector = csi_analysis::passing::PassingProjector::new(&c.graph);
-            self.runs
+            let runs = self
+                .runs
                 .iter()
                 .filter_map(|r| {
                     let bits = c.passing_run_coverage(r)?;
-                    let (mut must, mut never) = (FileLineSet::new(), FileLineSet::new());
-                    for (file, l) in projector.lines(&bits) {
-                        if !l.must.is_empty() {
-                            must.insert(file.clone(), l.must.iter().copied().collect());
-                        }
-                        if !l.never.is_empty() {
-                            never.insert(file, l.never.iter().copied().collect());
-                        }
-                    }
+                    let (must, never) = must_and_never(projector.lines(&bits));
                     Some(PassingLines {
                         run: r.name.clone(),
                         must,
                         never,
                     })
                 })
-                .collect()
+                .collect();
+            BuildRuns::new(runs)
         });
-        cell
     }
+}
+
+/// The surely-run and surely-not-run lines of a line projection.
+fn must_and_never(lines: BTreeMap<String, csi_analysis::FileLines>) -> (FileLineSet, FileLineSet) {
+    let (mut must, mut never) = (FileLineSet::new(), FileLineSet::new());
+    for (file, l) in lines {
+        if !l.must.is_empty() {
+            must.insert(file.clone(), l.must.into_iter().collect());
+        }
+        if !l.never.is_empty() {
+            never.insert(file, l.never.into_iter().collect());
+        }
+    }
+    (must, never)
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -170,7 +176,7 @@ enum TriageFormat {
 
 use std::sync::{Arc, OnceLock};
 
-use csi_triage::passing::{compare, summarize, PassingComparison, PassingLines, PassingSummary};
+use csi_triage::passing::{compare, BuildRuns, PassingComparison, PassingLines, PassingSummary};
 use csi_triage::{bucketize, Bucket, CrashRecord as Analysed, FileLineSet, FrameEvidence};
 
 struct Skipped {
@@ -229,12 +235,12 @@ pub fn run(args: &TriageArgs) -> Result<(), Failure> {
             .iter()
             .map(|b| {
                 let rep = &crashes[b.crashes[0]];
+                let none = BuildRuns::default();
                 let runs = by_build
                     .get(&(rep.exe.clone(), rep.build_id.clone()))
                     .and_then(|c| c.get())
-                    .map_or(&[][..], Vec::as_slice);
-                let members: Vec<&Analysed> = b.crashes.iter().map(|&i| &crashes[i]).collect();
-                compare(&members, runs, args.suspicious)
+                    .unwrap_or(&none);
+                compare(b, &crashes, runs, args.suspicious)
             })
             .collect()
     });
@@ -513,24 +519,17 @@ fn analyse_one(core: &Path, args: &TriageArgs, shared: &Shared) -> Result<Analys
             }
         }
     }
-    let (mut must, mut never) = (FileLineSet::new(), FileLineSet::new());
-    if let Some(cov) = &cov {
-        for (file, l) in cov.global_lines(&c.graph) {
-            if !l.must.is_empty() {
-                must.insert(file.clone(), l.must.iter().copied().collect());
-            }
-            if !l.never.is_empty() {
-                never.insert(file, l.never.iter().copied().collect());
-            }
-        }
-    }
+    let (must, never) = cov
+        .as_ref()
+        .map(|cov| must_and_never(cov.global_lines(&c.graph)))
+        .unwrap_or_default();
     let build_id = c.executable_build_id();
     let slice = cov
         .as_ref()
         .filter(|_| args.slices)
         .and_then(|cov| shared.crash_slice(&c, cov));
     if let (Some(p), true) = (passing, cov.is_some()) {
-        p.lines_for(&c, &build_id);
+        p.read_for(&c, &build_id);
     }
     Ok(Analysed {
         core: core.to_path_buf(),

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{intersect, CrashRecord, FileLineSet};
+use crate::{intersect, Bucket, CrashRecord, FileLineSet};
 
 /// One passing run's answer per line.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +72,21 @@ pub struct PassingComparison {
     pub suspicious: Vec<Suspicious>,
 }
 
+/// The passing runs of one program build with their merge (computed once per build, used by
+/// every bucket of it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildRuns {
+    pub runs: Vec<PassingLines>,
+    pub summary: PassingSummary,
+}
+
+impl BuildRuns {
+    pub fn new(runs: Vec<PassingLines>) -> Self {
+        let summary = summarize(&runs);
+        BuildRuns { runs, summary }
+    }
+}
+
 /// Merges passing runs (all of one program).
 pub fn summarize(runs: &[PassingLines]) -> PassingSummary {
     let mut out = PassingSummary {
@@ -118,29 +133,29 @@ pub fn ochiai(failed: usize, passed: usize, total_failed: usize) -> f64 {
     failed as f64 / ((total_failed * (failed + passed)) as f64).sqrt()
 }
 
-/// Compares the crashes of one bucket (`crashes`, all of one program) with that program's
-/// passing runs; ranks the `top` most suspicious lines.
-pub fn compare(crashes: &[&CrashRecord], runs: &[PassingLines], top: usize) -> PassingComparison {
+/// Compares a bucket (whose crashes are `crashes`, indexed by `bucket.crashes`) with the
+/// passing runs of its program build; ranks the `top` most suspicious lines.
+pub fn compare(
+    bucket: &Bucket,
+    crashes: &[CrashRecord],
+    build: &BuildRuns,
+    top: usize,
+) -> PassingComparison {
+    let runs = &build.runs;
     let mut out = PassingComparison {
         passing_runs: runs.len(),
         ..Default::default()
     };
+    let crashes: Vec<&CrashRecord> = bucket.crashes.iter().map(|&i| &crashes[i]).collect();
     let t = crashes.len();
     if t == 0 || crashes.iter().any(|c| !c.analysed_lines) {
         return out;
     }
-    let summary = summarize(runs);
-    let mut must_all = crashes[0].must.clone();
-    let mut never_all = crashes[0].never.clone();
-    for c in &crashes[1..] {
-        intersect(&mut must_all, &c.must);
-        intersect(&mut never_all, &c.never);
-    }
     if !runs.is_empty() {
-        out.failing_only = must_all.clone();
-        intersect(&mut out.failing_only, &summary.never);
-        out.passing_only = summary.always.clone();
-        intersect(&mut out.passing_only, &never_all);
+        out.failing_only = bucket.must_in_all.clone();
+        intersect(&mut out.failing_only, &build.summary.never);
+        out.passing_only = build.summary.always.clone();
+        intersect(&mut out.passing_only, &bucket.never_in_any);
     }
     let f_must: Vec<&FileLineSet> = crashes.iter().map(|c| &c.must).collect();
     let f_never: Vec<&FileLineSet> = crashes.iter().map(|c| &c.never).collect();
@@ -148,7 +163,7 @@ pub fn compare(crashes: &[&CrashRecord], runs: &[PassingLines], top: usize) -> P
     let p_never: Vec<&FileLineSet> = runs.iter().map(|r| &r.never).collect();
     // Candidates: lines that surely ran in some crash (a lower bound above 0).
     let mut candidates: BTreeSet<(&str, u32)> = BTreeSet::new();
-    for c in crashes {
+    for c in &crashes {
         for (f, ls) in &c.must {
             candidates.extend(ls.iter().map(|&l| (f.as_str(), l)));
         }
@@ -222,13 +237,24 @@ mod tests {
         }
     }
 
+    /// Compares crashes that make one bucket with `runs`.
+    fn compare_all(
+        crashes: Vec<CrashRecord>,
+        runs: &[PassingLines],
+        top: usize,
+    ) -> PassingComparison {
+        let buckets = crate::bucketize(&crashes, 0);
+        assert_eq!(buckets.len(), 1);
+        compare(&buckets[0], &crashes, &BuildRuns::new(runs.to_vec()), top)
+    }
+
     #[test]
     fn ochiai_intervals_hold_every_resolution_of_maybe() {
         // Line 5 ran in both crashes and in no passing run; line 1 everywhere; line 7 in one
         // crash, unknown in the other, unknown in one passing run.
         let (a, b) = (crash(&[1, 5, 7], &[]), crash(&[1, 5], &[]));
         let runs = [run(&[1], &[5, 7]), run(&[1], &[5]), run(&[1, 3], &[5, 7])];
-        let c = compare(&[&a, &b], &runs, 10);
+        let c = compare_all(vec![a, b], &runs, 10);
         assert_eq!(
             (c.suspicious[0].file.as_str(), c.suspicious[0].line),
             ("a.c", 5)
@@ -259,7 +285,7 @@ mod tests {
     fn lines_surely_run_by_every_passing_run_but_no_crash() {
         let (a, b) = (crash(&[1], &[9]), crash(&[1, 2], &[9]));
         let runs = [run(&[1, 9], &[]), run(&[9], &[])];
-        let c = compare(&[&a, &b], &runs, 3);
+        let c = compare_all(vec![a, b], &runs, 3);
         assert_eq!(c.passing_only, set(&[9]));
         // Lines 1 and 2 are tied by Ochiai's lower bound; line 2 ran in one crash only.
         assert_eq!(c.suspicious[0].line, 1);
