@@ -13,6 +13,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 W="${SQLITE_DIR:-/work/scratch/sqlite}"
 OPTS="${OPTS:-O0 O2}"
+export -n OPTS NS  # sqlite's Makefile reads $(OPTS) from the environment
 NS="${NS:-1000 2000 4000 6000 8000}"
 CSI_CC="${CSI_CC:-$ROOT/crates/csi-cc/target/release/csi-cc}"
 CSI="${CSI:-$ROOT/target/release/csi}"

@@ -369,7 +369,8 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
             .map(|x| vec![x]),
     );
     let mut removed: Vec<bool> = (0..n).map(|x| ctx.never[x] || !may[x]).collect();
-    removed.push(false);
+    // The crash node and the call hubs (icfg) are never removed.
+    removed.resize(icfg.graph.node_count(), false);
     let mut plain_vectors = vec![grissom_stack_vector(g, report, icfg.crash)];
     plain_vectors.extend(report.ordered_observations.iter().cloned());
     plain_vectors.extend(
@@ -380,7 +381,7 @@ pub fn prepare(g: &ProgramGraph, report: &FailureReport) -> Result<Prepared, Rep
             .map(|(&x, _)| vec![x]),
     );
     let mut plain_removed = ctx.never.clone();
-    plain_removed.push(false);
+    plain_removed.resize(icfg.graph.node_count(), false);
     Ok(Prepared {
         walk,
         icfg,

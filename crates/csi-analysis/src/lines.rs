@@ -247,8 +247,14 @@ pub fn project_lines_cut(
             entry_no[f as usize] = true;
         }
     }
-    let may_have_run = subprograms_that_may_have_run(g, &entry_no);
-    let lines_may_have_run = lines_that_may_have_run(g, &may_have_run);
+    let any_entry_no = entry_no.contains(&true);
+    // Both sets are computed on first use: a frame's answers rarely say an entry did not run,
+    // and then every subprogram may have run and no line of optimized code is never.
+    let may_have_run = std::cell::OnceCell::new();
+    let may_have_run = || may_have_run.get_or_init(|| subprograms_that_may_have_run(g, &entry_no));
+    let lines_may_have_run = std::cell::OnceCell::new();
+    let lines_may_have_run =
+        || lines_may_have_run.get_or_init(|| lines_that_may_have_run(g, may_have_run()));
     for (node, c) in answers {
         let Some(file) = g.file_of(node) else {
             continue;
@@ -298,18 +304,18 @@ pub fn project_lines_cut(
                     _ => None,
                 };
                 let alive = match sub {
-                    Some(sub) => may_have_run.contains(sub),
+                    Some(sub) => !any_entry_no || may_have_run().contains(sub),
                     None => {
                         !entry_no[n.function as usize]
                             || func.inlined_elsewhere
-                            || may_have_run.contains(func.name.as_str())
+                            || may_have_run().contains(func.name.as_str())
                             || func
                                 .linkage_name
                                 .as_deref()
-                                .is_some_and(|l| may_have_run.contains(l))
+                                .is_some_and(|l| may_have_run().contains(l))
                     }
                 };
-                if alive || lines_may_have_run.contains(&(g.file_name(file), line)) {
+                if alive || lines_may_have_run().contains(&(g.file_name(file), line)) {
                     s.optimized_unsure_never = true;
                 }
             }

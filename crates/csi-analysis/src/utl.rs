@@ -330,6 +330,15 @@ impl UtlProblem<'_> {
             // witnesses): a candidate there needs no re-check of its own.
             let mut avoidable: Option<Vec<bool>> = None;
             let groups = local.must_check(&is_required);
+            // Candidates not settled yet: a witness walk steers around them where it can, so
+            // that one walk settles as many as possible (in an interpreter's dispatch loop
+            // shortest paths otherwise run through the same few candidates every time).
+            let mut pending = vec![false; local.g.node_count()];
+            for group in &groups {
+                for &m in group {
+                    pending[m] = true;
+                }
+            }
             let found_walk = |avoidable: &mut Option<Vec<bool>>, w: Vec<bool>| match avoidable {
                 None => *avoidable = Some(w.into_iter().map(|on| !on).collect()),
                 Some(a) => {
@@ -341,20 +350,29 @@ impl UtlProblem<'_> {
             for group in groups {
                 let m = group[0];
                 if sure[m] {
-                    for m in group {
+                    for &m in &group {
                         out[members[m] as usize] = Coverage::Yes;
+                        pending[m] = false;
                     }
                     continue;
                 }
                 if avoidable.is_none() {
-                    if let Some(w) = local.walk_avoiding(None) {
+                    if let Some(w) = local.walk_avoiding(None, &pending) {
                         found_walk(&mut avoidable, w);
                     }
                 }
-                if avoidable.as_ref().is_some_and(|a| a[m]) {
-                    continue;
+                if let Some(a) = &avoidable {
+                    for (p, &off) in pending.iter_mut().zip(a) {
+                        *p &= !off;
+                    }
+                    if a[m] {
+                        continue;
+                    }
                 }
-                match local.walk_avoiding(Some(m)) {
+                for &m in &group {
+                    pending[m] = false;
+                }
+                match local.walk_avoiding(Some(m), &pending) {
                     Some(w) => found_walk(&mut avoidable, w),
                     None => {
                         for m in group {
@@ -673,13 +691,15 @@ impl LocalScc {
     /// visiting local node `m` (any walk when `m` is `None`); `None` when there is no such
     /// walk. Every node off the returned walk is avoidable too, so one re-check usually
     /// settles many candidates (see `UtlProblem::best_effort`).
-    fn walk_avoiding(&self, m: Option<usize>) -> Option<Vec<bool>> {
+    /// The walk passes through as few `shun` nodes as it can (it is still a walk: only which
+    /// paths it takes between its required points changes).
+    fn walk_avoiding(&self, m: Option<usize>, shun: &[bool]) -> Option<Vec<bool>> {
         let mut removed = vec![false; self.g.node_count()];
         if let Some(m) = m {
             removed[m] = true;
         }
         let ch = build_chain(&self.g, self.sigma, self.tau, &removed, &self.vectors).ok()?;
-        walk_nodes(&self.g, self.sigma, self.tau, &ch, &self.vectors)
+        walk_nodes(&self.g, self.sigma, self.tau, &ch, &self.vectors, shun)
     }
 }
 
@@ -697,6 +717,7 @@ fn walk_nodes(
     crash: u32,
     ch: &Chain,
     vectors: &[Vec<u32>],
+    shun: &[bool],
 ) -> Option<Vec<bool>> {
     let n = g.node_count();
     let k = ch.chain.len();
@@ -708,12 +729,15 @@ fn walk_nodes(
         }
     }
     let mut on = vec![false; n];
-    // BFS parents; components and segments are disjoint, so one array of each serves all.
+    // BFS parents and distances; components and segments are disjoint, so one array of
+    // each serves all.
     let mut fwd_parent = vec![u32::MAX; n];
     let mut rev_parent = vec![u32::MAX; n];
     let mut seg_parent = vec![u32::MAX; n];
-    let mut seen = vec![false; n];
-    let mut queue = std::collections::VecDeque::new();
+    let mut fwd_dist = vec![u32::MAX; n];
+    let mut rev_dist = vec![u32::MAX; n];
+    let mut seg_dist = vec![u32::MAX; n];
+    let cost = |x: usize| u32::from(shun.get(x).copied().unwrap_or(false));
     let mut enter = entry;
     if ch.pos[ch.comp[entry as usize] as usize] != Some(0) {
         return None;
@@ -731,28 +755,16 @@ fn walk_nodes(
                             && ch.a[cx as usize] == j as i64
                             && ch.b[cx as usize] == j as i64 + 1))
             };
-            queue.clear();
-            for &m in &ch.comps[c as usize] {
-                seen[m as usize] = true;
-                queue.push_back(m);
-            }
-            let mut found = None;
-            'bfs: while let Some(v) = queue.pop_front() {
-                for w in g.neighbors_directed(ni(v), Direction::Outgoing) {
-                    let w = w.index();
-                    if seen[w] || !in_segment(w) {
-                        continue;
-                    }
-                    seen[w] = true;
-                    seg_parent[w] = v;
-                    if ch.comp[w] == next {
-                        found = Some(w as u32);
-                        break 'bfs;
-                    }
-                    queue.push_back(w as u32);
-                }
-            }
-            let arrive = found?;
+            let arrive = bfs01(
+                g,
+                &ch.comps[c as usize],
+                Direction::Outgoing,
+                in_segment,
+                cost,
+                |x| ch.comp[x] == next,
+                &mut seg_dist,
+                &mut seg_parent,
+            )?;
             let mut x = arrive;
             on[x as usize] = true;
             while ch.comp[x as usize] != c {
@@ -769,23 +781,21 @@ fn walk_nodes(
                 return None;
             }
         } else {
-            // BFS trees of the component from and to the entry point.
-            for (parent, dir) in [
-                (&mut fwd_parent, Direction::Outgoing),
-                (&mut rev_parent, Direction::Incoming),
+            // Cheapest-path trees of the component from and to the entry point.
+            for (parent, dist, dir) in [
+                (&mut fwd_parent, &mut fwd_dist, Direction::Outgoing),
+                (&mut rev_parent, &mut rev_dist, Direction::Incoming),
             ] {
-                queue.clear();
-                queue.push_back(enter);
-                parent[enter as usize] = enter;
-                while let Some(v) = queue.pop_front() {
-                    for w in g.neighbors_directed(ni(v), dir) {
-                        let w = w.index();
-                        if ch.comp[w] == c && parent[w] == u32::MAX {
-                            parent[w] = v;
-                            queue.push_back(w as u32);
-                        }
-                    }
-                }
+                bfs01(
+                    g,
+                    &[enter],
+                    dir,
+                    |x| ch.comp[x] == c,
+                    cost,
+                    |_| false,
+                    dist,
+                    parent,
+                );
             }
             let mut mark = |parent: &[u32], from: u32| -> Option<()> {
                 let mut x = from;
@@ -817,6 +827,53 @@ fn walk_nodes(
         enter = next_enter;
     }
     Some(on)
+}
+
+/// Cheapest paths from `sources` over `admit`ted nodes, entering a node costing `cost` (0 or
+/// 1: a 0-1 BFS, linear). Fills `dist` / `parent` (sources are their own parents) and
+/// returns the first node settled that satisfies `stop`, if any.
+#[allow(clippy::too_many_arguments)]
+fn bfs01(
+    g: &DiGraph<(), ()>,
+    sources: &[u32],
+    dir: Direction,
+    admit: impl Fn(usize) -> bool,
+    cost: impl Fn(usize) -> u32,
+    stop: impl Fn(usize) -> bool,
+    dist: &mut [u32],
+    parent: &mut [u32],
+) -> Option<u32> {
+    let mut queue = std::collections::VecDeque::new();
+    for &s in sources {
+        dist[s as usize] = 0;
+        parent[s as usize] = s;
+        queue.push_back((s, 0u32));
+    }
+    while let Some((v, d)) = queue.pop_front() {
+        if d > dist[v as usize] {
+            continue; // settled earlier at a lower cost
+        }
+        if stop(v as usize) {
+            return Some(v);
+        }
+        for w in g.neighbors_directed(ni(v), dir) {
+            let w = w.index();
+            if !admit(w) {
+                continue;
+            }
+            let step = cost(w);
+            if d + step < dist[w] {
+                dist[w] = d + step;
+                parent[w] = v;
+                if step == 0 {
+                    queue.push_front((w as u32, d));
+                } else {
+                    queue.push_back((w as u32, d + step));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Figs. 6.6–6.7 as written: forward data flow over the condensation in topological order,

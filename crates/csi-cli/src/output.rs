@@ -50,7 +50,99 @@ fn point_location(g: &ProgramGraph, nodes: &[NodeId]) -> Option<(String, u32)> {
     Some((file, g.node(n).lines().next()?))
 }
 
-pub fn json(i: &Inputs) -> String {
+/// `csi analyze --format json`'s document: a JSON value with the line states (most of a
+/// large optimized crash's document) kept typed beside it and serialized in place, in the
+/// key order a `Value` object has.
+pub struct JsonDoc {
+    doc: Value,
+    lines: BTreeMap<String, FileLines>,
+    frame_lines: Vec<BTreeMap<String, FileLines>>,
+}
+
+/// A file's lines, keys in `Value`'s (sorted) order.
+struct SortedFileLines<'a>(&'a FileLines);
+
+impl serde::Serialize for SortedFileLines<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("may", &self.0.may)?;
+        m.serialize_entry("must", &self.0.must)?;
+        m.serialize_entry("never", &self.0.never)?;
+        m.serialize_entry("partial", &self.0.partial)?;
+        m.end()
+    }
+}
+
+struct LinesByFile<'a>(&'a BTreeMap<String, FileLines>);
+
+impl serde::Serialize for LinesByFile<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(f, l)| (f, SortedFileLines(l))))
+    }
+}
+
+/// An object with a `lines` entry inserted where a sorted map puts it; `frames` (top level)
+/// gets each frame's own lines the same way.
+struct WithLines<'a> {
+    object: &'a serde_json::Map<String, Value>,
+    lines: &'a BTreeMap<String, FileLines>,
+    frame_lines: Option<&'a [BTreeMap<String, FileLines>]>,
+}
+
+impl serde::Serialize for WithLines<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        let mut m = s.serialize_map(Some(self.object.len() + 1))?;
+        let mut lines_written = false;
+        for (k, v) in self.object {
+            if !lines_written && k.as_str() > "lines" {
+                m.serialize_entry("lines", &LinesByFile(self.lines))?;
+                lines_written = true;
+            }
+            match (k.as_str(), self.frame_lines) {
+                ("frames", Some(per_frame)) => {
+                    let frames = v.as_array().ok_or_else(|| S::Error::custom("frames"))?;
+                    let with: Vec<WithLines> = frames
+                        .iter()
+                        .zip(per_frame)
+                        .filter_map(|(f, lines)| {
+                            Some(WithLines {
+                                object: f.as_object()?,
+                                lines,
+                                frame_lines: None,
+                            })
+                        })
+                        .collect();
+                    m.serialize_entry(k, &with)?;
+                }
+                _ => m.serialize_entry(k, v)?,
+            }
+        }
+        if !lines_written {
+            m.serialize_entry("lines", &LinesByFile(self.lines))?;
+        }
+        m.end()
+    }
+}
+
+impl serde::Serialize for JsonDoc {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        WithLines {
+            object: self
+                .doc
+                .as_object()
+                .ok_or_else(|| S::Error::custom("document"))?,
+            lines: &self.lines,
+            frame_lines: Some(&self.frame_lines),
+        }
+        .serialize(s)
+    }
+}
+
+/// `csi analyze --format json`'s document.
+pub fn json_doc(i: &Inputs) -> JsonDoc {
     let g = i.graph;
     let global = global_answers(i.coverage);
     let frames: Vec<Value> = i
@@ -74,9 +166,14 @@ pub fn json(i: &Inputs) -> String {
                 v["file"] = json!(file);
                 v["line"] = json!(line);
             }
-            v["lines"] = json!(i.coverage.frame_lines(g, f));
             v
         })
+        .collect();
+    let frame_lines = i
+        .coverage
+        .frames
+        .iter()
+        .map(|f| i.coverage.frame_lines(g, f))
         .collect();
     let mut out = partition(g, &global);
     let edges: Vec<Value> = i
@@ -98,7 +195,6 @@ pub fn json(i: &Inputs) -> String {
         },
         "global": out.take(),
         "frames": frames,
-        "lines": i.coverage.global_lines(g),
         "active": {
             "nodes": ids(g, (0..g.node_count() as NodeId).filter(|&n| i.active.nodes[n as usize])),
             "edges": edges,
@@ -114,9 +210,11 @@ pub fn json(i: &Inputs) -> String {
         doc["metadata"] = json!(c.metadata);
         doc["modules"] = json!(c.modules());
     }
-    let mut s = serde_json::to_string_pretty(&doc).expect("JSON of plain data");
-    s.push('\n');
-    s
+    JsonDoc {
+        doc,
+        lines: i.coverage.global_lines(g),
+        frame_lines,
+    }
 }
 
 /// Every thread's stack as the core shows it, program and library frames alike.

@@ -674,12 +674,16 @@ fn load_program(exe: &Path, process: &Process, opts: &LoadOptions) -> Result<Pro
     let (graph, metadata) = if exe_cfg.is_some()
         || (!linked.funcs.is_empty() && opts.graphml.is_none())
     {
-        let g =
-            cfg_linked_program_graph(&linked.funcs, &linked.objects, &linked.modules, &exe_label)
-                .map_err(|e| DumpError::BadMetadata {
-                path: exe.to_path_buf(),
-                what: e.to_string(),
-            })?;
+        let g = cfg_linked_program_graph(
+            &mut linked.funcs,
+            &linked.objects,
+            &linked.modules,
+            &exe_label,
+        )
+        .map_err(|e| DumpError::BadMetadata {
+            path: exe.to_path_buf(),
+            what: e.to_string(),
+        })?;
         (g, Metadata::CsiCfg)
     } else if let Some(gml) = &opts.graphml {
         let g = csi_model::read_graphml(gml).map_err(|e| DumpError::BadMetadata {

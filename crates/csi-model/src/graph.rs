@@ -291,6 +291,14 @@ impl ProgramGraphBuilder {
         Self::default()
     }
 
+    /// Room for `functions` functions and `nodes` nodes: a large program's node vector grown
+    /// by doubling would hold up to twice its size (and both copies while it moves).
+    pub fn reserve(&mut self, functions: usize, nodes: usize) {
+        self.g.functions.reserve_exact(functions);
+        self.g.nodes.reserve_exact(nodes);
+        self.g.by_ext_id.reserve(nodes);
+    }
+
     pub fn intern_file(&mut self, name: &str) -> FileId {
         if let Some(&id) = self.file_ids.get(name) {
             return id;

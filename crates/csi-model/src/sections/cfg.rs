@@ -411,7 +411,7 @@ pub fn cfg_program_graph(
     modules: &[CfgModule],
     file: &str,
 ) -> Result<ProgramGraph, InputError> {
-    cfg_linked_program_graph(funcs, &vec![None; funcs.len()], modules, file)
+    cfg_linked_program_graph(&mut funcs.to_vec(), &vec![None; funcs.len()], modules, file)
 }
 
 /// [`cfg_program_graph`] over the records of several loaded objects: `objects[i]` names the
@@ -421,14 +421,25 @@ pub fn cfg_program_graph(
 /// another instrumented library is a call edge. Node ids of a shared object's functions are
 /// prefixed with its file name and `!` (`libwalk.so!walk_sum#3`); the executable's keep
 /// [`cfg_to_program_graph`]'s form.
+///
+/// What only the graph needs — each node's positions, file, inlined scopes, def/use sets and
+/// statements — is moved out of the records into the graph, not copied: the records keep
+/// what reading traces needs (kinds, blocks, labels, calls, implied call sites, edges). In a
+/// large optimized program the moved part is most of the records' memory.
 pub fn cfg_linked_program_graph(
-    funcs: &[CfgFunction],
+    funcs: &mut [CfgFunction],
     objects: &[Option<String>],
     modules: &[CfgModule],
     file: &str,
 ) -> Result<ProgramGraph, InputError> {
     assert_eq!(funcs.len(), objects.len(), "one object per function record");
+    let mut payloads: Vec<Vec<NodePayload>> = funcs
+        .iter_mut()
+        .map(|f| f.nodes.iter_mut().map(NodePayload::take).collect())
+        .collect();
+    let funcs: &[CfgFunction] = funcs;
     let mut b = ProgramGraphBuilder::new();
+    b.reserve(funcs.len(), funcs.iter().map(|f| f.nodes.len()).sum());
     // A function's address may be taken in another unit, which sees only a declaration and
     // lists it among its module record's `address_taken_externals`.
     let taken_elsewhere: std::collections::HashSet<&str> = modules
@@ -446,8 +457,9 @@ pub fn cfg_linked_program_graph(
         by_name.entry(f.name.as_str()).or_default().push((i, fid));
         let prefix = names.prefix(i);
         let mut base = None;
-        for (k, n) in f.nodes.iter().enumerate() {
-            let node = graph_node(&mut b, f, n, fid, format!("{prefix}#{k}"));
+        let payloads = std::mem::take(&mut payloads[i]);
+        for (k, (n, payload)) in f.nodes.iter().zip(payloads).enumerate() {
+            let node = graph_node(&mut b, f, n, payload, fid, format!("{prefix}#{k}"));
             let id = b.add_node(node).map_err(|e| {
                 InputError::new(
                     file,
@@ -568,53 +580,75 @@ fn add_function(b: &mut ProgramGraphBuilder, f: &CfgFunction, object: &Option<St
 /// The graph node of record node `n` of function `f` (graph function `fid`), with id `id`:
 /// positions (scopes, weak and anchored indices kept only when consistent with them), block,
 /// labels, def/use sets, call.
+/// The parts of a node record only the program graph uses, moved out of the record.
+struct NodePayload {
+    positions: Vec<[u32; 2]>,
+    file: Option<String>,
+    scopes: Vec<u32>,
+    weak: Vec<u32>,
+    anchored: Vec<u32>,
+    uses: Vec<String>,
+    must_defs: Vec<String>,
+    may_defs: Vec<String>,
+    stmts: Vec<CfgStmt>,
+}
+
+impl NodePayload {
+    fn take(n: &mut CfgNode) -> Self {
+        use std::mem::take;
+        NodePayload {
+            positions: take(&mut n.positions),
+            file: n.file.take(),
+            scopes: take(&mut n.scopes),
+            weak: take(&mut n.weak),
+            anchored: take(&mut n.anchored),
+            uses: take(&mut n.uses),
+            must_defs: take(&mut n.must_defs),
+            may_defs: take(&mut n.may_defs),
+            stmts: take(&mut n.stmts),
+        }
+    }
+}
+
 fn graph_node(
     b: &mut ProgramGraphBuilder,
     f: &CfgFunction,
     n: &CfgNode,
+    p: NodePayload,
     fid: u32,
     id: String,
 ) -> Node {
     let mut node = Node::new(id, fid, n.kind);
-    node.positions = n
+    node.positions = p
         .positions
         .iter()
         .map(|&[line, column]| SourcePos { line, column })
         .collect();
-    node.file = n.file.as_deref().map(|p| b.intern_file(p));
-    if n.scopes.len() == n.positions.len()
-        && n.scopes.iter().all(|&k| k as usize <= f.inlined.len())
+    node.file = p.file.as_deref().map(|p| b.intern_file(p));
+    if p.scopes.len() == p.positions.len()
+        && p.scopes.iter().all(|&k| k as usize <= f.inlined.len())
     {
-        node.scopes = n.scopes.clone();
+        node.scopes = p.scopes;
     }
-    node.weak = n
-        .weak
-        .iter()
-        .copied()
-        .filter(|&k| (k as usize) < n.positions.len())
-        .collect();
-    node.anchored = n
-        .anchored
-        .iter()
-        .copied()
-        .filter(|&k| (k as usize) < n.positions.len())
-        .collect();
+    let in_range = |k: &u32| (*k as usize) < p.positions.len();
+    node.weak = p.weak.into_iter().filter(in_range).collect();
+    node.anchored = p.anchored.into_iter().filter(in_range).collect();
     node.block = n
         .pt_block
         .map(|x| x.to_string())
         .or_else(|| n.block.map(|x| format!("bb{x}")));
     node.labels = n.labels.clone();
-    node.uses = n.uses.clone();
-    node.must_defs = n.must_defs.clone();
-    node.may_defs = n.may_defs.clone();
-    node.stmts = n
+    node.uses = p.uses;
+    node.must_defs = p.must_defs;
+    node.may_defs = p.may_defs;
+    node.stmts = p
         .stmts
-        .iter()
+        .into_iter()
         .map(|st| crate::graph::Stmt {
             line: st.line,
-            uses: st.uses.clone(),
-            must_defs: st.must_defs.clone(),
-            may_defs: st.may_defs.clone(),
+            uses: st.uses,
+            must_defs: st.must_defs,
+            may_defs: st.may_defs,
         })
         .collect();
     if let Some(c) = &n.call {
@@ -829,7 +863,7 @@ mod tests {
             lib.clone(),
             None,
         ];
-        let g = cfg_linked_program_graph(&funcs, &objects, &[], "t").unwrap();
+        let g = cfg_linked_program_graph(&mut funcs.clone(), &objects, &[], "t").unwrap();
         // Through the PLT into the library.
         assert_eq!(callee_names(&g, "main", None), ["walk@/x/libwalk.so"]);
         // A static function is called in its own object only.
