@@ -1,5 +1,7 @@
 //! `csi-dap`: post-mortem debugging of a core dump over the Debug Adapter Protocol (stdio).
 
+csi_dump::use_mimalloc!();
+
 fn main() {
     if std::env::args().any(|a| a == "--version") {
         println!("csi-dap {}", env!("CARGO_PKG_VERSION"));

@@ -1,5 +1,7 @@
 //! `csi-lsp` over stdio.
 
+csi_dump::use_mimalloc!();
+
 #[tokio::main]
 async fn main() {
     if std::env::args().any(|a| a == "--version") {

@@ -5,8 +5,7 @@
 //! Exit codes: 0 success, 2 bad input (unreadable or malformed files, unknown nodes, usage),
 //! 3 the report is inconsistent with the graph.
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+csi_dump::use_mimalloc!();
 
 mod crashes;
 mod output;
@@ -193,20 +192,6 @@ impl From<ReportError> for Failure {
         }
     }
 }
-
-/// mimalloc's `arena_eager_commit` off (option 4 of its `mi_option_e`; the Rust bindings do
-/// not name it): committing whole arenas up front added ~30 MB of resident memory to opening
-/// a large program's crash and saved no time. Set from `.init_array`, before the Rust
-/// runtime's first allocation creates the first arena (in `main` it is too late).
-extern "C" fn tune_allocator() {
-    const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
-    // SAFETY: sets a process-wide option before any thread exists.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) };
-}
-
-#[used]
-#[unsafe(link_section = ".init_array")]
-static TUNE_ALLOCATOR: extern "C" fn() = tune_allocator;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -9,6 +9,7 @@
 //! # Ok::<(), csi_dump::DumpError>(())
 //! ```
 
+pub mod allocator;
 pub mod compressed;
 pub mod core;
 pub mod coredump_store;
