@@ -346,20 +346,15 @@ pub fn project_lines_cut(
         .collect()
 }
 
-/// Nodes whose lines include `line` in a file whose name ends with `file`.
+/// Nodes whose lines include `line` in the file `file` names (`csi_model::paths::same_source`).
 pub fn nodes_on_line(g: &ProgramGraph, file: &str, line: u32) -> Vec<NodeId> {
     (0..g.node_count() as NodeId)
         .filter(|&n| {
             g.file_of(n)
-                .is_some_and(|f| path_matches(g.file_name(f), file))
+                .is_some_and(|f| csi_model::paths::same_source(g.file_name(f), file))
                 && g.node(n).lines().any(|l| l == line)
         })
         .collect()
-}
-
-/// `full` names the same file as `suffix` when it equals it or ends with `/suffix`.
-pub fn path_matches(full: &str, suffix: &str) -> bool {
-    full == suffix || (full.ends_with(suffix) && full[..full.len() - suffix.len()].ends_with('/'))
 }
 
 #[cfg(test)]
@@ -409,7 +404,7 @@ mod tests {
         assert_eq!(a.status(9), None);
         assert_eq!(nodes_on_line(&g, "a.c", 2), vec![ids[1], ids[2]]);
         assert!(nodes_on_line(&g, "b/a.c", 2).is_empty());
-        assert!(!path_matches("/src/xa.c", "a.c"));
+        assert!(!csi_model::paths::same_source("/src/xa.c", "a.c"));
     }
 
     #[test]

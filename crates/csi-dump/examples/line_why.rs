@@ -56,7 +56,7 @@ fn main() {
     }
     let lines = cov.global_lines(g);
     for (f, l) in &lines {
-        if csi_analysis::lines::path_matches(f, file) {
+        if csi_model::paths::same_source(f, file) {
             println!("{f}: {:?}", l.status(line));
         }
     }

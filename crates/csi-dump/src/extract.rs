@@ -261,24 +261,7 @@ impl Crash {
     }
 }
 
-/// Source file names as written by different tools (`./src/a.c`, `/abs/src/a.c`, `src/a.c`)
-/// refer to the same file when one is a path suffix of the other.
-pub fn same_source(a: &str, b: &str) -> bool {
-    let norm = |s: &str| -> String {
-        let s = s.replace("/./", "/");
-        s.trim_start_matches("./").to_string()
-    };
-    let (a, b) = (norm(a), norm(b));
-    if a == b {
-        return true;
-    }
-    let (long, short) = if a.len() >= b.len() {
-        (&a, &b)
-    } else {
-        (&b, &a)
-    };
-    long.ends_with(short.as_str()) && long.as_bytes()[long.len() - short.len() - 1] == b'/'
-}
+pub use csi_model::paths::same_source;
 
 pub(crate) fn load(exe: &Path, core_path: &Path, opts: &LoadOptions) -> Result<Crash, DumpError> {
     let exe_file = std::fs::File::open(exe).map_err(|e| DumpError::io(exe, e))?;

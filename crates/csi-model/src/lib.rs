@@ -8,6 +8,7 @@ pub mod graphml;
 pub mod grissom_json;
 pub mod libc;
 pub mod names;
+pub mod paths;
 pub mod report;
 pub mod results;
 pub mod sections;
