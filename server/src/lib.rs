@@ -1,11 +1,13 @@
 //! `csi-lsp`: the crash analysis in any LSP editor (DESIGN §7). Only this crate knows LSP;
-//! [`session`] holds an opened crash as plain data, [`to_proto`] converts it, and the handlers
-//! below are thin. The session is immutable and swapped whole when a crash is (re)opened.
+//! [`session`] holds an opened crash as plain data, [`lsp_ext`] types CSI's own messages,
+//! [`to_proto`] converts the session into them, and the handlers below are thin. The session
+//! is immutable and swapped whole when a crash is (re)opened.
 
 pub mod config;
 pub mod crashes;
 pub mod dap;
 mod disasm;
+pub mod lsp_ext;
 pub mod session;
 pub mod to_proto;
 
@@ -284,7 +286,7 @@ impl Backend {
             other => other,
         };
         let config = read(&self.state.config).clone();
-        let bucket = |arg: &Value| -> Result<to_proto::BucketParams> {
+        let bucket = |arg: &Value| -> Result<lsp_ext::BucketParams> {
             serde_json::from_value(arg.clone()).map_err(|e| {
                 invalid(format!(
                     "{name} needs {{\"program\": ..., \"signature\": ...}} (strings): {e}"
@@ -295,7 +297,7 @@ impl Backend {
         let job: Box<dyn FnOnce() -> std::result::Result<Value, String> + Send> =
             match name.as_str() {
                 "csi.crashBuckets" => {
-                    let p: to_proto::BucketsParams =
+                    let p: lsp_ext::BucketsParams =
                         serde_json::from_value(arg.clone()).map_err(|e| {
                             invalid(format!(
                                 "csi.crashBuckets takes {{\"program\"?: string}}: {e}"
@@ -392,10 +394,17 @@ impl Backend {
         match name {
             "csi.stack" => {
                 let range = arg.get("range").map(|r| {
-                    let g = |k: &str| r.get(k).and_then(Value::as_u64).unwrap_or(0) as usize;
-                    (g("thread"), g("from"), g("to"))
+                    let g = |k: &str| {
+                        let x = r.get(k).and_then(Value::as_u64).unwrap_or(0);
+                        i64::try_from(x).unwrap_or(i64::MAX)
+                    };
+                    lsp_ext::FrameRange {
+                        thread: g("thread"),
+                        from: g("from"),
+                        to: g("to"),
+                    }
                 });
-                Ok(to_proto::stack(s, self.selection(), range))
+                Ok(json!(to_proto::stack(s, self.selection(), range)))
             }
             "csi.selectFrame" => {
                 let sel = Selection {
@@ -412,7 +421,7 @@ impl Backend {
                 }
                 *lock(&self.state.selection) = sel;
                 self.after_selection().await;
-                Ok(to_proto::path_trace(s, sel))
+                Ok(json!(to_proto::path_trace(s, sel)))
             }
             "csi.stepPath" => {
                 let delta = arg.get("delta").and_then(Value::as_i64).unwrap_or(-1);
@@ -427,15 +436,7 @@ impl Backend {
                     *sel
                 };
                 self.after_selection().await;
-                let f = s.frame(sel).expect("checked above");
-                let step = &f.path[sel.step.unwrap()];
-                Ok(json!({
-                    "step": sel.step,
-                    "of": f.path.len(),
-                    "file": step.file,
-                    "uri": to_proto::uri_of(s, &step.file).map(|u| u.as_str().to_string()),
-                    "line": step.line.saturating_sub(1),
-                }))
+                Ok(json!(to_proto::step(s, sel)))
             }
             "csi.pathTrace" => {
                 let mut sel = self.selection();
@@ -446,7 +447,7 @@ impl Backend {
                         step: None,
                     };
                 }
-                Ok(to_proto::path_trace(s, sel))
+                Ok(json!(to_proto::path_trace(s, sel)))
             }
             "csi.query" => self.query(s, arg),
             "csi.slice" => self.slice(s, arg).await,
@@ -504,7 +505,7 @@ impl Backend {
         .await
         .map_err(|e| invalid(format!("internal error while slicing: {e}")))?
         .map_err(invalid)?;
-        let v = to_proto::slice(s, &shown);
+        let v = json!(to_proto::slice(s, &shown));
         *write(&self.state.slice) = Some(shown);
         self.spawn_refresh();
         Ok(v)
@@ -547,7 +548,7 @@ impl Backend {
         };
         let a = csi_analysis::answer_query(&s.graph, &s.report, &q)
             .map_err(|e| invalid(e.to_string()))?;
-        Ok(json!({"kind": kind, "answer": a}))
+        Ok(json!({"kind": kind, "answer": to_proto::query_answer(a)}))
     }
 
     /// Loads a crash off the runtime, with progress, then swaps the session in.
@@ -578,7 +579,7 @@ impl Backend {
                         .await;
                 }
                 self.after_change().await;
-                Ok(to_proto::stack(&s, self.selection(), None))
+                Ok(json!(to_proto::stack(&s, self.selection(), None)))
             }
             Err(msg) => {
                 self.client
@@ -650,7 +651,9 @@ impl Backend {
                 if config.line_states {
                     if version.is_some() {
                         let v = to_proto::line_states(s, sel, &keys, &uri, version);
-                        self.client.send_notification::<LineStates>(v).await;
+                        self.client
+                            .send_notification::<lsp_ext::LineStates>(v)
+                            .await;
                     }
                 } else {
                     let diags = to_proto::diagnostics(s, &keys, &Text::new(&text));
@@ -695,7 +698,9 @@ impl Backend {
                     let keys = s.keys_for(&path);
                     if !keys.is_empty() {
                         let v = to_proto::line_states(&s, sel, &keys, &uri, Some(version));
-                        self.client.send_notification::<LineStates>(v).await;
+                        self.client
+                            .send_notification::<lsp_ext::LineStates>(v)
+                            .await;
                     }
                 }
             }
@@ -721,14 +726,6 @@ impl Backend {
 enum Source {
     Crash(PathBuf, PathBuf),
     Report(PathBuf, PathBuf),
-}
-
-/// `csi/lineStates` (server → client): see docs/protocol.md.
-pub enum LineStates {}
-
-impl notification::Notification for LineStates {
-    type Params = Value;
-    const METHOD: &'static str = "csi/lineStates";
 }
 
 impl LanguageServer for Backend {
@@ -890,7 +887,9 @@ impl Backend {
                     uri,
                     Some(p.text_document.version),
                 );
-                self.client.send_notification::<LineStates>(v).await;
+                self.client
+                    .send_notification::<lsp_ext::LineStates>(v)
+                    .await;
             }
         }
     }
@@ -912,9 +911,10 @@ impl Backend {
             .publish_diagnostics(uri.clone(), Vec::new(), Some(p.text_document.version))
             .await;
         if read(&self.state.config).line_states {
-            let empty = json!({"uri": uri.as_str(), "version": p.text_document.version,
-                "must": [], "may": [], "never": [], "partial": [], "frame": null, "stale": true});
-            self.client.send_notification::<LineStates>(empty).await;
+            let stale = to_proto::stale_line_states(&uri, p.text_document.version);
+            self.client
+                .send_notification::<lsp_ext::LineStates>(stale)
+                .await;
         }
         self.spawn_refresh();
     }

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use csi_analysis::FileLines;
 use csi_model::{Coverage, LineStatus, NodeKind};
-use serde_json::{json, Value};
+use serde_json::json;
 use tower_lsp_server::ls_types::*;
 
+use crate::lsp_ext;
 use crate::session::{FrameView, Selection, Session};
 
 /// Text of an open or on-disk document, for placing hints at line ends.
@@ -43,6 +44,11 @@ fn eol(text: &Text<'_>, line1: u32) -> Position {
 
 pub fn uri_of(s: &Session, key: &str) -> Option<Uri> {
     Uri::from_file_path(s.sources.get(key)?)
+}
+
+/// [`uri_of`] as the wire has it.
+fn uri_str(s: &Session, key: &str) -> Option<String> {
+    uri_of(s, key).map(|u| u.as_str().to_string())
 }
 
 fn signal_text(s: &Session) -> String {
@@ -304,7 +310,10 @@ pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> 
                     command: Some(Command {
                         title,
                         command: "csi.selectFrame".into(),
-                        arguments: Some(vec![json!({"thread": ti, "frame": k})]),
+                        arguments: Some(vec![json!(lsp_ext::SelectFrameParams {
+                            thread: ti,
+                            frame: k
+                        })]),
                     }),
                     data: None,
                 });
@@ -314,7 +323,7 @@ pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> 
                         command: Some(Command {
                             title: format!("◀ step back ({} path steps)", fr.path.len()),
                             command: "csi.stepPath".into(),
-                            arguments: Some(vec![json!({"delta": -1})]),
+                            arguments: Some(vec![json!(lsp_ext::StepPathParams { delta: -1 })]),
                         }),
                         data: None,
                     });
@@ -373,17 +382,15 @@ pub fn diagnostics(s: &Session, keys: &[&str], text: &Text<'_>) -> Vec<Diagnosti
         .collect()
 }
 
-fn lines_json(l: Option<&FileLines>) -> Value {
-    let z = |v: Option<&Vec<u32>>| -> Vec<u32> {
-        v.map(|v| v.iter().map(|x| x - 1).collect())
-            .unwrap_or_default()
-    };
-    json!({
-        "must": z(l.map(|l| &l.must)),
-        "may": z(l.map(|l| &l.may)),
-        "never": z(l.map(|l| &l.never)),
-        "partial": z(l.map(|l| &l.partial)),
-    })
+/// 0-based lines of the sets.
+fn line_sets(l: &FileLines) -> lsp_ext::LineSets {
+    let z = |v: &Vec<u32>| -> Vec<u32> { v.iter().map(|x| x - 1).collect() };
+    lsp_ext::LineSets {
+        must: z(&l.must),
+        may: z(&l.may),
+        never: z(&l.never),
+        partial: z(&l.partial),
+    }
 }
 
 /// `csi/lineStates` for one document (0-based lines): global states at the top level, the
@@ -394,7 +401,7 @@ pub fn line_states(
     keys: &[&str],
     uri: &Uri,
     version: Option<i32>,
-) -> Value {
+) -> lsp_ext::LineStatesParams {
     let merge = |pick: &dyn Fn(&str) -> Option<FileLines>| {
         let mut acc = FileLines::default();
         for k in keys {
@@ -409,41 +416,53 @@ pub fn line_states(
     };
     let global = merge(&|k| s.global.get(k).cloned());
     let local = merge(&|k| s.lines_of(k, sel).1.cloned());
-    let mut v = lines_json(Some(&global));
-    v["uri"] = json!(uri.as_str());
-    v["version"] = json!(version);
-    v["frame"] = if s.frame(sel).and_then(|f| f.analysis).is_some() {
-        let mut f = lines_json(Some(&local));
-        f["thread"] = json!(sel.thread);
-        f["frame"] = json!(sel.frame);
-        f
-    } else {
-        Value::Null
-    };
-    v
-}
-
-fn frame_json(f: &FrameView, uris: &std::collections::HashMap<&str, Option<String>>) -> Value {
-    let mut v = json!({
-        "index": f.index,
-        "function": f.function,
-        "file": f.file,
-        "uri": f.file.as_deref().and_then(|k| uris.get(k).cloned().flatten()),
-        "line": f.line.map(|l| l - 1),
-        "column": f.column.map(|c| c.saturating_sub(1)),
-        "module": f.module,
-        "pc": format!("{:#x}", f.pc),
-        "analysed": f.analysis.is_some(),
-        "pathSteps": f.path.len(),
-    });
-    // `function` is demangled; the linkage name only where there is one (C++).
-    if let Some(l) = &f.linkage_name {
-        v["linkageName"] = json!(l);
+    lsp_ext::LineStatesParams {
+        uri: uri.as_str().to_string(),
+        version,
+        lines: line_sets(&global),
+        frame: s
+            .frame(sel)
+            .and_then(|f| f.analysis)
+            .map(|_| lsp_ext::FrameLineStates {
+                thread: sel.thread,
+                frame: sel.frame,
+                lines: line_sets(&local),
+            }),
+        stale: false,
     }
-    v
 }
 
-/// `csi/stack`: threads → frames.
+/// `csi/lineStates` of a document edited since it was opened: no lines (they no longer
+/// match the analysis).
+pub fn stale_line_states(uri: &Uri, version: i32) -> lsp_ext::LineStatesParams {
+    lsp_ext::LineStatesParams {
+        uri: uri.as_str().to_string(),
+        version: Some(version),
+        lines: lsp_ext::LineSets::default(),
+        frame: None,
+        stale: true,
+    }
+}
+
+fn frame(f: &FrameView, uris: &std::collections::HashMap<&str, Option<String>>) -> lsp_ext::Frame {
+    lsp_ext::Frame {
+        index: f.index,
+        function: f.function.clone(),
+        linkage_name: f.linkage_name.clone(),
+        file: f.file.clone(),
+        uri: f
+            .file
+            .as_deref()
+            .and_then(|k| uris.get(k).cloned().flatten()),
+        line: f.line.map(|l| l - 1),
+        column: f.column.map(|c| c.saturating_sub(1)),
+        module: f.module.clone(),
+        pc: format!("{:#x}", f.pc),
+        analysed: f.analysis.is_some(),
+        path_steps: f.path.len(),
+    }
+}
+
 /// Frames per thread `csi/stack` returns unless asked for a range: the innermost ones and
 /// the outermost few (deep recursion has thousands).
 pub const STACK_PAGE: usize = 200;
@@ -451,83 +470,114 @@ pub const STACK_PAGE: usize = 200;
 /// `csi/stack`: threads → frames. Long stacks are cut to their innermost `STACK_PAGE - 20`
 /// and outermost 20 frames, with `omitted: {from, to}`; `range: {thread, from, to}` fetches
 /// any slice.
-pub fn stack(s: &Session, sel: Selection, range: Option<(usize, usize, usize)>) -> Value {
+pub fn stack(
+    s: &Session,
+    sel: Selection,
+    range: Option<lsp_ext::FrameRange>,
+) -> lsp_ext::StackResult {
     let uris: std::collections::HashMap<&str, Option<String>> = s
         .threads
         .iter()
         .flat_map(|t| &t.frames)
         .filter_map(|f| f.file.as_deref())
-        .map(|k| (k, uri_of(s, k).map(|u| u.as_str().to_string())))
+        .map(|k| (k, uri_str(s, k)))
         .collect();
-    let threads: Vec<Value> = s
+    // Negative bounds count as 0; bounds beyond the stack as its end.
+    let index = |x: i64| usize::try_from(x.max(0)).unwrap_or(usize::MAX);
+    let threads = s
         .threads
         .iter()
         .enumerate()
         .map(|(i, t)| {
             let n = t.frames.len();
-            let (frames, omitted): (Vec<Value>, Value) = match range {
-                Some((ti, from, to)) if ti == i => (
-                    // Reversed or out-of-range requests get what lies in range (nothing).
-                    t.frames[from.min(to).min(n)..to.min(n)]
-                        .iter()
-                        .map(|f| frame_json(f, &uris))
-                        .collect(),
-                    Value::Null,
-                ),
-                Some(_) => (Vec::new(), Value::Null),
+            let (frames, omitted) = match range {
+                Some(r) if index(r.thread) == i => {
+                    let (from, to) = (index(r.from), index(r.to));
+                    (
+                        // Reversed or out-of-range requests get what lies in range (nothing).
+                        t.frames[from.min(to).min(n)..to.min(n)]
+                            .iter()
+                            .map(|f| frame(f, &uris))
+                            .collect(),
+                        None,
+                    )
+                }
+                Some(_) => (Vec::new(), None),
                 None if n > STACK_PAGE => {
                     let head = STACK_PAGE - 20;
                     (
                         t.frames[..head]
                             .iter()
                             .chain(&t.frames[n - 20..])
-                            .map(|f| frame_json(f, &uris))
+                            .map(|f| frame(f, &uris))
                             .collect(),
-                        json!({"from": head, "to": n - 20}),
+                        Some(lsp_ext::Omitted {
+                            from: head,
+                            to: n - 20,
+                        }),
                     )
                 }
-                None => (
-                    t.frames.iter().map(|f| frame_json(f, &uris)).collect(),
-                    Value::Null,
-                ),
+                None => (t.frames.iter().map(|f| frame(f, &uris)).collect(), None),
             };
-            let mut v = json!({
-                "index": i,
-                "tid": t.tid,
-                "crashed": t.crashed,
-                "frameCount": n,
-                "frames": frames,
-            });
-            if !omitted.is_null() {
-                v["omitted"] = omitted;
+            lsp_ext::Thread {
+                index: i,
+                tid: t.tid,
+                crashed: t.crashed,
+                frame_count: n,
+                frames,
+                omitted,
             }
-            v
         })
         .collect();
-    json!({
-        "title": s.title,
-        "signal": s.signal,
-        "selected": {"thread": sel.thread, "frame": sel.frame, "step": sel.step},
-        "notices": s.notices,
-        "threads": threads,
-    })
+    lsp_ext::StackResult {
+        title: s.title.clone(),
+        signal: s.signal.as_ref().map(|sig| lsp_ext::Signal {
+            signo: sig.signo,
+            name: sig.name.clone(),
+            code: sig.code,
+            fault_address: sig.fault_address,
+        }),
+        selected: lsp_ext::Selected {
+            thread: sel.thread,
+            frame: sel.frame,
+            step: sel.step,
+        },
+        notices: s.notices.clone(),
+        threads,
+    }
 }
 
 /// `csi/pathTrace`: a frame's decoded path, oldest first (0-based lines).
-pub fn path_trace(s: &Session, sel: Selection) -> Value {
-    let Some(f) = s.frame(sel) else {
-        return Value::Null;
-    };
-    json!({
-        "thread": sel.thread,
-        "frame": sel.frame,
-        "current": sel.step.unwrap_or(f.path.len().saturating_sub(1)),
-        "note": f.path_note,
-        "steps": f.path.iter().map(|st| json!({
-            "file": st.file,
-            "uri": uri_of(s, &st.file).map(|u| u.as_str().to_string()),
-            "line": st.line - 1,
-        })).collect::<Vec<_>>(),
+pub fn path_trace(s: &Session, sel: Selection) -> Option<lsp_ext::PathTraceResult> {
+    let f = s.frame(sel)?;
+    Some(lsp_ext::PathTraceResult {
+        thread: sel.thread,
+        frame: sel.frame,
+        current: sel.step.unwrap_or(f.path.len().saturating_sub(1)),
+        note: f.path_note.clone(),
+        steps: f
+            .path
+            .iter()
+            .map(|st| lsp_ext::PathStep {
+                file: st.file.clone(),
+                uri: uri_str(s, &st.file),
+                line: st.line - 1,
+            })
+            .collect(),
+    })
+}
+
+/// `csi/stepPath`: the selected frame's current step (`None` when it has none).
+pub fn step(s: &Session, sel: Selection) -> Option<lsp_ext::StepResult> {
+    let f = s.frame(sel)?;
+    let i = sel.step?;
+    let st = f.path.get(i)?;
+    Some(lsp_ext::StepResult {
+        step: i,
+        of: f.path.len(),
+        file: st.file.clone(),
+        uri: uri_str(s, &st.file),
+        line: st.line.saturating_sub(1),
     })
 }
 
@@ -846,40 +896,37 @@ pub fn hover(
 }
 
 /// `csi/slice`'s result (docs/protocol.md); lines 0-based.
-pub fn slice(s: &Session, sl: &crate::session::ShownSlice) -> Value {
-    let files = |m: &BTreeMap<String, std::collections::BTreeSet<u32>>| -> Value {
+pub fn slice(s: &Session, sl: &crate::session::ShownSlice) -> lsp_ext::SliceResult {
+    let files = |m: &BTreeMap<String, std::collections::BTreeSet<u32>>| -> Vec<lsp_ext::SliceFile> {
         m.iter()
-            .map(|(k, ls)| {
-                json!({
-                    "uri": uri_of(s, k).map(|u| u.as_str().to_string()),
-                    "file": k,
-                    "lines": ls.iter().map(|l| l - 1).collect::<Vec<_>>(),
-                })
+            .map(|(k, ls)| lsp_ext::SliceFile {
+                uri: uri_str(s, k),
+                file: k.clone(),
+                lines: ls.iter().map(|l| l - 1).collect(),
             })
-            .collect::<Vec<_>>()
-            .into()
+            .collect()
     };
     let (file, line) = match &sl.criterion {
         Some((f, l)) => (Some(f.clone()), Some(l - 1)),
         None => (None, None),
     };
-    json!({
-        "criterion": {
-            "uri": file.as_deref().and_then(|f| uri_of(s, f)).map(|u| u.as_str().to_string()),
-            "file": file,
-            "line": line,
-            "function": sl.function,
-            "thread": sl.thread,
-            "frame": sl.frame,
-            "variables": sl.variables,
+    lsp_ext::SliceResult {
+        criterion: lsp_ext::SliceCriterion {
+            uri: file.as_deref().and_then(|f| uri_str(s, f)),
+            file,
+            line,
+            function: sl.function.clone(),
+            thread: sl.thread,
+            frame: sl.frame,
+            variables: sl.variables.clone(),
         },
-        "unknownVariables": sl.unknown_variables,
-        "restricted": files(&sl.restricted),
-        "unrestricted": files(&sl.unrestricted),
-        "restrictedLines": sl.restricted_lines,
-        "unrestrictedLines": sl.unrestricted_lines,
-        "reduction": (sl.reduction * 1000.0).round() / 1000.0,
-    })
+        unknown_variables: sl.unknown_variables.clone(),
+        restricted: files(&sl.restricted),
+        unrestricted: files(&sl.unrestricted),
+        restricted_lines: sl.restricted_lines,
+        unrestricted_lines: sl.unrestricted_lines,
+        reduction: (sl.reduction * 1000.0).round() / 1000.0,
+    }
 }
 
 /// `◆ slice` at the end of every restricted-slice line of the document.
@@ -930,7 +977,10 @@ pub fn slice_lens(sl: &crate::session::ShownSlice, keys: &[&str]) -> Option<Code
         command: Some(Command {
             title,
             command: "csi.slice".into(),
-            arguments: Some(vec![json!({"clear": true})]),
+            arguments: Some(vec![json!(lsp_ext::SliceParams {
+                clear: true,
+                ..Default::default()
+            })]),
         }),
         data: None,
     })
@@ -938,81 +988,12 @@ pub fn slice_lens(sl: &crate::session::ShownSlice, keys: &[&str]) -> Option<Code
 
 // ---- The crash store (`csi/crashBuckets`, `csi/bucketCrashes`, `csi/bucketLineStates`) ----
 
-/// `{"program", "signature"}`: the bucket the two bucket requests name.
-#[derive(Debug, serde::Deserialize)]
-pub struct BucketParams {
-    pub program: String,
-    pub signature: String,
-}
-
-/// `{"program"?}`: the buckets of one program only.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct BucketsParams {
-    pub program: Option<String>,
-}
-
 fn utc(t: Option<u64>) -> Option<String> {
     t.map(|t| format!("{} UTC", csi_dump::coredump_store::utc_date(t)))
 }
 
-/// A bucket in the list (`csi/crashBuckets`).
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BucketItem {
-    pub program: String,
-    pub signature: String,
-    pub signal: String,
-    pub frames: Vec<String>,
-    pub count: u64,
-    /// Seconds since the epoch, and as text (`2025-11-24 06:55:01 UTC`).
-    pub first_time: Option<u64>,
-    pub last_time: Option<u64>,
-    pub first_time_text: Option<String>,
-    pub last_time_text: Option<String>,
-    /// The oldest crash: its core, executable and content hash.
-    pub representative: CrashItem,
-    /// Crash site (`file:line`, `?` unknown) → crashes.
-    pub sites: BTreeMap<String, u64>,
-    pub lines_analysed: bool,
-    /// The bucket carries `csi triage --passing` results (suspicious lines).
-    pub has_passing: bool,
-    pub passing_runs: Option<u64>,
-}
-
-/// `csi/crashBuckets` → `{"store", "message", "buckets"}`: `store` null and `message` saying
-/// why when no store is set or its file does not exist.
-#[derive(Debug, serde::Serialize)]
-pub struct CrashBuckets {
-    pub store: Option<String>,
-    pub message: Option<String>,
-    pub buckets: Vec<BucketItem>,
-}
-
-/// A crash of a bucket: what `csi/openCrash` takes (`executable`, `core`) and more.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CrashItem {
-    pub core: String,
-    pub executable: String,
-    pub time: Option<u64>,
-    pub time_text: Option<String>,
-    pub site: Option<String>,
-    pub hash: String,
-    pub signal: Option<String>,
-}
-
-/// `csi/bucketCrashes` → the bucket's crashes, oldest first.
-#[derive(Debug, serde::Serialize)]
-pub struct BucketCrashes {
-    pub store: String,
-    pub program: String,
-    pub signature: String,
-    pub crashes: Vec<CrashItem>,
-}
-
-pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
-    CrashBuckets {
+pub fn crash_buckets(b: &crate::crashes::Buckets) -> lsp_ext::CrashBucketsResult {
+    lsp_ext::CrashBucketsResult {
         store: b.store.clone(),
         message: b.message.clone(),
         buckets: b
@@ -1020,7 +1001,7 @@ pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
             .iter()
             .map(|b| {
                 let passing = b.extra.as_ref().and_then(|x| x.get("passing"));
-                BucketItem {
+                lsp_ext::BucketItem {
                     program: b.program.clone(),
                     signature: b.signature.clone(),
                     signal: b.signal.clone(),
@@ -1030,7 +1011,7 @@ pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
                     last_time: b.last_time,
                     first_time_text: utc(b.first_time),
                     last_time_text: utc(b.last_time),
-                    representative: CrashItem {
+                    representative: lsp_ext::CrashItem {
                         core: b.representative_core.clone(),
                         executable: b.program.clone(),
                         time: b.first_time,
@@ -1042,7 +1023,9 @@ pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
                     sites: b.sites.clone(),
                     lines_analysed: b.lines_analysed,
                     has_passing: passing.is_some(),
-                    passing_runs: passing.and_then(|p| p.get("runs")).and_then(Value::as_u64),
+                    passing_runs: passing
+                        .and_then(|p| p.get("runs"))
+                        .and_then(serde_json::Value::as_u64),
                 }
             })
             .collect(),
@@ -1053,14 +1036,14 @@ pub fn bucket_crashes(
     store: &str,
     bucket: &csi_triage::store::StoredBucket,
     crashes: &[csi_triage::store::StoredCrash],
-) -> BucketCrashes {
-    BucketCrashes {
+) -> lsp_ext::BucketCrashesResult {
+    lsp_ext::BucketCrashesResult {
         store: store.to_string(),
         program: bucket.program.clone(),
         signature: bucket.signature.clone(),
         crashes: crashes
             .iter()
-            .map(|c| CrashItem {
+            .map(|c| lsp_ext::CrashItem {
                 core: c.core.clone(),
                 executable: c.program.clone(),
                 time: c.time,
@@ -1071,58 +1054,6 @@ pub fn bucket_crashes(
             })
             .collect(),
     }
-}
-
-/// A suspicious line of a bucket (0-based `line`): Ochiai's interval over every way of
-/// resolving the crashes' and passing runs' Maybes, the crashes / passing runs it surely and
-/// possibly ran in, the crashes stopped in it, and its rank in the bucket (1 = most
-/// suspicious).
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SuspiciousLine {
-    pub line: u32,
-    pub ochiai: [f64; 2],
-    pub failed: [usize; 2],
-    pub passed: [usize; 2],
-    pub on_stack: usize,
-    pub rank: usize,
-}
-
-/// One file of a bucket: the shape of `csi/lineStates` (`uri`, `version` null, `must` =
-/// lines that ran in every crash of the bucket, `never` = in none, `may` and `partial`
-/// empty, `frame` null), the file key(s) of the debug info, and the passing-run results.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BucketFile {
-    pub uri: Option<String>,
-    pub version: Option<i32>,
-    pub file: String,
-    pub keys: Vec<String>,
-    pub must: Vec<u32>,
-    pub may: Vec<u32>,
-    pub never: Vec<u32>,
-    pub partial: Vec<u32>,
-    pub frame: Option<Value>,
-    pub suspicious: Vec<SuspiciousLine>,
-    /// Lines that ran in every crash of the bucket and in no passing run.
-    pub failing_only: Vec<u32>,
-    /// Lines that ran in every passing run and in no crash of the bucket.
-    pub passing_only: Vec<u32>,
-}
-
-/// `csi/bucketLineStates` → the bucket's lines per file.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BucketLineStates {
-    pub store: String,
-    pub program: String,
-    pub signature: String,
-    pub count: u64,
-    pub lines_analysed: bool,
-    /// Passing runs compared (null: the bucket has no `csi triage --passing` results).
-    pub passing_runs: Option<usize>,
-    pub files: Vec<BucketFile>,
-    pub notices: Vec<String>,
 }
 
 fn zero_based<'a>(lines: impl IntoIterator<Item = &'a u32>) -> Vec<u32> {
@@ -1136,7 +1067,7 @@ fn zero_based<'a>(lines: impl IntoIterator<Item = &'a u32>) -> Vec<u32> {
     v
 }
 
-pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> BucketLineStates {
+pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> lsp_ext::BucketLineStatesResult {
     // Keys that resolve to one file are one entry (as a crash's line states are per file);
     // keys not found in the workspace keep their own entry with `uri` null.
     let mut by_file: BTreeMap<String, (Option<String>, Vec<&str>)> = BTreeMap::new();
@@ -1162,12 +1093,12 @@ pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> BucketLineStates {
         .map(|(file, (uri, keys))| {
             let (suspicious, failing_only, passing_only) = match &b.passing {
                 Some(p) => {
-                    let mut s: Vec<SuspiciousLine> = p
+                    let mut s: Vec<lsp_ext::SuspiciousLine> = p
                         .suspicious
                         .iter()
                         .enumerate()
                         .filter(|(_, s)| keys.contains(&s.file.as_str()) && s.line > 0)
-                        .map(|(i, s)| SuspiciousLine {
+                        .map(|(i, s)| lsp_ext::SuspiciousLine {
                             line: s.line - 1,
                             ochiai: s.ochiai,
                             failed: s.failed,
@@ -1183,15 +1114,17 @@ pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> BucketLineStates {
                 }
                 None => Default::default(),
             };
-            BucketFile {
+            lsp_ext::BucketFile {
                 uri,
                 version: None,
                 file,
                 keys: keys.iter().map(|k| k.to_string()).collect(),
-                must: of(&b.bucket.must_in_all, &keys),
-                may: Vec::new(),
-                never: of(&b.bucket.never_in_any, &keys),
-                partial: Vec::new(),
+                lines: lsp_ext::LineSets {
+                    must: of(&b.bucket.must_in_all, &keys),
+                    may: Vec::new(),
+                    never: of(&b.bucket.never_in_any, &keys),
+                    partial: Vec::new(),
+                },
                 frame: None,
                 suspicious,
                 failing_only,
@@ -1199,7 +1132,7 @@ pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> BucketLineStates {
             }
         })
         .collect();
-    BucketLineStates {
+    lsp_ext::BucketLineStatesResult {
         store: b.store.clone(),
         program: b.bucket.program.clone(),
         signature: b.bucket.signature.clone(),
@@ -1208,5 +1141,13 @@ pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> BucketLineStates {
         passing_runs: b.passing.as_ref().map(|p| p.runs),
         files,
         notices: b.notices.clone(),
+    }
+}
+
+/// A control-flow query's answer as the wire says it.
+pub fn query_answer(a: csi_model::QueryAnswer) -> lsp_ext::QueryAnswer {
+    match a {
+        csi_model::QueryAnswer::Possible => lsp_ext::QueryAnswer::Possible,
+        csi_model::QueryAnswer::Impossible => lsp_ext::QueryAnswer::Impossible,
     }
 }
