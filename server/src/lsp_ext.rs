@@ -606,3 +606,97 @@ pub struct BucketLineStatesResult {
     pub files: Vec<BucketFile>,
     pub notices: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every request `csi/<name>` is the command `csi.<name>`.
+    #[test]
+    fn methods_are_their_commands() {
+        fn same<R: Request + Command>() {
+            assert_eq!(R::METHOD.replace('/', "."), <R as Command>::COMMAND);
+        }
+        same::<OpenCrash>();
+        same::<OpenReport>();
+        same::<Stack>();
+        same::<SelectFrame>();
+        same::<PathTrace>();
+        same::<StepPath>();
+        same::<Query>();
+        same::<Slice>();
+        same::<CrashBuckets>();
+        same::<BucketCrashes>();
+        same::<BucketLineStates>();
+    }
+
+    #[test]
+    fn params_as_object_array_or_nothing() {
+        for v in [
+            json!({}),
+            json!([]),
+            json!(null),
+            json!([null]),
+            json!([{}]),
+        ] {
+            let p = parse::<StepPath>(v.clone()).unwrap();
+            assert_eq!(p.delta, -1, "{v}");
+        }
+        let p = parse::<SelectFrame>(json!([{"frame": 2}, "ignored"])).unwrap();
+        assert_eq!((p.thread, p.frame), (0, 2));
+        assert_eq!(
+            parse::<SelectFrame>(json!({"thread": 1})).unwrap_err(),
+            r#"csi.selectFrame needs {"thread", "frame"}: missing field `frame`"#
+        );
+        assert!(parse::<Stack>(json!(5))
+            .unwrap_err()
+            .starts_with(r#"csi.stack takes {"range"?"#));
+    }
+
+    #[test]
+    fn lines_are_zero_based_and_fit_u32() {
+        let p = parse::<Slice>(json!({"uri": "u", "line": u32::MAX - 1})).unwrap();
+        assert_eq!(p.line, Some(u32::MAX - 1));
+        assert_eq!(parse::<Slice>(json!({"line": null})).unwrap().line, None);
+        for bad in [json!(u32::MAX), json!(-1), json!("28"), json!(28.5)] {
+            let e = parse::<Query>(json!({"uri2": "u", "line2": bad})).unwrap_err();
+            assert!(e.contains("`line2` must be a 0-based line number"), "{e}");
+        }
+    }
+
+    /// Command arguments the server puts in code lenses, and the stale line states, keep the
+    /// shapes they had as `json!` literals.
+    #[test]
+    fn serialized_shapes() {
+        let clear = SliceParams {
+            clear: true,
+            ..Default::default()
+        };
+        assert_eq!(json!(clear), json!({"clear": true}));
+        assert_eq!(
+            json!(SelectFrameParams {
+                thread: 1,
+                frame: 2
+            }),
+            json!({"thread": 1, "frame": 2})
+        );
+        let stale = LineStatesParams {
+            uri: "file:///a.c".into(),
+            version: Some(3),
+            lines: LineSets::default(),
+            frame: None,
+            stale: true,
+        };
+        assert_eq!(
+            json!(stale),
+            json!({"uri": "file:///a.c", "version": 3, "must": [], "may": [], "never": [],
+                   "partial": [], "frame": null, "stale": true})
+        );
+        let fresh = LineStatesParams {
+            stale: false,
+            ..stale
+        };
+        assert!(json!(fresh).get("stale").is_none());
+    }
+}
