@@ -9,8 +9,8 @@ server (line states on every other crash, status hints on): csi/openCrash, csi/s
 range, as a command), then for each thread's first 25 frames csi/pathTrace, csi/selectFrame,
 csi/stepPath (-1, -2, 1, -100), inlay hints and code lenses of the frames' files; then, in
 every frame file, a hover, csi/query mayRun and mayNotRun on every line (mayRunBefore on every
-7th), csi/slice from 8 lines and for named variables, an edit (stale line states), slices from
-the crash point, clearing, csi.clear. With STORE_DIR (made by scripts/crash-store-fixture.sh):
+7th), csi/slice from 8 lines and for named variables, inlay hints of the whole file and of
+parts of it, an edit (stale line states); slices from the crash point, clearing, csi.clear. With STORE_DIR (made by scripts/crash-store-fixture.sh):
 csi/crashBuckets, each bucket's csi/bucketCrashes and csi/bucketLineStates, opening each of its
 crashes, and store errors. The server's requests are answered null.
 
@@ -118,6 +118,9 @@ def crash_session(binary, log, d, prog, line_states):
             s.request('csi/slice', {'uri': u, 'line': line})
         s.request('csi/slice', {'uri': u, 'line': n // 2, 'variables': ['i', 'p', 'nope']})
         s.request('textDocument/inlayHint', {'textDocument': {'uri': u}, 'range': WHOLE})
+        for first, last in ((10, 30), (n // 2, n // 2), (n - 5, n + 5)):
+            part = {'start': {'line': first, 'character': 0}, 'end': {'line': last, 'character': 0}}
+            s.request('textDocument/inlayHint', {'textDocument': {'uri': u}, 'range': part})
         s.request('textDocument/codeLens', {'textDocument': {'uri': u}})
         s.notify('textDocument/didChange', {'textDocument': {'uri': u, 'version': 2}, 'contentChanges': [{'text': 'x'}]})
     s.request('csi/slice', {})

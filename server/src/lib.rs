@@ -1,7 +1,8 @@
 //! `csi-lsp`: the crash analysis in any LSP editor (DESIGN §7). Only this crate knows LSP;
-//! [`session`] holds an opened crash as plain data, [`lsp_ext`] types CSI's own messages,
-//! [`to_proto`] converts the session into them, and the handlers below are thin. The session
-//! is immutable and swapped whole when a crash is (re)opened.
+//! [`session`] holds an opened crash as plain data, [`views`] computes what the editor shows of
+//! it (still plain data), [`lsp_ext`] types CSI's own messages, [`to_proto`] converts into LSP
+//! and those types, and the handlers below are thin. The session is immutable and swapped
+//! whole when a crash is (re)opened.
 
 pub mod config;
 pub mod crashes;
@@ -10,6 +11,7 @@ mod disasm;
 pub mod lsp_ext;
 pub mod session;
 pub mod to_proto;
+pub mod views;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};

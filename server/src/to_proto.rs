@@ -1,5 +1,6 @@
-//! The one place that turns session data into LSP values. Lines are 1-based in the session
-//! and 0-based in LSP.
+//! The one place that turns session data and its [`crate::views`] into LSP values and the
+//! [`crate::lsp_ext`] types: positions, labels, markdown. Lines are 1-based in the session and
+//! 0-based in LSP.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,7 @@ use tower_lsp_server::ls_types::*;
 
 use crate::lsp_ext;
 use crate::session::{FrameView, Selection, Session};
+use crate::views;
 
 /// Text of an open or on-disk document, for placing hints at line ends.
 pub struct Text<'a> {
@@ -96,80 +98,71 @@ pub fn inlay_hints(
         let l0 = l1.saturating_sub(1);
         l0 >= range.start.line && l0 <= range.end.line
     };
-    let in_file = |f: &Option<String>| f.as_deref().is_some_and(|f| keys.contains(&f));
+    let thread_suffix = |ti: usize| {
+        if s.threads.len() > 1 {
+            format!(" (thread {})", ti + 1)
+        } else {
+            String::new()
+        }
+    };
     let mut out = Vec::new();
     // Crash point and every frame's current line; frames stopped on the same line (deep
     // recursion) share one hint.
-    let mut calls: BTreeMap<(u32, usize, String), Vec<usize>> = BTreeMap::new();
-    for (ti, t) in s.threads.iter().enumerate() {
-        let first_with_line = t.frames.iter().position(|x| x.line.is_some());
-        for (k, f) in t.frames.iter().enumerate() {
-            let (Some(line), true) = (f.line, in_file(&f.file)) else {
-                continue;
-            };
-            if !in_range(line) {
-                continue;
-            }
-            let thread = if s.threads.len() > 1 {
-                format!(" (thread {})", ti + 1)
-            } else {
-                String::new()
-            };
-            if t.crashed && Some(k) == first_with_line {
-                let label = if k == 0 {
-                    format!("⚡ {} — frame #{k}{thread}", signal_text(s))
-                } else {
-                    let callee = t.frames[k - 1].function.as_deref().unwrap_or("??");
-                    let callee = csi_model::names::call_form(callee);
-                    format!("⚡ {} in {callee} — frame #{k}{thread}", signal_text(s))
-                };
-                out.push(hint(eol(text, line), label, None));
-                continue;
-            }
-            let callee = t
-                .frames
-                .get(k.wrapping_sub(1))
-                .and_then(|x| x.function.as_deref())
-                .unwrap_or("??");
-            calls
-                .entry((
-                    line,
-                    ti,
-                    format!("{}{thread}", csi_model::names::call_form(callee)),
-                ))
-                .or_default()
-                .push(k);
+    for mark in views::frame_marks(s, keys) {
+        if !in_range(mark.line()) {
+            continue;
         }
-    }
-    for ((line, _, callee), ks) in calls {
-        let label = match ks.as_slice() {
-            [k] => format!("frame #{k} → {callee}"),
-            [a, b] => format!("frames #{a}, #{b} → {callee}"),
-            _ => format!(
-                "frames #{}, #{} … #{} ({}×) → {callee}",
-                ks[0],
-                ks[1],
-                ks[ks.len() - 1],
-                ks.len()
+        let label = match &mark {
+            views::FrameMark::Crash {
+                thread,
+                frame: k,
+                callee: None,
+                ..
+            } => format!(
+                "⚡ {} — frame #{k}{}",
+                signal_text(s),
+                thread_suffix(*thread)
             ),
+            views::FrameMark::Crash {
+                thread,
+                frame: k,
+                callee: Some(callee),
+                ..
+            } => format!(
+                "⚡ {} in {callee} — frame #{k}{}",
+                signal_text(s),
+                thread_suffix(*thread)
+            ),
+            views::FrameMark::Calls {
+                thread,
+                callee,
+                frames: ks,
+                ..
+            } => {
+                let callee = format!("{callee}{}", thread_suffix(*thread));
+                match ks.as_slice() {
+                    [k] => format!("frame #{k} → {callee}"),
+                    [a, b] => format!("frames #{a}, #{b} → {callee}"),
+                    _ => format!(
+                        "frames #{}, #{} … #{} ({}×) → {callee}",
+                        ks[0],
+                        ks[1],
+                        ks[ks.len() - 1],
+                        ks.len()
+                    ),
+                }
+            }
         };
-        out.push(hint(eol(text, line), label, None));
+        out.push(hint(eol(text, mark.line()), label, None));
     }
     // Path steps of the selected frame.
-    if let Some(f) = s.frame(sel) {
-        let n = f.path.len();
-        let current = sel.step.unwrap_or(n.saturating_sub(1));
-        let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, step) in f.path.iter().enumerate() {
-            if keys.contains(&step.file.as_str()) && in_range(step.line) {
-                by_line.entry(step.line).or_default().push(i + 1);
-            }
-        }
-        for (line, steps) in by_line {
-            let shown: Vec<String> = steps
+    if let Some(steps) = views::path_steps(s, sel, keys) {
+        let n = steps.of;
+        for (line, steps_here) in steps.by_line.into_iter().filter(|(l, _)| in_range(*l)) {
+            let shown: Vec<String> = steps_here
                 .iter()
                 .map(|&i| {
-                    if i == current + 1 {
+                    if i == steps.current + 1 {
                         format!("▶{i}")
                     } else {
                         i.to_string()
@@ -188,63 +181,44 @@ pub fn inlay_hints(
             };
             out.push(hint(eol(text, line), label, None));
         }
-        // Branch outcomes in the selected frame's function.
-        if let (Some(func), Some(status)) = (f.graph_function, s.frame_status(f)) {
-            let g = &s.graph;
-            for &n in &g.function(func).nodes {
-                let succs = &g.succs[n as usize];
-                if succs.len() < 2 || g.node(n).kind == NodeKind::Entry {
-                    continue;
-                }
-                let Some(line) = g.node(n).lines().last() else {
-                    continue;
-                };
-                if !in_range(line) || !g.file_of(n).is_some_and(|x| keys.contains(&g.file_name(x)))
-                {
-                    continue;
-                }
-                if status.get(&n) != Some(&Coverage::Yes) {
-                    continue;
-                }
-                let parts: Vec<String> = succs
-                    .iter()
-                    .map(|&t| {
-                        let target = g
-                            .node(t)
-                            .lines()
-                            .next()
-                            .map_or("exit".to_string(), |l| format!("line {l}"));
-                        let mark = match status.get(&t) {
-                            Some(Coverage::Yes) => "✔",
-                            Some(Coverage::No) => "✘",
-                            _ => "?",
-                        };
-                        format!("{target} {mark}")
-                    })
-                    .collect();
-                out.push(hint(
-                    eol(text, line),
-                    format!("→ {}", parts.join(" · ")),
-                    Some("branch outcome in this frame".into()),
-                ));
-            }
+    }
+    // Branch outcomes in the selected frame's function.
+    for b in views::branch_outcomes(s, sel, keys) {
+        if !in_range(b.line) {
+            continue;
         }
+        let parts: Vec<String> = b
+            .targets
+            .iter()
+            .map(|t| {
+                let target = t.line.map_or("exit".to_string(), |l| format!("line {l}"));
+                let mark = match t.ran {
+                    Some(Coverage::Yes) => "✔",
+                    Some(Coverage::No) => "✘",
+                    _ => "?",
+                };
+                format!("{target} {mark}")
+            })
+            .collect();
+        out.push(hint(
+            eol(text, b.line),
+            format!("→ {}", parts.join(" · ")),
+            Some("branch outcome in this frame".into()),
+        ));
     }
     if status_hints {
         for key in keys {
-            let (global, local) = s.lines_of(key, sel);
-            let Some(global) = global else { continue };
-            for line in global.must.iter().chain(&global.may).chain(&global.never) {
-                if !in_range(*line) {
+            for st in views::line_states(s, sel, key) {
+                if !in_range(st.line) {
                     continue;
                 }
-                let g = status_word(global.status(*line));
-                let label = match local.and_then(|l| l.status(*line)) {
+                let g = status_word(st.global);
+                let label = match st.local {
                     Some(ls) => format!("{g}/{}", status_word(Some(ls))),
                     None => g.to_string(),
                 };
                 out.push(InlayHint {
-                    position: Position::new(line - 1, 0),
+                    position: Position::new(st.line - 1, 0),
                     label: InlayHintLabel::String(label),
                     kind: None,
                     text_edits: None,
@@ -262,87 +236,66 @@ pub fn inlay_hints(
     out
 }
 
-/// Frames of one function that get their own lens.
-const MAX_FRAME_LENSES: usize = 5;
-
-fn counts(l: Option<&FileLines>, first: u32, last: u32) -> (usize, usize, usize) {
-    let Some(l) = l else { return (0, 0, 0) };
-    let c = |v: &Vec<u32>| v.iter().filter(|&&x| x >= first && x <= last).count();
-    (c(&l.must), c(&l.may), c(&l.never))
-}
-
 /// Code lenses above every function of the file: its frames with local counts, and the
 /// global counts.
 pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> {
     let mut out = Vec::new();
-    for f in s
-        .functions
-        .iter()
-        .filter(|f| keys.contains(&f.file.as_str()))
-    {
+    for ff in views::function_frames(s, sel, keys) {
+        let f = ff.function;
         let range = Range::new(Position::new(f.line - 1, 0), Position::new(f.line - 1, 0));
-        let mut shown = 0usize;
-        let mut more = 0usize;
-        for (ti, t) in s.threads.iter().enumerate() {
-            for (k, fr) in t.frames.iter().enumerate() {
-                if fr.graph_function != Some(f.id) {
-                    continue;
-                }
-                let selected = sel.thread == ti && sel.frame == k;
-                // Deep recursion: lenses for the first few frames and the selected one.
-                if shown >= MAX_FRAME_LENSES && !selected {
-                    more += 1;
-                    continue;
-                }
-                shown += 1;
-                let local = fr
-                    .analysis
-                    .and_then(|a| s.frame_lines.get(a))
-                    .and_then(|m| m.get(&f.file));
-                let (m, y, n) = counts(local, f.first, f.last);
-                let title = format!(
-                    "{}frame #{k} (thread {}) · must {m} · may {y} · never {n}",
-                    if selected { "▶ " } else { "" },
-                    ti + 1
-                );
-                out.push(CodeLens {
-                    range,
-                    command: Some(Command {
-                        title,
-                        command: "csi.selectFrame".into(),
-                        arguments: Some(vec![json!(lsp_ext::SelectFrameParams {
-                            thread: ti,
-                            frame: k
-                        })]),
-                    }),
-                    data: None,
-                });
-                if selected && !fr.path.is_empty() {
-                    out.push(CodeLens {
-                        range,
-                        command: Some(Command {
-                            title: format!("◀ step back ({} path steps)", fr.path.len()),
-                            command: "csi.stepPath".into(),
-                            arguments: Some(vec![json!(lsp_ext::StepPathParams { delta: -1 })]),
-                        }),
-                        data: None,
-                    });
-                }
-            }
-        }
-        if more > 0 {
+        for fr in &ff.frames {
+            let views::LineCounts {
+                must: m,
+                may: y,
+                never: n,
+            } = fr.local;
+            let title = format!(
+                "{}frame #{} (thread {}) · must {m} · may {y} · never {n}",
+                if fr.selected { "▶ " } else { "" },
+                fr.frame,
+                fr.thread + 1
+            );
             out.push(CodeLens {
                 range,
                 command: Some(Command {
-                    title: format!("… {more} more frames of {}", f.name),
+                    title,
+                    command: "csi.selectFrame".into(),
+                    arguments: Some(vec![json!(lsp_ext::SelectFrameParams {
+                        thread: fr.thread,
+                        frame: fr.frame
+                    })]),
+                }),
+                data: None,
+            });
+            if fr.selected && fr.path_steps > 0 {
+                out.push(CodeLens {
+                    range,
+                    command: Some(Command {
+                        title: format!("◀ step back ({} path steps)", fr.path_steps),
+                        command: "csi.stepPath".into(),
+                        arguments: Some(vec![json!(lsp_ext::StepPathParams { delta: -1 })]),
+                    }),
+                    data: None,
+                });
+            }
+        }
+        if ff.more > 0 {
+            out.push(CodeLens {
+                range,
+                command: Some(Command {
+                    title: format!("… {} more frames of {}", ff.more, f.name),
                     command: String::new(),
                     arguments: None,
                 }),
                 data: None,
             });
         }
-        let (m, y, n) = counts(s.global.get(&f.file), f.first, f.last);
-        if m + y + n > 0 {
+        let views::LineCounts {
+            must: m,
+            may: y,
+            never: n,
+        } = ff.global;
+        if ff.global.total() > 0 {
             out.push(CodeLens {
                 range,
                 command: Some(Command {
@@ -811,7 +764,11 @@ pub fn hover(
             .filter(|f| f.line == line1 && keys.contains(&f.file.as_str()))
         {
             md.push_str(&format!("**{}**", f.name));
-            let (m, y, n) = counts(s.global.get(&f.file), f.first, f.last);
+            let views::LineCounts {
+                must: m,
+                may: y,
+                never: n,
+            } = views::LineCounts::of(s.global.get(&f.file), f.first, f.last);
             md.push_str(&format!(
                 " — globally: must {m} · may {y} · never {n} lines\n\n"
             ));
