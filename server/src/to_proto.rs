@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use csi_analysis::FileLines;
-use csi_model::{Coverage, LineStatus, NodeKind};
+use csi_model::{Coverage, LineStatus};
 use serde_json::json;
 use tower_lsp_server::ls_types::*;
 
@@ -605,52 +605,17 @@ fn variable_hover(
     line1: u32,
     name: &str,
 ) -> Option<String> {
-    let in_file =
-        |f: &crate::session::FrameView| f.file.as_deref().is_some_and(|x| keys.contains(&x));
-    let holds_line = |f: &crate::session::FrameView| {
-        in_file(f)
-            && (f.line == Some(line1)
-                || s.functions.iter().any(|fv| {
-                    Some(fv.id) == f.graph_function && fv.first <= line1 && line1 <= fv.last
-                }))
+    let (ti, k, v) = views::variable_at(s, sel, keys, line1, name)?;
+    let what = match v.kind {
+        csi_dump::dwarf::VarKind::Parameter => "argument",
+        csi_dump::dwarf::VarKind::Local => "local",
     };
-    let mut candidates: Vec<(usize, usize)> = Vec::new();
-    if s.frame(sel).is_some_and(holds_line) {
-        candidates.push((sel.thread, sel.frame));
-    }
-    for pass_on_line in [true, false] {
-        for (ti, t) in s.threads.iter().enumerate() {
-            for (k, f) in t.frames.iter().enumerate() {
-                let ok = if pass_on_line {
-                    in_file(f) && f.line == Some(line1)
-                } else {
-                    holds_line(f)
-                };
-                if ok && !candidates.contains(&(ti, k)) {
-                    candidates.push((ti, k));
-                }
-            }
-        }
-    }
-    for (ti, k) in candidates {
-        let t = &s.threads[ti];
-        let f = &t.frames[k];
-        // Innermost scope first: a block's local shadows an argument of the same name.
-        let Some(v) = f.variables.iter().rev().find(|v| v.name == name) else {
-            continue;
-        };
-        let what = match v.kind {
-            csi_dump::dwarf::VarKind::Parameter => "argument",
-            csi_dump::dwarf::VarKind::Local => "local",
-        };
-        return Some(format!(
-            "`{name}` — {what} of **frame #{k}** `{}` (thread {}), at the crash\n```c\n{}```\n",
-            f.function.as_deref().unwrap_or("??"),
-            ti + 1,
-            var_line(v).trim_start()
-        ));
-    }
-    None
+    Some(format!(
+        "`{name}` — {what} of **frame #{k}** `{}` (thread {}), at the crash\n```c\n{}```\n",
+        s.threads[ti].frames[k].function.as_deref().unwrap_or("??"),
+        ti + 1,
+        var_line(v).trim_start()
+    ))
 }
 
 /// Hover on a line: the hovered variable when the cursor is on a name of a frame's variable;
@@ -664,142 +629,108 @@ pub fn hover(
     word: Option<&str>,
 ) -> Option<Hover> {
     if let Some(md) = word.and_then(|w| variable_hover(s, sel, keys, line1, w)) {
-        return Some(Hover {
-            contents: HoverContents::Markup(MarkupContent {
-                kind: MarkupKind::Markdown,
-                value: md,
-            }),
-            range: None,
-        });
+        return Some(markdown_hover(md));
     }
     let mut md = String::new();
-    for (ti, t) in s.threads.iter().enumerate() {
-        for (k, f) in t.frames.iter().enumerate() {
-            if f.line != Some(line1) || !f.file.as_deref().is_some_and(|x| keys.contains(&x)) {
-                continue;
+    for (ti, k) in views::frames_on_line(s, keys, line1) {
+        let t = &s.threads[ti];
+        let f = &t.frames[k];
+        md.push_str(&format!(
+            "**frame #{k}** `{}` — thread {} (tid {}){}\n\n",
+            f.function.as_deref().unwrap_or("??"),
+            ti + 1,
+            t.tid,
+            if t.crashed && k == 0 {
+                format!(", **{}**", signal_text(s))
+            } else if t.crashed {
+                format!(", crashed with {}", signal_text(s))
+            } else {
+                String::new()
             }
+        ));
+        use csi_dump::dwarf::VarKind;
+        let program = |kind: VarKind| {
+            var_lines(
+                f.variables
+                    .iter()
+                    .filter(move |v| v.kind == kind && !is_instrumentation(&v.name)),
+            )
+        };
+        code_block(&mut md, "Arguments", &program(VarKind::Parameter));
+        code_block(&mut md, "Locals", &program(VarKind::Local));
+        if !f.path.is_empty() {
+            let tail: Vec<String> = f
+                .path
+                .iter()
+                .rev()
+                .take(12)
+                .rev()
+                .map(|st| st.line.to_string())
+                .collect();
             md.push_str(&format!(
-                "**frame #{k}** `{}` — thread {} (tid {}){}\n\n",
-                f.function.as_deref().unwrap_or("??"),
-                ti + 1,
-                t.tid,
-                if t.crashed && k == 0 {
-                    format!(", **{}**", signal_text(s))
-                } else if t.crashed {
-                    format!(", crashed with {}", signal_text(s))
-                } else {
-                    String::new()
-                }
+                "Path trace ({} steps, last {}): {}\n\n",
+                f.path.len(),
+                tail.len(),
+                tail.join(" → ")
             ));
-            use csi_dump::dwarf::VarKind;
-            let program = |kind: VarKind| {
-                var_lines(
-                    f.variables
-                        .iter()
-                        .filter(move |v| v.kind == kind && !is_instrumentation(&v.name)),
-                )
-            };
-            code_block(&mut md, "Arguments", &program(VarKind::Parameter));
-            code_block(&mut md, "Locals", &program(VarKind::Local));
-            if !f.path.is_empty() {
-                let tail: Vec<String> = f
-                    .path
-                    .iter()
-                    .rev()
-                    .take(12)
-                    .rev()
-                    .map(|st| st.line.to_string())
-                    .collect();
-                md.push_str(&format!(
-                    "Path trace ({} steps, last {}): {}\n\n",
-                    f.path.len(),
-                    tail.len(),
-                    tail.join(" → ")
-                ));
-            } else if let Some(n) = &f.path_note {
-                md.push_str(&format!("Path trace: {n}\n\n"));
-            }
-            if let Some(status) = s.frame_status(f) {
-                let g = &s.graph;
-                let covered: Vec<String> = status
-                    .iter()
-                    .filter(|(n, _)| g.node(**n).kind == NodeKind::CallSite)
-                    .filter_map(|(n, c)| {
-                        let name = g
-                            .node(*n)
-                            .call
-                            .as_ref()?
-                            .name
-                            .clone()
-                            .unwrap_or_else(|| "(indirect)".into());
-                        // A call-site node ends with its call: its last line is the call's.
-                        let line = g.node(*n).lines().last()?;
-                        let mark = match c {
-                            Coverage::Yes => "yes",
-                            Coverage::No => "no",
-                            Coverage::Maybe => "?",
-                        };
-                        Some(format!("{name}@{line}: {mark}"))
-                    })
-                    .collect();
-                if !covered.is_empty() {
-                    md.push_str(&format!(
-                        "Call sites in this activation: {}\n\n",
-                        covered.join(", ")
-                    ));
-                }
-            }
-            code_block(
-                &mut md,
-                "CSI trace (the instrumentation's state)",
-                &var_lines(f.variables.iter().filter(|v| is_instrumentation(&v.name))),
-            );
+        } else if let Some(n) = &f.path_note {
+            md.push_str(&format!("Path trace: {n}\n\n"));
         }
+        let covered: Vec<String> = views::call_sites(s, f)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| {
+                let mark = match c.ran {
+                    Coverage::Yes => "yes",
+                    Coverage::No => "no",
+                    Coverage::Maybe => "?",
+                };
+                let name = c.name.unwrap_or_else(|| "(indirect)".into());
+                format!("{name}@{}: {mark}", c.line)
+            })
+            .collect();
+        if !covered.is_empty() {
+            md.push_str(&format!(
+                "Call sites in this activation: {}\n\n",
+                covered.join(", ")
+            ));
+        }
+        code_block(
+            &mut md,
+            "CSI trace (the instrumentation's state)",
+            &var_lines(f.variables.iter().filter(|v| is_instrumentation(&v.name))),
+        );
     }
     if md.is_empty() {
         // On a function's declaration: its frames, and its counts globally.
-        for f in s
-            .functions
-            .iter()
-            .filter(|f| f.line == line1 && keys.contains(&f.file.as_str()))
-        {
-            md.push_str(&format!("**{}**", f.name));
+        for f in views::functions_declared_on(s, keys, line1) {
+            md.push_str(&format!("**{}**", f.function.name));
             let views::LineCounts {
                 must: m,
                 may: y,
                 never: n,
-            } = views::LineCounts::of(s.global.get(&f.file), f.first, f.last);
+            } = f.global;
             md.push_str(&format!(
                 " — globally: must {m} · may {y} · never {n} lines\n\n"
             ));
-            for (ti, t) in s.threads.iter().enumerate() {
-                let ks: Vec<String> = t
-                    .frames
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, fr)| fr.graph_function == Some(f.id))
-                    .map(|(k, _)| format!("#{k}"))
-                    .take(20)
-                    .collect();
-                if !ks.is_empty() {
-                    md.push_str(&format!(
-                        "On the stack of thread {} as frame {}\n\n",
-                        ti + 1,
-                        ks.join(", ")
-                    ));
-                }
+            for (ti, ks) in f.frames {
+                let ks: Vec<String> = ks.iter().take(20).map(|k| format!("#{k}")).collect();
+                md.push_str(&format!(
+                    "On the stack of thread {} as frame {}\n\n",
+                    ti + 1,
+                    ks.join(", ")
+                ));
             }
         }
     }
     if md.is_empty() {
         // Status of the line and why.
-        let key = keys
-            .iter()
-            .find(|k| s.global.get(**k).is_some_and(|l| l.status(line1).is_some()))?;
-        let (global, local) = s.lines_of(key, sel);
-        let gs = global.and_then(|l| l.status(line1));
-        md.push_str(&format!("CSI: **{}** before the crash", status_word(gs)));
-        if let Some(ls) = local.and_then(|l| l.status(line1)) {
+        let ev = views::line_evidence(s, sel, keys, line1)?;
+        md.push_str(&format!(
+            "CSI: **{}** before the crash",
+            status_word(ev.global)
+        ));
+        if let Some(ls) = ev.local {
             md.push_str(&format!(
                 " · in frame #{}: **{}**",
                 sel.frame,
@@ -807,31 +738,22 @@ pub fn hover(
             ));
         }
         md.push_str("\n\n");
-        let g = &s.graph;
-        let nodes = csi_analysis::nodes_on_line(g, key, line1);
-        let mut why = Vec::new();
-        for n in nodes {
-            if let Some(&ran) = s.report.global_coverage.get(&n) {
-                let what = match g.node(n).call.as_ref().and_then(|c| c.name.clone()) {
-                    Some(c) => format!(
-                        "call site `{c}()` covered: {}",
-                        if ran { "yes" } else { "no" }
-                    ),
-                    None => format!("coverage bit: {}", if ran { "set" } else { "clear" }),
-                };
-                why.push(what);
-            }
-            if s.threads.iter().any(|t| {
-                t.frames
-                    .iter()
-                    .any(|f| f.path.iter().any(|st| st.node == n))
-            }) {
-                why.push("on a frame's path trace".into());
-            }
-        }
-        why.dedup();
+        let mut why: Vec<String> = ev
+            .evidence
+            .iter()
+            .map(|e| match e {
+                views::Evidence::CallSite { name, ran } => format!(
+                    "call site `{name}()` covered: {}",
+                    if *ran { "yes" } else { "no" }
+                ),
+                views::Evidence::CoverageBit(ran) => {
+                    format!("coverage bit: {}", if *ran { "set" } else { "clear" })
+                }
+                views::Evidence::OnPathTrace => "on a frame's path trace".into(),
+            })
+            .collect();
         if why.is_empty() {
-            why.push(match gs {
+            why.push(match ev.global {
                 Some(LineStatus::Never) => {
                     "no execution consistent with the stack and traces reaches it".into()
                 }
@@ -843,13 +765,17 @@ pub fn hover(
         }
         md.push_str(&format!("Why: {}", why.join("; ")));
     }
-    Some(Hover {
+    Some(markdown_hover(md))
+}
+
+fn markdown_hover(md: String) -> Hover {
+    Hover {
         contents: HoverContents::Markup(MarkupContent {
             kind: MarkupKind::Markdown,
             value: md,
         }),
         range: None,
-    })
+    }
 }
 
 /// `csi/slice`'s result (docs/protocol.md); lines 0-based.

@@ -1,14 +1,18 @@
 //! What the editor shows of a session, as plain data: in a file, the lines where frames stopped,
 //! the selected frame's path steps and branch outcomes, every line's status, each function's
-//! frames with their line counts. Lines are the session's (1-based) and files are its keys;
-//! nothing here knows LSP: [`crate::to_proto`] only turns these into hints, lenses and hovers.
+//! frames with their line counts; for hovers, the variable under the cursor, a frame's call
+//! sites, and the evidence for a line's status. Lines are the session's (1-based) and files
+//! are its keys; nothing here knows LSP: [`crate::to_proto`] only turns these into hints,
+//! lenses and hovers.
 
 use std::collections::BTreeMap;
 
 use csi_analysis::FileLines;
 use csi_model::{Coverage, LineStatus, NodeKind};
 
-use crate::session::{FunctionView, Selection, Session};
+use csi_dump::dwarf::Variable;
+
+use crate::session::{FrameView, FunctionView, Selection, Session};
 
 /// How many lines of a span must, may and never have run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,7 +66,7 @@ pub enum FrameMark {
 /// calls by line, thread and callee.
 pub fn frame_marks(s: &Session, keys: &[&str]) -> Vec<FrameMark> {
     let in_file = |f: &Option<String>| f.as_deref().is_some_and(|f| keys.contains(&f));
-    let callee_of = |frames: &[crate::session::FrameView], k: usize| {
+    let callee_of = |frames: &[FrameView], k: usize| {
         let callee = frames
             .get(k.wrapping_sub(1))
             .and_then(|x| x.function.as_deref())
@@ -294,4 +298,190 @@ pub fn function_frames<'a>(
         });
     }
     out
+}
+
+// ---- Hover ----
+
+/// The variable `name` hovered on a line: of the selected frame when it holds the line, else of
+/// the frames stopped on the line, else of the frames whose function holds it (innermost scope
+/// first: a block's local shadows an argument of the same name).
+pub fn variable_at<'a>(
+    s: &'a Session,
+    sel: Selection,
+    keys: &[&str],
+    line1: u32,
+    name: &str,
+) -> Option<(usize, usize, &'a Variable)> {
+    let in_file = |f: &FrameView| f.file.as_deref().is_some_and(|x| keys.contains(&x));
+    let holds_line = |f: &FrameView| {
+        in_file(f)
+            && (f.line == Some(line1)
+                || s.functions.iter().any(|fv| {
+                    Some(fv.id) == f.graph_function && fv.first <= line1 && line1 <= fv.last
+                }))
+    };
+    let mut candidates: Vec<(usize, usize)> = Vec::new();
+    if s.frame(sel).is_some_and(holds_line) {
+        candidates.push((sel.thread, sel.frame));
+    }
+    for pass_on_line in [true, false] {
+        for (ti, t) in s.threads.iter().enumerate() {
+            for (k, f) in t.frames.iter().enumerate() {
+                let ok = if pass_on_line {
+                    in_file(f) && f.line == Some(line1)
+                } else {
+                    holds_line(f)
+                };
+                if ok && !candidates.contains(&(ti, k)) {
+                    candidates.push((ti, k));
+                }
+            }
+        }
+    }
+    candidates.into_iter().find_map(|(ti, k)| {
+        let f = &s.threads[ti].frames[k];
+        let v = f.variables.iter().rev().find(|v| v.name == name)?;
+        Some((ti, k, v))
+    })
+}
+
+/// Frames (thread, frame) stopped on a line of the file.
+pub fn frames_on_line(s: &Session, keys: &[&str], line1: u32) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for (ti, t) in s.threads.iter().enumerate() {
+        for (k, f) in t.frames.iter().enumerate() {
+            if f.line == Some(line1) && f.file.as_deref().is_some_and(|x| keys.contains(&x)) {
+                out.push((ti, k));
+            }
+        }
+    }
+    out
+}
+
+/// A call site of a frame's activation and whether it ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    /// The called function; `None`: an indirect call.
+    pub name: Option<String>,
+    /// The call's line (a call-site node ends with its call).
+    pub line: u32,
+    pub ran: Coverage,
+}
+
+/// The call sites of a frame's activation, by node (`None` when the frame has no analysis).
+pub fn call_sites(s: &Session, f: &FrameView) -> Option<Vec<CallSite>> {
+    let status = s.frame_status(f)?;
+    let g = &s.graph;
+    Some(
+        status
+            .iter()
+            .filter(|(n, _)| g.node(**n).kind == NodeKind::CallSite)
+            .filter_map(|(n, c)| {
+                let call = g.node(*n).call.as_ref()?;
+                Some(CallSite {
+                    name: call.name.clone(),
+                    line: g.node(*n).lines().last()?,
+                    ran: *c,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// A function declared on a line, its global counts and its frames on every stack.
+#[derive(Clone, Debug)]
+pub struct FunctionOnStacks<'a> {
+    pub function: &'a FunctionView,
+    pub global: LineCounts,
+    /// (thread, its frames of the function innermost first) for threads that have some.
+    pub frames: Vec<(usize, Vec<usize>)>,
+}
+
+/// The functions of the file declared on a line.
+pub fn functions_declared_on<'a>(
+    s: &'a Session,
+    keys: &[&str],
+    line1: u32,
+) -> Vec<FunctionOnStacks<'a>> {
+    s.functions
+        .iter()
+        .filter(|f| f.line == line1 && keys.contains(&f.file.as_str()))
+        .map(|f| FunctionOnStacks {
+            function: f,
+            global: LineCounts::of(s.global.get(&f.file), f.first, f.last),
+            frames: s
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(ti, t)| {
+                    let ks: Vec<usize> = t
+                        .frames
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, fr)| fr.graph_function == Some(f.id))
+                        .map(|(k, _)| k)
+                        .collect();
+                    (ti, ks)
+                })
+                .filter(|(_, ks)| !ks.is_empty())
+                .collect(),
+        })
+        .collect()
+}
+
+/// Why a line has its status: what the crash recorded about its code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// A call site's coverage bit: the call `name` ran or not.
+    CallSite { name: String, ran: bool },
+    /// Another coverage bit of the line's code: set or clear.
+    CoverageBit(bool),
+    /// The line's code is on a frame's path trace.
+    OnPathTrace,
+}
+
+/// A line's status, globally and in the selected frame, and the evidence for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineEvidence {
+    pub global: Option<LineStatus>,
+    pub local: Option<LineStatus>,
+    /// Node by node of the line, each piece once in a row.
+    pub evidence: Vec<Evidence>,
+}
+
+/// The status of a line and why, from the first file key that gives it one (`None`: none
+/// does).
+pub fn line_evidence(
+    s: &Session,
+    sel: Selection,
+    keys: &[&str],
+    line1: u32,
+) -> Option<LineEvidence> {
+    let key = keys
+        .iter()
+        .find(|k| s.global.get(**k).is_some_and(|l| l.status(line1).is_some()))?;
+    let (global, local) = s.lines_of(key, sel);
+    let g = &s.graph;
+    let mut evidence = Vec::new();
+    for n in csi_analysis::nodes_on_line(g, key, line1) {
+        if let Some(&ran) = s.report.global_coverage.get(&n) {
+            evidence.push(match g.node(n).call.as_ref().and_then(|c| c.name.clone()) {
+                Some(name) => Evidence::CallSite { name, ran },
+                None => Evidence::CoverageBit(ran),
+            });
+        }
+        if s.threads.iter().any(|t| {
+            t.frames
+                .iter()
+                .any(|f| f.path.iter().any(|st| st.node == n))
+        }) {
+            evidence.push(Evidence::OnPathTrace);
+        }
+    }
+    evidence.dedup();
+    Some(LineEvidence {
+        global: global.and_then(|l| l.status(line1)),
+        local: local.and_then(|l| l.status(line1)),
+        evidence,
+    })
 }
