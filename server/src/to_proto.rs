@@ -312,14 +312,7 @@ pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> 
 
 /// Never-executed lines as faded hints.
 pub fn diagnostics(s: &Session, keys: &[&str], text: &Text<'_>) -> Vec<Diagnostic> {
-    let mut lines: Vec<u32> = keys
-        .iter()
-        .filter_map(|k| s.global.get(*k))
-        .flat_map(|l| l.never.iter().copied())
-        .collect();
-    lines.sort_unstable();
-    lines.dedup();
-    lines
+    views::never_lines(s, keys)
         .into_iter()
         .map(|l| Diagnostic {
             range: Range::new(Position::new(l - 1, 0), eol(text, l)),
@@ -355,30 +348,16 @@ pub fn line_states(
     uri: &Uri,
     version: Option<i32>,
 ) -> lsp_ext::LineStatesParams {
-    let merge = |pick: &dyn Fn(&str) -> Option<FileLines>| {
-        let mut acc = FileLines::default();
-        for k in keys {
-            if let Some(l) = pick(k) {
-                acc.must.extend(l.must);
-                acc.may.extend(l.may);
-                acc.never.extend(l.never);
-                acc.partial.extend(l.partial);
-            }
-        }
-        acc
-    };
-    let global = merge(&|k| s.global.get(k).cloned());
-    let local = merge(&|k| s.lines_of(k, sel).1.cloned());
+    let lines = views::document_lines(s, sel, keys);
     lsp_ext::LineStatesParams {
         uri: uri.as_str().to_string(),
         version,
-        lines: line_sets(&global),
-        frame: s
-            .frame(sel)
-            .and_then(|f| f.analysis)
-            .map(|_| lsp_ext::FrameLineStates {
-                thread: sel.thread,
-                frame: sel.frame,
+        lines: line_sets(&lines.global),
+        frame: lines
+            .frame
+            .map(|(thread, frame, local)| lsp_ext::FrameLineStates {
+                thread,
+                frame,
                 lines: line_sets(&local),
             }),
         stale: false,

@@ -228,6 +228,52 @@ pub fn line_states(s: &Session, sel: Selection, key: &str) -> Vec<LineState> {
         .collect()
 }
 
+/// A document's lines, whatever file keys name it: the global answer and, when the selected
+/// frame has an analysis, the frame's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DocumentLines {
+    pub global: FileLines,
+    /// The selected frame's (thread, frame) and lines.
+    pub frame: Option<(usize, usize, FileLines)>,
+}
+
+/// The lines of the keys concatenated, key after key.
+fn merged(keys: &[&str], pick: impl Fn(&str) -> Option<FileLines>) -> FileLines {
+    let mut acc = FileLines::default();
+    for k in keys {
+        if let Some(l) = pick(k) {
+            acc.must.extend(l.must);
+            acc.may.extend(l.may);
+            acc.never.extend(l.never);
+            acc.partial.extend(l.partial);
+        }
+    }
+    acc
+}
+
+/// The lines of a document (the file keys that resolve to it).
+pub fn document_lines(s: &Session, sel: Selection, keys: &[&str]) -> DocumentLines {
+    DocumentLines {
+        global: merged(keys, |k| s.global.get(k).cloned()),
+        frame: s.frame(sel).and_then(|f| f.analysis).map(|_| {
+            let local = merged(keys, |k| s.lines_of(k, sel).1.cloned());
+            (sel.thread, sel.frame, local)
+        }),
+    }
+}
+
+/// The never-executed lines of a document, sorted, each once.
+pub fn never_lines(s: &Session, keys: &[&str]) -> Vec<u32> {
+    let mut lines: Vec<u32> = keys
+        .iter()
+        .filter_map(|k| s.global.get(*k))
+        .flat_map(|l| l.never.iter().copied())
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    lines
+}
+
 /// Frames of one function that get their own lens.
 pub const MAX_FRAME_LENSES: usize = 5;
 
