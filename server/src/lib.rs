@@ -24,7 +24,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService};
 
 use config::Config;
-use lsp_ext::{Args, Command};
+use lsp_ext::{Args, CsiCommand};
 use session::{Selection, Session};
 use to_proto::Text;
 
@@ -88,8 +88,8 @@ macro_rules! csi_requests {
                 async fn $handler(
                     &self,
                     Args(p): Args<lsp_ext::$req>,
-                ) -> Result<<lsp_ext::$req as Command>::Result> {
-                    isolated(<lsp_ext::$req as Command>::COMMAND, self.$run(p)).await
+                ) -> Result<<lsp_ext::$req as CsiCommand>::Result> {
+                    isolated(<lsp_ext::$req as CsiCommand>::COMMAND, self.$run(p)).await
                 }
             )*
 
@@ -97,10 +97,10 @@ macro_rules! csi_requests {
             /// params, the same method, the result as JSON.
             async fn run_command(&self, name: &str, args: Value) -> Result<Value> {
                 match name {
-                    $(<lsp_ext::$req as Command>::COMMAND => {
+                    $(<lsp_ext::$req as CsiCommand>::COMMAND => {
                         command::<lsp_ext::$req, _>(args, |p| self.$run(p)).await
                     })*
-                    <lsp_ext::Clear as Command>::COMMAND => {
+                    <lsp_ext::Clear as CsiCommand>::COMMAND => {
                         command::<lsp_ext::Clear, _>(args, |p| self.clear(p)).await
                     }
                     _ => isolated(name, self.unknown_command(name)).await,
@@ -127,22 +127,22 @@ csi_requests! {
 /// Commands (`workspace/executeCommand`); all but `csi.clear` are also the custom requests
 /// `csi/<name>`. In this order in the `initialize` result.
 pub const COMMANDS: &[&str] = &[
-    <lsp_ext::OpenCrash as Command>::COMMAND,
-    <lsp_ext::OpenReport as Command>::COMMAND,
-    <lsp_ext::SelectFrame as Command>::COMMAND,
-    <lsp_ext::StepPath as Command>::COMMAND,
-    <lsp_ext::Stack as Command>::COMMAND,
-    <lsp_ext::PathTrace as Command>::COMMAND,
-    <lsp_ext::Query as Command>::COMMAND,
-    <lsp_ext::Slice as Command>::COMMAND,
-    <lsp_ext::Clear as Command>::COMMAND,
-    <lsp_ext::CrashBuckets as Command>::COMMAND,
-    <lsp_ext::BucketCrashes as Command>::COMMAND,
-    <lsp_ext::BucketLineStates as Command>::COMMAND,
+    <lsp_ext::OpenCrash as CsiCommand>::COMMAND,
+    <lsp_ext::OpenReport as CsiCommand>::COMMAND,
+    <lsp_ext::SelectFrame as CsiCommand>::COMMAND,
+    <lsp_ext::StepPath as CsiCommand>::COMMAND,
+    <lsp_ext::Stack as CsiCommand>::COMMAND,
+    <lsp_ext::PathTrace as CsiCommand>::COMMAND,
+    <lsp_ext::Query as CsiCommand>::COMMAND,
+    <lsp_ext::Slice as CsiCommand>::COMMAND,
+    <lsp_ext::Clear as CsiCommand>::COMMAND,
+    <lsp_ext::CrashBuckets as CsiCommand>::COMMAND,
+    <lsp_ext::BucketCrashes as CsiCommand>::COMMAND,
+    <lsp_ext::BucketLineStates as CsiCommand>::COMMAND,
 ];
 
 /// Runs command `R` with the params in `args` (see [`lsp_ext::parse`]), isolated from panics.
-async fn command<R: Command, F>(args: Value, run: impl FnOnce(R::Params) -> F) -> Result<Value>
+async fn command<R: CsiCommand, F>(args: Value, run: impl FnOnce(R::Params) -> F) -> Result<Value>
 where
     F: std::future::Future<Output = Result<R::Result>>,
 {

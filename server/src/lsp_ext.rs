@@ -15,7 +15,7 @@ use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::request::Request;
 
 /// A message that also runs as the command `csi.<name>` of `workspace/executeCommand`.
-pub trait Command {
+pub trait CsiCommand {
     type Params: DeserializeOwned;
     type Result: Serialize;
     /// The command's name (`csi.stack`).
@@ -27,9 +27,9 @@ pub trait Command {
 /// Params of `R` as a handler takes them: the object, or the array holding it as
 /// `workspace/executeCommand`'s `arguments` do (the first element; an empty array or `null`
 /// is `{}`). Params that do not parse are an error naming the command and the shape expected.
-pub struct Args<R: Command>(pub R::Params);
+pub struct Args<R: CsiCommand>(pub R::Params);
 
-impl<'de, R: Command> Deserialize<'de> for Args<R> {
+impl<'de, R: CsiCommand> Deserialize<'de> for Args<R> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         parse::<R>(Value::deserialize(d)?)
             .map(Args)
@@ -38,7 +38,7 @@ impl<'de, R: Command> Deserialize<'de> for Args<R> {
 }
 
 /// The params of `R` from a request's `params` or a command's `arguments` (see [`Args`]).
-pub fn parse<R: Command>(v: Value) -> Result<R::Params, String> {
+pub fn parse<R: CsiCommand>(v: Value) -> Result<R::Params, String> {
     let v = match v {
         Value::Array(a) => a.into_iter().next().unwrap_or(Value::Null),
         v => v,
@@ -51,7 +51,7 @@ pub fn parse<R: Command>(v: Value) -> Result<R::Params, String> {
     serde_json::from_value(v).map_err(|e| format!("{} {}: {e}", R::COMMAND, R::SHAPE))
 }
 
-/// Declares a request that is also a command: its marker type, `Request` and `Command`.
+/// Declares a request that is also a command: its marker type, `Request` and `CsiCommand`.
 macro_rules! request {
     ($(#[$doc:meta])* $name:ident, $method:literal, $command:literal, $params:ty => $result:ty, $shape:literal) => {
         $(#[$doc])*
@@ -63,7 +63,7 @@ macro_rules! request {
             const METHOD: &'static str = $method;
         }
 
-        impl Command for $name {
+        impl CsiCommand for $name {
             type Params = $params;
             type Result = $result;
             const COMMAND: &'static str = $command;
@@ -106,7 +106,7 @@ pub struct OpenReportParams {
 /// `csi.clear` (a command only): closes the crash; answers `null`.
 pub enum Clear {}
 
-impl Command for Clear {
+impl CsiCommand for Clear {
     type Params = ClearParams;
     type Result = ();
     const COMMAND: &'static str = "csi.clear";
@@ -615,8 +615,8 @@ mod tests {
     /// Every request `csi/<name>` is the command `csi.<name>`.
     #[test]
     fn methods_are_their_commands() {
-        fn same<R: Request + Command>() {
-            assert_eq!(R::METHOD.replace('/', "."), <R as Command>::COMMAND);
+        fn same<R: Request + CsiCommand>() {
+            assert_eq!(R::METHOD.replace('/', "."), <R as CsiCommand>::COMMAND);
         }
         same::<OpenCrash>();
         same::<OpenReport>();
