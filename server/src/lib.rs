@@ -789,14 +789,13 @@ impl LanguageServer for Backend {
                     commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
                     ..Default::default()
                 }),
-                experimental: Some(json!({"csi": {
-                    "lineStates": true,
-                    "version": 1,
-                    // A crash (from `.csi.toml` or the settings) is opened after `initialized`;
-                    // `csi/stack` then answers it (waiting for the open): a client shows it
-                    // without waiting for a source file to be opened.
-                    "crashAtStart": crash_at_start,
-                }})),
+                experimental: Some(json!(lsp_ext::ExperimentalCapabilities {
+                    csi: lsp_ext::CsiCapabilities {
+                        line_states: true,
+                        version: 1,
+                        crash_at_start,
+                    },
+                })),
                 ..Default::default()
             },
             ..Default::default()

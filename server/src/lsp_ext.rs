@@ -76,6 +76,27 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+// ---- Capabilities ----
+
+/// What the server puts under `capabilities.experimental` in its `initialize` result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExperimentalCapabilities {
+    pub csi: CsiCapabilities,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CsiCapabilities {
+    /// The server sends `csi/lineStates` to clients that set `lineStates`.
+    pub line_states: bool,
+    /// The version of these messages.
+    pub version: u32,
+    /// A crash (from `.csi.toml` or the settings) is opened after `initialized`; `csi/stack`
+    /// then answers it (waiting for the open): a client shows it without waiting for a source
+    /// file to be opened.
+    pub crash_at_start: bool,
+}
+
 // ---- Opening a crash ----
 
 request! {
