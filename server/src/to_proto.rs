@@ -918,80 +918,45 @@ pub fn bucket_crashes(
     }
 }
 
-fn zero_based<'a>(lines: impl IntoIterator<Item = &'a u32>) -> Vec<u32> {
-    let mut v: Vec<u32> = lines
-        .into_iter()
-        .filter(|&&l| l > 0)
-        .map(|l| l - 1)
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+/// 0-based lines of 1-based ones (line 0, unknown, left out).
+fn zero_based(lines: &std::collections::BTreeSet<u32>) -> Vec<u32> {
+    lines.iter().filter(|&&l| l > 0).map(|l| l - 1).collect()
 }
 
 pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> lsp_ext::BucketLineStatesResult {
-    // Keys that resolve to one file are one entry (as a crash's line states are per file);
-    // keys not found in the workspace keep their own entry with `uri` null.
-    let mut by_file: BTreeMap<String, (Option<String>, Vec<&str>)> = BTreeMap::new();
-    for (k, p) in &b.sources {
-        let (name, uri) = match p {
-            Some(p) => (
-                p.display().to_string(),
-                Uri::from_file_path(p).map(|u| u.as_str().to_string()),
-            ),
-            None => (k.clone(), None),
-        };
-        by_file.entry(name).or_insert((uri, Vec::new())).1.push(k);
-    }
-    let empty = std::collections::BTreeSet::new();
-    let of = |set: &csi_triage::FileLineSet, keys: &[&str]| -> Vec<u32> {
-        zero_based(
-            keys.iter()
-                .flat_map(|k| set.get(*k).unwrap_or(&empty).iter()),
-        )
-    };
-    let files = by_file
+    let files = b
+        .files()
         .into_iter()
-        .map(|(file, (uri, keys))| {
-            let (suspicious, failing_only, passing_only) = match &b.passing {
-                Some(p) => {
-                    let mut s: Vec<lsp_ext::SuspiciousLine> = p
-                        .suspicious
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, s)| keys.contains(&s.file.as_str()) && s.line > 0)
-                        .map(|(i, s)| lsp_ext::SuspiciousLine {
-                            line: s.line - 1,
-                            ochiai: s.ochiai,
-                            failed: s.failed,
-                            passed: s.passed,
-                            on_stack: s.on_stack,
-                            rank: i + 1,
-                        })
-                        .collect();
-                    s.sort_by_key(|x| (x.line, x.rank));
-                    s.dedup_by_key(|x| x.line);
-                    s.sort_by_key(|x| x.rank);
-                    (s, of(&p.failing_only, &keys), of(&p.passing_only, &keys))
-                }
-                None => Default::default(),
-            };
-            lsp_ext::BucketFile {
-                uri,
-                version: None,
-                file,
-                keys: keys.iter().map(|k| k.to_string()).collect(),
-                lines: lsp_ext::LineSets {
-                    must: of(&b.bucket.must_in_all, &keys),
-                    may: Vec::new(),
-                    never: of(&b.bucket.never_in_any, &keys),
-                    partial: Vec::new(),
-                },
-                frame: None,
-                suspicious,
-                failing_only,
-                passing_only,
-            }
+        .map(|f| lsp_ext::BucketFile {
+            uri: f
+                .path
+                .as_ref()
+                .and_then(Uri::from_file_path)
+                .map(|u| u.as_str().to_string()),
+            version: None,
+            file: f.file,
+            keys: f.keys,
+            lines: lsp_ext::LineSets {
+                must: zero_based(&f.must_in_all),
+                may: Vec::new(),
+                never: zero_based(&f.never_in_any),
+                partial: Vec::new(),
+            },
+            frame: None,
+            suspicious: f
+                .suspicious
+                .into_iter()
+                .map(|(rank, s)| lsp_ext::SuspiciousLine {
+                    line: s.line - 1,
+                    ochiai: s.ochiai,
+                    failed: s.failed,
+                    passed: s.passed,
+                    on_stack: s.on_stack,
+                    rank,
+                })
+                .collect(),
+            failing_only: zero_based(&f.failing_only),
+            passing_only: zero_based(&f.passing_only),
         })
         .collect();
     lsp_ext::BucketLineStatesResult {
