@@ -5,7 +5,7 @@
 //! answers. Everything here blocks (SQLite, the sync PostgreSQL client): the handlers run it
 //! off the runtime.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use csi_triage::store::{redacted, Store, StoredBucket, StoredCrash};
@@ -138,7 +138,7 @@ pub fn bucket_crashes(
 }
 
 /// A suspicious line of `csi triage --passing` (the bucket's `extra.passing.suspicious`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Suspicious {
     pub file: String,
     pub line: u32,
@@ -184,6 +184,82 @@ pub struct BucketLines {
     pub passing: Option<Passing>,
     pub sources: BTreeMap<String, Option<PathBuf>>,
     pub notices: Vec<String>,
+}
+
+/// One file of a bucket: the source file keys that resolve to it, and its lines (1-based,
+/// sorted, each once).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketFileLines {
+    /// The workspace file, or the key itself when it is not found.
+    pub file: String,
+    pub path: Option<PathBuf>,
+    pub keys: Vec<String>,
+    /// Ran in every crash of the bucket / in none.
+    pub must_in_all: BTreeSet<u32>,
+    pub never_in_any: BTreeSet<u32>,
+    /// With passing-run results: the file's suspicious lines, most suspicious first, each
+    /// line once with its best rank in the bucket (1 = most suspicious).
+    pub suspicious: Vec<(usize, Suspicious)>,
+    pub failing_only: BTreeSet<u32>,
+    pub passing_only: BTreeSet<u32>,
+}
+
+impl BucketLines {
+    /// The bucket's lines per file: keys that resolve to one file are one entry (as a crash's
+    /// line states are per file); keys not found in the workspace keep their own, by name.
+    pub fn files(&self) -> Vec<BucketFileLines> {
+        let mut by_file: BTreeMap<String, (Option<PathBuf>, Vec<&str>)> = BTreeMap::new();
+        for (k, p) in &self.sources {
+            let name = match p {
+                Some(p) => p.display().to_string(),
+                None => k.clone(),
+            };
+            by_file
+                .entry(name)
+                .or_insert((p.clone(), Vec::new()))
+                .1
+                .push(k);
+        }
+        let of = |set: &FileLineSet, keys: &[&str]| -> BTreeSet<u32> {
+            keys.iter()
+                .filter_map(|k| set.get(*k))
+                .flatten()
+                .copied()
+                .collect()
+        };
+        by_file
+            .into_iter()
+            .map(|(file, (path, keys))| {
+                let (suspicious, failing_only, passing_only) = match &self.passing {
+                    Some(p) => {
+                        // Line 0: the line is unknown.
+                        let mut s: Vec<(usize, Suspicious)> = p
+                            .suspicious
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, s)| keys.contains(&s.file.as_str()) && s.line > 0)
+                            .map(|(i, s)| (i + 1, s.clone()))
+                            .collect();
+                        s.sort_by_key(|(rank, x)| (x.line, *rank));
+                        s.dedup_by_key(|(_, x)| x.line);
+                        s.sort_by_key(|(rank, _)| *rank);
+                        (s, of(&p.failing_only, &keys), of(&p.passing_only, &keys))
+                    }
+                    None => Default::default(),
+                };
+                BucketFileLines {
+                    file,
+                    path,
+                    keys: keys.iter().map(|k| k.to_string()).collect(),
+                    must_in_all: of(&self.bucket.must_in_all, &keys),
+                    never_in_any: of(&self.bucket.never_in_any, &keys),
+                    suspicious,
+                    failing_only,
+                    passing_only,
+                }
+            })
+            .collect()
+    }
 }
 
 pub fn bucket_lines(

@@ -1,13 +1,17 @@
 //! `csi-lsp`: the crash analysis in any LSP editor (DESIGN §7). Only this crate knows LSP;
-//! [`session`] holds an opened crash as plain data, [`to_proto`] converts it, and the handlers
-//! below are thin. The session is immutable and swapped whole when a crash is (re)opened.
+//! [`session`] holds an opened crash as plain data, [`views`] computes what the editor shows of
+//! it (still plain data), [`lsp_ext`] types CSI's own messages, [`to_proto`] converts into LSP
+//! and those types, and the handlers below are thin. The session is immutable and swapped
+//! whole when a crash is (re)opened.
 
 pub mod config;
 pub mod crashes;
 pub mod dap;
 mod disasm;
+pub mod lsp_ext;
 pub mod session;
 pub mod to_proto;
+pub mod views;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -15,36 +19,14 @@ use std::sync::{Arc, Mutex, RwLock};
 use dashmap::DashMap;
 use serde_json::{json, Value};
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::request::Request;
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService};
 
 use config::Config;
+use lsp_ext::{Args, CsiCommand};
 use session::{Selection, Session};
 use to_proto::Text;
-
-/// Commands, also reachable as custom requests `csi/<name>`.
-pub const COMMANDS: &[&str] = &[
-    "csi.openCrash",
-    "csi.openReport",
-    "csi.selectFrame",
-    "csi.stepPath",
-    "csi.stack",
-    "csi.pathTrace",
-    "csi.query",
-    "csi.slice",
-    "csi.clear",
-    "csi.crashBuckets",
-    "csi.bucketCrashes",
-    "csi.bucketLineStates",
-];
-
-/// The commands that read the crash store (`crashStore`): they need no open crash and do not
-/// wait for the one opened at start.
-const STORE_COMMANDS: &[&str] = &[
-    "csi.crashBuckets",
-    "csi.bucketCrashes",
-    "csi.bucketLineStates",
-];
 
 struct Doc {
     version: i32,
@@ -86,50 +68,91 @@ pub struct Backend {
     state: Arc<State>,
 }
 
-/// The service with every custom method registered; serve it over stdio or any transport.
-pub fn service() -> (LspService<Backend>, ClientSocket) {
-    LspService::build(|client| Backend {
-        client,
-        state: Arc::new(State::default()),
-    })
-    .custom_method("csi/stack", Backend::stack_request)
-    .custom_method("csi/selectFrame", Backend::select_frame_request)
-    .custom_method("csi/stepPath", Backend::step_path_request)
-    .custom_method("csi/pathTrace", Backend::path_trace_request)
-    .custom_method("csi/query", Backend::query_request)
-    .custom_method("csi/slice", Backend::slice_request)
-    .custom_method("csi/openCrash", Backend::open_crash_request)
-    .custom_method("csi/openReport", Backend::open_report_request)
-    .custom_method("csi/crashBuckets", Backend::crash_buckets_request)
-    .custom_method("csi/bucketCrashes", Backend::bucket_crashes_request)
-    .custom_method("csi/bucketLineStates", Backend::bucket_line_states_request)
-    .finish()
-}
+/// Declares every custom request with the method that runs it: the handler registered for
+/// `csi/<name>`, and the dispatch of the command `csi.<name>` to the same method.
+macro_rules! csi_requests {
+    ($($req:ident => $handler:ident: $run:ident),* $(,)?) => {
+        /// The service with every custom method registered; serve it over stdio or any
+        /// transport.
+        pub fn service() -> (LspService<Backend>, ClientSocket) {
+            LspService::build(|client| Backend {
+                client,
+                state: Arc::new(State::default()),
+            })
+            $(.custom_method(<lsp_ext::$req as Request>::METHOD, Backend::$handler))*
+            .finish()
+        }
 
-macro_rules! custom_requests {
-    ($($method:ident => $command:literal),* $(,)?) => {
         impl Backend {
             $(
-                async fn $method(&self, params: Value) -> Result<Value> {
-                    self.command($command, params).await
+                async fn $handler(
+                    &self,
+                    Args(p): Args<lsp_ext::$req>,
+                ) -> Result<<lsp_ext::$req as CsiCommand>::Result> {
+                    isolated(<lsp_ext::$req as CsiCommand>::COMMAND, self.$run(p)).await
                 }
             )*
+
+            /// `workspace/executeCommand`: the command's first argument as the request's
+            /// params, the same method, the result as JSON.
+            async fn run_command(&self, name: &str, args: Value) -> Result<Value> {
+                match name {
+                    $(<lsp_ext::$req as CsiCommand>::COMMAND => {
+                        command::<lsp_ext::$req, _>(args, |p| self.$run(p)).await
+                    })*
+                    <lsp_ext::Clear as CsiCommand>::COMMAND => {
+                        command::<lsp_ext::Clear, _>(args, |p| self.clear(p)).await
+                    }
+                    _ => isolated(name, self.unknown_command(name)).await,
+                }
+            }
         }
     };
 }
 
-custom_requests! {
-    stack_request => "csi.stack",
-    select_frame_request => "csi.selectFrame",
-    step_path_request => "csi.stepPath",
-    path_trace_request => "csi.pathTrace",
-    query_request => "csi.query",
-    slice_request => "csi.slice",
-    open_crash_request => "csi.openCrash",
-    open_report_request => "csi.openReport",
-    crash_buckets_request => "csi.crashBuckets",
-    bucket_crashes_request => "csi.bucketCrashes",
-    bucket_line_states_request => "csi.bucketLineStates",
+csi_requests! {
+    OpenCrash => open_crash_request: open_crash,
+    OpenReport => open_report_request: open_report,
+    SelectFrame => select_frame_request: select_frame,
+    StepPath => step_path_request: step_path,
+    Stack => stack_request: stack,
+    PathTrace => path_trace_request: path_trace,
+    Query => query_request: query,
+    Slice => slice_request: slice,
+    CrashBuckets => crash_buckets_request: crash_buckets,
+    BucketCrashes => bucket_crashes_request: bucket_crashes,
+    BucketLineStates => bucket_line_states_request: bucket_line_states,
+}
+
+/// Commands (`workspace/executeCommand`); all but `csi.clear` are also the custom requests
+/// `csi/<name>`. In this order in the `initialize` result.
+pub const COMMANDS: &[&str] = &[
+    <lsp_ext::OpenCrash as CsiCommand>::COMMAND,
+    <lsp_ext::OpenReport as CsiCommand>::COMMAND,
+    <lsp_ext::SelectFrame as CsiCommand>::COMMAND,
+    <lsp_ext::StepPath as CsiCommand>::COMMAND,
+    <lsp_ext::Stack as CsiCommand>::COMMAND,
+    <lsp_ext::PathTrace as CsiCommand>::COMMAND,
+    <lsp_ext::Query as CsiCommand>::COMMAND,
+    <lsp_ext::Slice as CsiCommand>::COMMAND,
+    <lsp_ext::Clear as CsiCommand>::COMMAND,
+    <lsp_ext::CrashBuckets as CsiCommand>::COMMAND,
+    <lsp_ext::BucketCrashes as CsiCommand>::COMMAND,
+    <lsp_ext::BucketLineStates as CsiCommand>::COMMAND,
+];
+
+/// Runs command `R` with the params in `args` (see [`lsp_ext::parse`]), isolated from panics.
+async fn command<R: CsiCommand, F>(args: Value, run: impl FnOnce(R::Params) -> F) -> Result<Value>
+where
+    F: std::future::Future<Output = Result<R::Result>>,
+{
+    let params = lsp_ext::parse::<R>(args).map_err(invalid)?;
+    let result = isolated(R::COMMAND, run(params)).await?;
+    serde_json::to_value(result).map_err(|e| Error {
+        code: ErrorCode::InternalError,
+        message: e.to_string().into(),
+        data: None,
+    })
 }
 
 /// Locks that outlive a panicking request. Every guarded value is replaced whole (a session,
@@ -207,25 +230,6 @@ fn invalid(msg: impl Into<String>) -> Error {
     }
 }
 
-/// A 0-based line parameter as the 1-based line of the analysis: `None` when absent or not
-/// a number, an error when negative or beyond any file (rather than a wrapped line).
-fn line_param(arg: &Value, key: &str) -> Result<Option<u32>> {
-    match arg.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v
-            .as_u64()
-            .and_then(|l| u32::try_from(l).ok())
-            .filter(|&l| l < u32::MAX)
-        {
-            Some(l) => Ok(Some(l + 1)),
-            None => Err(invalid(format!(
-                "`{key}` must be a 0-based line number (0 to {}), not {v}",
-                u32::MAX - 1
-            ))),
-        },
-    }
-}
-
 fn path_of(uri: &Uri) -> Option<PathBuf> {
     let p = uri.to_file_path()?.into_owned();
     Some(std::fs::canonicalize(&p).unwrap_or(p))
@@ -265,193 +269,120 @@ impl Backend {
         }
     }
 
-    /// Runs a command (shared by `workspace/executeCommand` and the `csi/*` requests), isolated
-    /// from panics.
-    async fn command(&self, name: &str, arg: Value) -> Result<Value> {
-        if STORE_COMMANDS.contains(&name) {
-            return isolated(name, self.store_command(name, arg)).await;
-        }
-        isolated(name, self.command_unisolated(name, arg)).await
-    }
-
-    /// The crash store's requests (`csi/crashBuckets`, `csi/bucketCrashes`,
-    /// `csi/bucketLineStates`): the store of the settings, read off the runtime; every store
-    /// error is one line.
-    async fn store_command(&self, name: &str, arg: Value) -> Result<Value> {
-        let arg = match arg {
-            Value::Array(mut v) if !v.is_empty() => v.swap_remove(0),
-            Value::Array(_) | Value::Null => json!({}),
-            other => other,
-        };
-        let config = read(&self.state.config).clone();
-        let bucket = |arg: &Value| -> Result<to_proto::BucketParams> {
-            serde_json::from_value(arg.clone()).map_err(|e| {
-                invalid(format!(
-                    "{name} needs {{\"program\": ..., \"signature\": ...}} (strings): {e}"
-                ))
-            })
-        };
-        let name = name.to_string();
-        let job: Box<dyn FnOnce() -> std::result::Result<Value, String> + Send> =
-            match name.as_str() {
-                "csi.crashBuckets" => {
-                    let p: to_proto::BucketsParams =
-                        serde_json::from_value(arg.clone()).map_err(|e| {
-                            invalid(format!(
-                                "csi.crashBuckets takes {{\"program\"?: string}}: {e}"
-                            ))
-                        })?;
-                    Box::new(move || {
-                        let b = crashes::buckets(&config, p.program.as_deref())?;
-                        Ok(json!(to_proto::crash_buckets(&b)))
-                    })
-                }
-                "csi.bucketCrashes" => {
-                    let p = bucket(&arg)?;
-                    Box::new(move || {
-                        let (store, b, list) =
-                            crashes::bucket_crashes(&config, &p.program, &p.signature)?;
-                        Ok(json!(to_proto::bucket_crashes(&store, &b, &list)))
-                    })
-                }
-                _ => {
-                    let p = bucket(&arg)?;
-                    Box::new(move || {
-                        let b = crashes::bucket_lines(&config, &p.program, &p.signature)?;
-                        Ok(json!(to_proto::bucket_line_states(&b)))
-                    })
-                }
-            };
-        tokio::task::spawn_blocking(job)
-            .await
-            .map_err(|e| invalid(format!("internal error reading the crash store: {e}")))?
-            .map_err(|message| Error {
-                // LSP's RequestFailed: the request was valid, the store could not answer.
-                code: ErrorCode::ServerError(-32803),
-                message: message.into(),
-                data: None,
-            })
-    }
-
-    async fn command_unisolated(&self, name: &str, arg: Value) -> Result<Value> {
+    /// Waits for the crash named at start to be open (see `State::opening_at_start`).
+    async fn after_start(&self) {
         drop(self.state.opening_at_start.lock().await);
+    }
+
+    /// The open crash, or an error (and a warning shown) saying there is none.
+    async fn require_session(&self) -> Result<Arc<Session>> {
+        match self.session() {
+            Some(s) => Ok(s),
+            None => {
+                let msg =
+                    "no crash is open: run csi.openCrash (or set executable/core in .csi.toml)";
+                self.client.show_message(MessageType::WARNING, msg).await;
+                Err(invalid(msg))
+            }
+        }
+    }
+
+    /// [`Self::require_session`] once the crash named at start is open.
+    async fn crash(&self) -> Result<Arc<Session>> {
+        self.after_start().await;
+        self.require_session().await
+    }
+
+    async fn open_crash(&self, p: lsp_ext::OpenCrashParams) -> Result<lsp_ext::StackResult> {
+        self.after_start().await;
+        let (exe, core) = (
+            self.resolve_input(&p.executable),
+            self.resolve_input(&p.core),
+        );
+        self.open(Source::Crash(exe, core)).await
+    }
+
+    async fn open_report(&self, p: lsp_ext::OpenReportParams) -> Result<lsp_ext::StackResult> {
+        self.after_start().await;
+        let (g, r) = (self.resolve_input(&p.graph), self.resolve_input(&p.report));
+        self.open(Source::Report(g, r)).await
+    }
+
+    async fn clear(&self, _: lsp_ext::ClearParams) -> Result<()> {
+        self.after_start().await;
+        *write(&self.state.session) = None;
+        self.forget_slice();
+        self.after_change().await;
+        Ok(())
+    }
+
+    /// A command no type declares: the panic test hook, else an error.
+    async fn unknown_command(&self, name: &str) -> Result<Value> {
+        self.after_start().await;
         // Test hook (CSI_LSP_TEST_HOOKS=1 only): a handler that panics, to prove isolation.
         if name == "csi.test.panic" && std::env::var_os("CSI_LSP_TEST_HOOKS").is_some() {
             panic!("csi.test.panic requested");
         }
-        let arg = match arg {
-            Value::Array(mut v) if !v.is_empty() => v.swap_remove(0),
-            Value::Array(_) | Value::Null => json!({}),
-            other => other,
-        };
-        let str_arg = |k: &str| arg.get(k).and_then(Value::as_str).map(str::to_string);
-        match name {
-            "csi.openCrash" => {
-                let (Some(exe), Some(core)) = (str_arg("executable"), str_arg("core")) else {
-                    return Err(invalid(
-                        "csi.openCrash needs {\"executable\": ..., \"core\": ...}",
-                    ));
-                };
-                let (exe, core) = (self.resolve_input(&exe), self.resolve_input(&core));
-                self.open(Source::Crash(exe, core)).await
-            }
-            "csi.openReport" => {
-                let (Some(graph), Some(report)) = (str_arg("graph"), str_arg("report")) else {
-                    return Err(invalid(
-                        "csi.openReport needs {\"graph\": ..., \"report\": ...}",
-                    ));
-                };
-                let (g, r) = (self.resolve_input(&graph), self.resolve_input(&report));
-                self.open(Source::Report(g, r)).await
-            }
-            "csi.slice" if arg.get("clear").and_then(Value::as_bool) == Some(true) => {
-                *write(&self.state.slice) = None;
-                self.spawn_refresh();
-                Ok(Value::Null)
-            }
-            "csi.clear" => {
-                *write(&self.state.session) = None;
-                self.forget_slice();
-                self.after_change().await;
-                Ok(Value::Null)
-            }
-            _ => {
-                let Some(s) = self.session() else {
-                    let msg =
-                        "no crash is open: run csi.openCrash (or set executable/core in .csi.toml)";
-                    self.client.show_message(MessageType::WARNING, msg).await;
-                    return Err(invalid(msg));
-                };
-                self.session_command(&s, name, &arg).await
-            }
-        }
+        self.require_session().await?;
+        Err(invalid(format!("unknown command {name}")))
     }
 
-    async fn session_command(&self, s: &Arc<Session>, name: &str, arg: &Value) -> Result<Value> {
-        let num = |k: &str| arg.get(k).and_then(Value::as_u64).map(|x| x as usize);
-        match name {
-            "csi.stack" => {
-                let range = arg.get("range").map(|r| {
-                    let g = |k: &str| r.get(k).and_then(Value::as_u64).unwrap_or(0) as usize;
-                    (g("thread"), g("from"), g("to"))
-                });
-                Ok(to_proto::stack(s, self.selection(), range))
-            }
-            "csi.selectFrame" => {
-                let sel = Selection {
-                    thread: num("thread").unwrap_or(0),
-                    frame: num("frame")
-                        .ok_or_else(|| invalid("csi.selectFrame needs {\"thread\", \"frame\"}"))?,
-                    step: None,
-                };
-                if s.frame(sel).is_none() {
-                    return Err(invalid(format!(
-                        "no frame #{} in thread {}",
-                        sel.frame, sel.thread
-                    )));
-                }
-                *lock(&self.state.selection) = sel;
-                self.after_selection().await;
-                Ok(to_proto::path_trace(s, sel))
-            }
-            "csi.stepPath" => {
-                let delta = arg.get("delta").and_then(Value::as_i64).unwrap_or(-1);
-                let sel = {
-                    let mut sel = lock(&self.state.selection);
-                    let n = s.frame(*sel).map_or(0, |f| f.path.len());
-                    if n == 0 {
-                        return Err(invalid("the selected frame has no path trace"));
-                    }
-                    let cur = sel.step.unwrap_or(n - 1) as i64;
-                    sel.step = Some(cur.saturating_add(delta).clamp(0, n as i64 - 1) as usize);
-                    *sel
-                };
-                self.after_selection().await;
-                let f = s.frame(sel).expect("checked above");
-                let step = &f.path[sel.step.unwrap()];
-                Ok(json!({
-                    "step": sel.step,
-                    "of": f.path.len(),
-                    "file": step.file,
-                    "uri": to_proto::uri_of(s, &step.file).map(|u| u.as_str().to_string()),
-                    "line": step.line.saturating_sub(1),
-                }))
-            }
-            "csi.pathTrace" => {
-                let mut sel = self.selection();
-                if let Some(f) = num("frame") {
-                    sel = Selection {
-                        thread: num("thread").unwrap_or(0),
-                        frame: f,
-                        step: None,
-                    };
-                }
-                Ok(to_proto::path_trace(s, sel))
-            }
-            "csi.query" => self.query(s, arg),
-            "csi.slice" => self.slice(s, arg).await,
-            other => Err(invalid(format!("unknown command {other}"))),
+    async fn stack(&self, p: lsp_ext::StackParams) -> Result<lsp_ext::StackResult> {
+        let s = self.crash().await?;
+        Ok(to_proto::stack(&s, self.selection(), p.range))
+    }
+
+    async fn select_frame(
+        &self,
+        p: lsp_ext::SelectFrameParams,
+    ) -> Result<Option<lsp_ext::PathTraceResult>> {
+        let s = self.crash().await?;
+        let sel = Selection {
+            thread: p.thread,
+            frame: p.frame,
+            step: None,
+        };
+        if s.frame(sel).is_none() {
+            return Err(invalid(format!(
+                "no frame #{} in thread {}",
+                sel.frame, sel.thread
+            )));
         }
+        *lock(&self.state.selection) = sel;
+        self.after_selection().await;
+        Ok(to_proto::path_trace(&s, sel))
+    }
+
+    async fn step_path(&self, p: lsp_ext::StepPathParams) -> Result<lsp_ext::StepResult> {
+        let s = self.crash().await?;
+        let sel = {
+            let mut sel = lock(&self.state.selection);
+            let n = s.frame(*sel).map_or(0, |f| f.path.len());
+            if n == 0 {
+                return Err(invalid("the selected frame has no path trace"));
+            }
+            let cur = sel.step.unwrap_or(n - 1) as i64;
+            sel.step = Some(cur.saturating_add(p.delta).clamp(0, n as i64 - 1) as usize);
+            *sel
+        };
+        self.after_selection().await;
+        to_proto::step(&s, sel).ok_or_else(|| invalid("the selected frame has no path trace"))
+    }
+
+    async fn path_trace(
+        &self,
+        p: lsp_ext::PathTraceParams,
+    ) -> Result<Option<lsp_ext::PathTraceResult>> {
+        let s = self.crash().await?;
+        let sel = match p.frame {
+            Some(frame) => Selection {
+                thread: p.thread.unwrap_or(0),
+                frame,
+                step: None,
+            },
+            None => self.selection(),
+        };
+        Ok(to_proto::path_trace(&s, sel))
     }
 
     fn forget_slice(&self) {
@@ -460,35 +391,30 @@ impl Backend {
     }
 
     /// `csi/slice`: computed off the runtime (the first one builds the SDG).
-    async fn slice(&self, s: &Arc<Session>, arg: &Value) -> Result<Value> {
-        let variables = match arg.get("variables") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(v)) => Some(
-                v.iter()
-                    .map(|x| x.as_str().map(str::to_string))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| invalid("`variables` must be an array of strings"))?,
-            ),
-            Some(_) => return Err(invalid("`variables` must be an array of strings")),
+    async fn slice(&self, p: lsp_ext::SliceParams) -> Result<Option<lsp_ext::SliceResult>> {
+        self.after_start().await;
+        if p.clear {
+            *write(&self.state.slice) = None;
+            self.spawn_refresh();
+            return Ok(None);
         }
-        .filter(|v| !v.is_empty());
-        let at = match (
-            arg.get("uri").and_then(Value::as_str),
-            line_param(arg, "line")?,
-        ) {
+        let s = self.require_session().await?;
+        let variables = p.variables.filter(|v| !v.is_empty());
+        let at = match (p.uri, p.line) {
             (Some(uri), Some(line)) => {
                 let path = uri
                     .parse::<Uri>()
                     .ok()
                     .and_then(|u| path_of(&u))
-                    .unwrap_or_else(|| PathBuf::from(uri));
+                    .unwrap_or_else(|| PathBuf::from(&uri));
                 let keys: Vec<String> = s.keys_for(&path).into_iter().map(str::to_string).collect();
                 if keys.is_empty() {
                     return Err(invalid(format!(
                         "{uri} is not a source file of the crashed program"
                     )));
                 }
-                Some((keys, line))
+                // The analysis' lines are 1-based.
+                Some((keys, line + 1))
             }
             (None, None) => None,
             _ => return Err(invalid("csi/slice needs both `uri` and `line`, or neither")),
@@ -504,20 +430,24 @@ impl Backend {
         .await
         .map_err(|e| invalid(format!("internal error while slicing: {e}")))?
         .map_err(invalid)?;
-        let v = to_proto::slice(s, &shown);
+        let v = to_proto::slice(&s, &shown);
         *write(&self.state.slice) = Some(shown);
         self.spawn_refresh();
-        Ok(v)
+        Ok(Some(v))
     }
 
-    fn query(&self, s: &Session, arg: &Value) -> Result<Value> {
-        let locate = |uk: &str, lk: &str| -> Result<Vec<csi_model::NodeId>> {
-            let uri = arg
-                .get(uk)
-                .and_then(Value::as_str)
+    async fn query(&self, p: lsp_ext::QueryParams) -> Result<lsp_ext::QueryResult> {
+        let s = self.crash().await?;
+        let locate = |uri: &Option<String>,
+                      line: Option<u32>,
+                      uk: &str,
+                      lk: &str|
+         -> Result<Vec<csi_model::NodeId>> {
+            let uri = uri
+                .as_deref()
                 .ok_or_else(|| invalid(format!("query needs `{uk}`")))?;
-            let line =
-                line_param(arg, lk)?.ok_or_else(|| invalid(format!("query needs `{lk}`")))?;
+            // The analysis' lines are 1-based.
+            let line = line.ok_or_else(|| invalid(format!("query needs `{lk}`")))? + 1;
             let path = uri
                 .parse::<Uri>()
                 .ok()
@@ -536,22 +466,81 @@ impl Backend {
             }
             Ok(nodes)
         };
-        let kind = arg.get("kind").and_then(Value::as_str).unwrap_or("mayRun");
-        let q = match kind {
-            "mayRun" => csi_analysis::Query::MayRun(locate("uri", "line")?),
-            "mayNotRun" => csi_analysis::Query::MayNotRun(locate("uri", "line")?),
-            "mayRunBefore" => {
-                csi_analysis::Query::MayRunBefore(locate("uri", "line")?, locate("uri2", "line2")?)
+        use lsp_ext::QueryKind;
+        let q = match p.kind {
+            QueryKind::MayRun => {
+                csi_analysis::Query::MayRun(locate(&p.uri, p.line, "uri", "line")?)
             }
-            other => return Err(invalid(format!("unknown query kind {other}"))),
+            QueryKind::MayNotRun => {
+                csi_analysis::Query::MayNotRun(locate(&p.uri, p.line, "uri", "line")?)
+            }
+            QueryKind::MayRunBefore => csi_analysis::Query::MayRunBefore(
+                locate(&p.uri, p.line, "uri", "line")?,
+                locate(&p.uri2, p.line2, "uri2", "line2")?,
+            ),
         };
         let a = csi_analysis::answer_query(&s.graph, &s.report, &q)
             .map_err(|e| invalid(e.to_string()))?;
-        Ok(json!({"kind": kind, "answer": a}))
+        Ok(lsp_ext::QueryResult {
+            kind: p.kind,
+            answer: to_proto::query_answer(a),
+        })
+    }
+
+    /// Runs `job` on the store of the settings, off the runtime; a store error is one line
+    /// with code RequestFailed. The crash store needs no open crash and does not wait for the
+    /// one opened at start.
+    async fn read_store<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Config) -> std::result::Result<T, String> + Send + 'static,
+    ) -> Result<T> {
+        let config = read(&self.state.config).clone();
+        tokio::task::spawn_blocking(move || job(&config))
+            .await
+            .map_err(|e| invalid(format!("internal error reading the crash store: {e}")))?
+            .map_err(|message| Error {
+                // LSP's RequestFailed: the request was valid, the store could not answer.
+                code: ErrorCode::ServerError(-32803),
+                message: message.into(),
+                data: None,
+            })
+    }
+
+    async fn crash_buckets(
+        &self,
+        p: lsp_ext::BucketsParams,
+    ) -> Result<lsp_ext::CrashBucketsResult> {
+        self.read_store(move |config| {
+            let b = crashes::buckets(config, p.program.as_deref())?;
+            Ok(to_proto::crash_buckets(&b))
+        })
+        .await
+    }
+
+    async fn bucket_crashes(
+        &self,
+        p: lsp_ext::BucketParams,
+    ) -> Result<lsp_ext::BucketCrashesResult> {
+        self.read_store(move |config| {
+            let (store, b, list) = crashes::bucket_crashes(config, &p.program, &p.signature)?;
+            Ok(to_proto::bucket_crashes(&store, &b, &list))
+        })
+        .await
+    }
+
+    async fn bucket_line_states(
+        &self,
+        p: lsp_ext::BucketParams,
+    ) -> Result<lsp_ext::BucketLineStatesResult> {
+        self.read_store(move |config| {
+            let b = crashes::bucket_lines(config, &p.program, &p.signature)?;
+            Ok(to_proto::bucket_line_states(&b))
+        })
+        .await
     }
 
     /// Loads a crash off the runtime, with progress, then swaps the session in.
-    async fn open(&self, source: Source) -> Result<Value> {
+    async fn open(&self, source: Source) -> Result<lsp_ext::StackResult> {
         let progress = self.begin_progress("CSI: opening crash");
         let config = read(&self.state.config).clone();
         let loaded = tokio::task::spawn_blocking(move || match source {
@@ -650,7 +639,9 @@ impl Backend {
                 if config.line_states {
                     if version.is_some() {
                         let v = to_proto::line_states(s, sel, &keys, &uri, version);
-                        self.client.send_notification::<LineStates>(v).await;
+                        self.client
+                            .send_notification::<lsp_ext::LineStates>(v)
+                            .await;
                     }
                 } else {
                     let diags = to_proto::diagnostics(s, &keys, &Text::new(&text));
@@ -695,7 +686,9 @@ impl Backend {
                     let keys = s.keys_for(&path);
                     if !keys.is_empty() {
                         let v = to_proto::line_states(&s, sel, &keys, &uri, Some(version));
-                        self.client.send_notification::<LineStates>(v).await;
+                        self.client
+                            .send_notification::<lsp_ext::LineStates>(v)
+                            .await;
                     }
                 }
             }
@@ -721,14 +714,6 @@ impl Backend {
 enum Source {
     Crash(PathBuf, PathBuf),
     Report(PathBuf, PathBuf),
-}
-
-/// `csi/lineStates` (server → client): see docs/protocol.md.
-pub enum LineStates {}
-
-impl notification::Notification for LineStates {
-    type Params = Value;
-    const METHOD: &'static str = "csi/lineStates";
 }
 
 impl LanguageServer for Backend {
@@ -804,14 +789,13 @@ impl LanguageServer for Backend {
                     commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
                     ..Default::default()
                 }),
-                experimental: Some(json!({"csi": {
-                    "lineStates": true,
-                    "version": 1,
-                    // A crash (from `.csi.toml` or the settings) is opened after `initialized`;
-                    // `csi/stack` then answers it (waiting for the open): a client shows it
-                    // without waiting for a source file to be opened.
-                    "crashAtStart": crash_at_start,
-                }})),
+                experimental: Some(json!(lsp_ext::ExperimentalCapabilities {
+                    csi: lsp_ext::CsiCapabilities {
+                        line_states: true,
+                        version: 1,
+                        crash_at_start,
+                    },
+                })),
                 ..Default::default()
             },
             ..Default::default()
@@ -851,8 +835,9 @@ impl LanguageServer for Backend {
     }
 
     async fn execute_command(&self, p: ExecuteCommandParams) -> Result<Option<LSPAny>> {
-        let arg = Value::Array(p.arguments);
-        self.command(&p.command, arg).await.map(Some)
+        self.run_command(&p.command, Value::Array(p.arguments))
+            .await
+            .map(Some)
     }
 
     async fn inlay_hint(&self, p: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
@@ -890,7 +875,9 @@ impl Backend {
                     uri,
                     Some(p.text_document.version),
                 );
-                self.client.send_notification::<LineStates>(v).await;
+                self.client
+                    .send_notification::<lsp_ext::LineStates>(v)
+                    .await;
             }
         }
     }
@@ -912,9 +899,10 @@ impl Backend {
             .publish_diagnostics(uri.clone(), Vec::new(), Some(p.text_document.version))
             .await;
         if read(&self.state.config).line_states {
-            let empty = json!({"uri": uri.as_str(), "version": p.text_document.version,
-                "must": [], "may": [], "never": [], "partial": [], "frame": null, "stale": true});
-            self.client.send_notification::<LineStates>(empty).await;
+            let stale = to_proto::stale_line_states(&uri, p.text_document.version);
+            self.client
+                .send_notification::<lsp_ext::LineStates>(stale)
+                .await;
         }
         self.spawn_refresh();
     }

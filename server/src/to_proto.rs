@@ -1,14 +1,17 @@
-//! The one place that turns session data into LSP values. Lines are 1-based in the session
-//! and 0-based in LSP.
+//! The one place that turns session data and its [`crate::views`] into LSP values and the
+//! [`crate::lsp_ext`] types: positions, labels, markdown. Lines are 1-based in the session and
+//! 0-based in LSP.
 
 use std::collections::BTreeMap;
 
 use csi_analysis::FileLines;
-use csi_model::{Coverage, LineStatus, NodeKind};
-use serde_json::{json, Value};
+use csi_model::{Coverage, LineStatus};
+use serde_json::json;
 use tower_lsp_server::ls_types::*;
 
+use crate::lsp_ext;
 use crate::session::{FrameView, Selection, Session};
+use crate::views;
 
 /// Text of an open or on-disk document, for placing hints at line ends.
 pub struct Text<'a> {
@@ -43,6 +46,11 @@ fn eol(text: &Text<'_>, line1: u32) -> Position {
 
 pub fn uri_of(s: &Session, key: &str) -> Option<Uri> {
     Uri::from_file_path(s.sources.get(key)?)
+}
+
+/// [`uri_of`] as the wire has it.
+fn uri_str(s: &Session, key: &str) -> Option<String> {
+    uri_of(s, key).map(|u| u.as_str().to_string())
 }
 
 fn signal_text(s: &Session) -> String {
@@ -90,80 +98,71 @@ pub fn inlay_hints(
         let l0 = l1.saturating_sub(1);
         l0 >= range.start.line && l0 <= range.end.line
     };
-    let in_file = |f: &Option<String>| f.as_deref().is_some_and(|f| keys.contains(&f));
+    let thread_suffix = |ti: usize| {
+        if s.threads.len() > 1 {
+            format!(" (thread {})", ti + 1)
+        } else {
+            String::new()
+        }
+    };
     let mut out = Vec::new();
     // Crash point and every frame's current line; frames stopped on the same line (deep
     // recursion) share one hint.
-    let mut calls: BTreeMap<(u32, usize, String), Vec<usize>> = BTreeMap::new();
-    for (ti, t) in s.threads.iter().enumerate() {
-        let first_with_line = t.frames.iter().position(|x| x.line.is_some());
-        for (k, f) in t.frames.iter().enumerate() {
-            let (Some(line), true) = (f.line, in_file(&f.file)) else {
-                continue;
-            };
-            if !in_range(line) {
-                continue;
-            }
-            let thread = if s.threads.len() > 1 {
-                format!(" (thread {})", ti + 1)
-            } else {
-                String::new()
-            };
-            if t.crashed && Some(k) == first_with_line {
-                let label = if k == 0 {
-                    format!("⚡ {} — frame #{k}{thread}", signal_text(s))
-                } else {
-                    let callee = t.frames[k - 1].function.as_deref().unwrap_or("??");
-                    let callee = csi_model::names::call_form(callee);
-                    format!("⚡ {} in {callee} — frame #{k}{thread}", signal_text(s))
-                };
-                out.push(hint(eol(text, line), label, None));
-                continue;
-            }
-            let callee = t
-                .frames
-                .get(k.wrapping_sub(1))
-                .and_then(|x| x.function.as_deref())
-                .unwrap_or("??");
-            calls
-                .entry((
-                    line,
-                    ti,
-                    format!("{}{thread}", csi_model::names::call_form(callee)),
-                ))
-                .or_default()
-                .push(k);
+    for mark in views::frame_marks(s, keys) {
+        if !in_range(mark.line()) {
+            continue;
         }
-    }
-    for ((line, _, callee), ks) in calls {
-        let label = match ks.as_slice() {
-            [k] => format!("frame #{k} → {callee}"),
-            [a, b] => format!("frames #{a}, #{b} → {callee}"),
-            _ => format!(
-                "frames #{}, #{} … #{} ({}×) → {callee}",
-                ks[0],
-                ks[1],
-                ks[ks.len() - 1],
-                ks.len()
+        let label = match &mark {
+            views::FrameMark::Crash {
+                thread,
+                frame: k,
+                callee: None,
+                ..
+            } => format!(
+                "⚡ {} — frame #{k}{}",
+                signal_text(s),
+                thread_suffix(*thread)
             ),
+            views::FrameMark::Crash {
+                thread,
+                frame: k,
+                callee: Some(callee),
+                ..
+            } => format!(
+                "⚡ {} in {callee} — frame #{k}{}",
+                signal_text(s),
+                thread_suffix(*thread)
+            ),
+            views::FrameMark::Calls {
+                thread,
+                callee,
+                frames: ks,
+                ..
+            } => {
+                let callee = format!("{callee}{}", thread_suffix(*thread));
+                match ks.as_slice() {
+                    [k] => format!("frame #{k} → {callee}"),
+                    [a, b] => format!("frames #{a}, #{b} → {callee}"),
+                    _ => format!(
+                        "frames #{}, #{} … #{} ({}×) → {callee}",
+                        ks[0],
+                        ks[1],
+                        ks[ks.len() - 1],
+                        ks.len()
+                    ),
+                }
+            }
         };
-        out.push(hint(eol(text, line), label, None));
+        out.push(hint(eol(text, mark.line()), label, None));
     }
     // Path steps of the selected frame.
-    if let Some(f) = s.frame(sel) {
-        let n = f.path.len();
-        let current = sel.step.unwrap_or(n.saturating_sub(1));
-        let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, step) in f.path.iter().enumerate() {
-            if keys.contains(&step.file.as_str()) && in_range(step.line) {
-                by_line.entry(step.line).or_default().push(i + 1);
-            }
-        }
-        for (line, steps) in by_line {
-            let shown: Vec<String> = steps
+    if let Some(steps) = views::path_steps(s, sel, keys) {
+        let n = steps.of;
+        for (line, steps_here) in steps.by_line.into_iter().filter(|(l, _)| in_range(*l)) {
+            let shown: Vec<String> = steps_here
                 .iter()
                 .map(|&i| {
-                    if i == current + 1 {
+                    if i == steps.current + 1 {
                         format!("▶{i}")
                     } else {
                         i.to_string()
@@ -182,63 +181,44 @@ pub fn inlay_hints(
             };
             out.push(hint(eol(text, line), label, None));
         }
-        // Branch outcomes in the selected frame's function.
-        if let (Some(func), Some(status)) = (f.graph_function, s.frame_status(f)) {
-            let g = &s.graph;
-            for &n in &g.function(func).nodes {
-                let succs = &g.succs[n as usize];
-                if succs.len() < 2 || g.node(n).kind == NodeKind::Entry {
-                    continue;
-                }
-                let Some(line) = g.node(n).lines().last() else {
-                    continue;
-                };
-                if !in_range(line) || !g.file_of(n).is_some_and(|x| keys.contains(&g.file_name(x)))
-                {
-                    continue;
-                }
-                if status.get(&n) != Some(&Coverage::Yes) {
-                    continue;
-                }
-                let parts: Vec<String> = succs
-                    .iter()
-                    .map(|&t| {
-                        let target = g
-                            .node(t)
-                            .lines()
-                            .next()
-                            .map_or("exit".to_string(), |l| format!("line {l}"));
-                        let mark = match status.get(&t) {
-                            Some(Coverage::Yes) => "✔",
-                            Some(Coverage::No) => "✘",
-                            _ => "?",
-                        };
-                        format!("{target} {mark}")
-                    })
-                    .collect();
-                out.push(hint(
-                    eol(text, line),
-                    format!("→ {}", parts.join(" · ")),
-                    Some("branch outcome in this frame".into()),
-                ));
-            }
+    }
+    // Branch outcomes in the selected frame's function.
+    for b in views::branch_outcomes(s, sel, keys) {
+        if !in_range(b.line) {
+            continue;
         }
+        let parts: Vec<String> = b
+            .targets
+            .iter()
+            .map(|t| {
+                let target = t.line.map_or("exit".to_string(), |l| format!("line {l}"));
+                let mark = match t.ran {
+                    Some(Coverage::Yes) => "✔",
+                    Some(Coverage::No) => "✘",
+                    _ => "?",
+                };
+                format!("{target} {mark}")
+            })
+            .collect();
+        out.push(hint(
+            eol(text, b.line),
+            format!("→ {}", parts.join(" · ")),
+            Some("branch outcome in this frame".into()),
+        ));
     }
     if status_hints {
         for key in keys {
-            let (global, local) = s.lines_of(key, sel);
-            let Some(global) = global else { continue };
-            for line in global.must.iter().chain(&global.may).chain(&global.never) {
-                if !in_range(*line) {
+            for st in views::line_states(s, sel, key) {
+                if !in_range(st.line) {
                     continue;
                 }
-                let g = status_word(global.status(*line));
-                let label = match local.and_then(|l| l.status(*line)) {
+                let g = status_word(st.global);
+                let label = match st.local {
                     Some(ls) => format!("{g}/{}", status_word(Some(ls))),
                     None => g.to_string(),
                 };
                 out.push(InlayHint {
-                    position: Position::new(line - 1, 0),
+                    position: Position::new(st.line - 1, 0),
                     label: InlayHintLabel::String(label),
                     kind: None,
                     text_edits: None,
@@ -256,84 +236,66 @@ pub fn inlay_hints(
     out
 }
 
-/// Frames of one function that get their own lens.
-const MAX_FRAME_LENSES: usize = 5;
-
-fn counts(l: Option<&FileLines>, first: u32, last: u32) -> (usize, usize, usize) {
-    let Some(l) = l else { return (0, 0, 0) };
-    let c = |v: &Vec<u32>| v.iter().filter(|&&x| x >= first && x <= last).count();
-    (c(&l.must), c(&l.may), c(&l.never))
-}
-
 /// Code lenses above every function of the file: its frames with local counts, and the
 /// global counts.
 pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> {
     let mut out = Vec::new();
-    for f in s
-        .functions
-        .iter()
-        .filter(|f| keys.contains(&f.file.as_str()))
-    {
+    for ff in views::function_frames(s, sel, keys) {
+        let f = ff.function;
         let range = Range::new(Position::new(f.line - 1, 0), Position::new(f.line - 1, 0));
-        let mut shown = 0usize;
-        let mut more = 0usize;
-        for (ti, t) in s.threads.iter().enumerate() {
-            for (k, fr) in t.frames.iter().enumerate() {
-                if fr.graph_function != Some(f.id) {
-                    continue;
-                }
-                let selected = sel.thread == ti && sel.frame == k;
-                // Deep recursion: lenses for the first few frames and the selected one.
-                if shown >= MAX_FRAME_LENSES && !selected {
-                    more += 1;
-                    continue;
-                }
-                shown += 1;
-                let local = fr
-                    .analysis
-                    .and_then(|a| s.frame_lines.get(a))
-                    .and_then(|m| m.get(&f.file));
-                let (m, y, n) = counts(local, f.first, f.last);
-                let title = format!(
-                    "{}frame #{k} (thread {}) · must {m} · may {y} · never {n}",
-                    if selected { "▶ " } else { "" },
-                    ti + 1
-                );
-                out.push(CodeLens {
-                    range,
-                    command: Some(Command {
-                        title,
-                        command: "csi.selectFrame".into(),
-                        arguments: Some(vec![json!({"thread": ti, "frame": k})]),
-                    }),
-                    data: None,
-                });
-                if selected && !fr.path.is_empty() {
-                    out.push(CodeLens {
-                        range,
-                        command: Some(Command {
-                            title: format!("◀ step back ({} path steps)", fr.path.len()),
-                            command: "csi.stepPath".into(),
-                            arguments: Some(vec![json!({"delta": -1})]),
-                        }),
-                        data: None,
-                    });
-                }
-            }
-        }
-        if more > 0 {
+        for fr in &ff.frames {
+            let views::LineCounts {
+                must: m,
+                may: y,
+                never: n,
+            } = fr.local;
+            let title = format!(
+                "{}frame #{} (thread {}) · must {m} · may {y} · never {n}",
+                if fr.selected { "▶ " } else { "" },
+                fr.frame,
+                fr.thread + 1
+            );
             out.push(CodeLens {
                 range,
                 command: Some(Command {
-                    title: format!("… {more} more frames of {}", f.name),
+                    title,
+                    command: "csi.selectFrame".into(),
+                    arguments: Some(vec![json!(lsp_ext::SelectFrameParams {
+                        thread: fr.thread,
+                        frame: fr.frame
+                    })]),
+                }),
+                data: None,
+            });
+            if fr.selected && fr.path_steps > 0 {
+                out.push(CodeLens {
+                    range,
+                    command: Some(Command {
+                        title: format!("◀ step back ({} path steps)", fr.path_steps),
+                        command: "csi.stepPath".into(),
+                        arguments: Some(vec![json!(lsp_ext::StepPathParams { delta: -1 })]),
+                    }),
+                    data: None,
+                });
+            }
+        }
+        if ff.more > 0 {
+            out.push(CodeLens {
+                range,
+                command: Some(Command {
+                    title: format!("… {} more frames of {}", ff.more, f.name),
                     command: String::new(),
                     arguments: None,
                 }),
                 data: None,
             });
         }
-        let (m, y, n) = counts(s.global.get(&f.file), f.first, f.last);
-        if m + y + n > 0 {
+        let views::LineCounts {
+            must: m,
+            may: y,
+            never: n,
+        } = ff.global;
+        if ff.global.total() > 0 {
             out.push(CodeLens {
                 range,
                 command: Some(Command {
@@ -350,14 +312,7 @@ pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> 
 
 /// Never-executed lines as faded hints.
 pub fn diagnostics(s: &Session, keys: &[&str], text: &Text<'_>) -> Vec<Diagnostic> {
-    let mut lines: Vec<u32> = keys
-        .iter()
-        .filter_map(|k| s.global.get(*k))
-        .flat_map(|l| l.never.iter().copied())
-        .collect();
-    lines.sort_unstable();
-    lines.dedup();
-    lines
+    views::never_lines(s, keys)
         .into_iter()
         .map(|l| Diagnostic {
             range: Range::new(Position::new(l - 1, 0), eol(text, l)),
@@ -373,17 +328,15 @@ pub fn diagnostics(s: &Session, keys: &[&str], text: &Text<'_>) -> Vec<Diagnosti
         .collect()
 }
 
-fn lines_json(l: Option<&FileLines>) -> Value {
-    let z = |v: Option<&Vec<u32>>| -> Vec<u32> {
-        v.map(|v| v.iter().map(|x| x - 1).collect())
-            .unwrap_or_default()
-    };
-    json!({
-        "must": z(l.map(|l| &l.must)),
-        "may": z(l.map(|l| &l.may)),
-        "never": z(l.map(|l| &l.never)),
-        "partial": z(l.map(|l| &l.partial)),
-    })
+/// 0-based lines of the sets.
+fn line_sets(l: &FileLines) -> lsp_ext::LineSets {
+    let z = |v: &Vec<u32>| -> Vec<u32> { v.iter().map(|x| x - 1).collect() };
+    lsp_ext::LineSets {
+        must: z(&l.must),
+        may: z(&l.may),
+        never: z(&l.never),
+        partial: z(&l.partial),
+    }
 }
 
 /// `csi/lineStates` for one document (0-based lines): global states at the top level, the
@@ -394,56 +347,54 @@ pub fn line_states(
     keys: &[&str],
     uri: &Uri,
     version: Option<i32>,
-) -> Value {
-    let merge = |pick: &dyn Fn(&str) -> Option<FileLines>| {
-        let mut acc = FileLines::default();
-        for k in keys {
-            if let Some(l) = pick(k) {
-                acc.must.extend(l.must);
-                acc.may.extend(l.may);
-                acc.never.extend(l.never);
-                acc.partial.extend(l.partial);
-            }
-        }
-        acc
-    };
-    let global = merge(&|k| s.global.get(k).cloned());
-    let local = merge(&|k| s.lines_of(k, sel).1.cloned());
-    let mut v = lines_json(Some(&global));
-    v["uri"] = json!(uri.as_str());
-    v["version"] = json!(version);
-    v["frame"] = if s.frame(sel).and_then(|f| f.analysis).is_some() {
-        let mut f = lines_json(Some(&local));
-        f["thread"] = json!(sel.thread);
-        f["frame"] = json!(sel.frame);
-        f
-    } else {
-        Value::Null
-    };
-    v
-}
-
-fn frame_json(f: &FrameView, uris: &std::collections::HashMap<&str, Option<String>>) -> Value {
-    let mut v = json!({
-        "index": f.index,
-        "function": f.function,
-        "file": f.file,
-        "uri": f.file.as_deref().and_then(|k| uris.get(k).cloned().flatten()),
-        "line": f.line.map(|l| l - 1),
-        "column": f.column.map(|c| c.saturating_sub(1)),
-        "module": f.module,
-        "pc": format!("{:#x}", f.pc),
-        "analysed": f.analysis.is_some(),
-        "pathSteps": f.path.len(),
-    });
-    // `function` is demangled; the linkage name only where there is one (C++).
-    if let Some(l) = &f.linkage_name {
-        v["linkageName"] = json!(l);
+) -> lsp_ext::LineStatesParams {
+    let lines = views::document_lines(s, sel, keys);
+    lsp_ext::LineStatesParams {
+        uri: uri.as_str().to_string(),
+        version,
+        lines: line_sets(&lines.global),
+        frame: lines
+            .frame
+            .map(|(thread, frame, local)| lsp_ext::FrameLineStates {
+                thread,
+                frame,
+                lines: line_sets(&local),
+            }),
+        stale: false,
     }
-    v
 }
 
-/// `csi/stack`: threads → frames.
+/// `csi/lineStates` of a document edited since it was opened: no lines (they no longer
+/// match the analysis).
+pub fn stale_line_states(uri: &Uri, version: i32) -> lsp_ext::LineStatesParams {
+    lsp_ext::LineStatesParams {
+        uri: uri.as_str().to_string(),
+        version: Some(version),
+        lines: lsp_ext::LineSets::default(),
+        frame: None,
+        stale: true,
+    }
+}
+
+fn frame(f: &FrameView, uris: &std::collections::HashMap<&str, Option<String>>) -> lsp_ext::Frame {
+    lsp_ext::Frame {
+        index: f.index,
+        function: f.function.clone(),
+        linkage_name: f.linkage_name.clone(),
+        file: f.file.clone(),
+        uri: f
+            .file
+            .as_deref()
+            .and_then(|k| uris.get(k).cloned().flatten()),
+        line: f.line.map(|l| l - 1),
+        column: f.column.map(|c| c.saturating_sub(1)),
+        module: f.module.clone(),
+        pc: format!("{:#x}", f.pc),
+        analysed: f.analysis.is_some(),
+        path_steps: f.path.len(),
+    }
+}
+
 /// Frames per thread `csi/stack` returns unless asked for a range: the innermost ones and
 /// the outermost few (deep recursion has thousands).
 pub const STACK_PAGE: usize = 200;
@@ -451,83 +402,114 @@ pub const STACK_PAGE: usize = 200;
 /// `csi/stack`: threads → frames. Long stacks are cut to their innermost `STACK_PAGE - 20`
 /// and outermost 20 frames, with `omitted: {from, to}`; `range: {thread, from, to}` fetches
 /// any slice.
-pub fn stack(s: &Session, sel: Selection, range: Option<(usize, usize, usize)>) -> Value {
+pub fn stack(
+    s: &Session,
+    sel: Selection,
+    range: Option<lsp_ext::FrameRange>,
+) -> lsp_ext::StackResult {
     let uris: std::collections::HashMap<&str, Option<String>> = s
         .threads
         .iter()
         .flat_map(|t| &t.frames)
         .filter_map(|f| f.file.as_deref())
-        .map(|k| (k, uri_of(s, k).map(|u| u.as_str().to_string())))
+        .map(|k| (k, uri_str(s, k)))
         .collect();
-    let threads: Vec<Value> = s
+    // Negative bounds count as 0; bounds beyond the stack as its end.
+    let index = |x: i64| usize::try_from(x.max(0)).unwrap_or(usize::MAX);
+    let threads = s
         .threads
         .iter()
         .enumerate()
         .map(|(i, t)| {
             let n = t.frames.len();
-            let (frames, omitted): (Vec<Value>, Value) = match range {
-                Some((ti, from, to)) if ti == i => (
-                    // Reversed or out-of-range requests get what lies in range (nothing).
-                    t.frames[from.min(to).min(n)..to.min(n)]
-                        .iter()
-                        .map(|f| frame_json(f, &uris))
-                        .collect(),
-                    Value::Null,
-                ),
-                Some(_) => (Vec::new(), Value::Null),
+            let (frames, omitted) = match range {
+                Some(r) if index(r.thread) == i => {
+                    let (from, to) = (index(r.from), index(r.to));
+                    (
+                        // Reversed or out-of-range requests get what lies in range (nothing).
+                        t.frames[from.min(to).min(n)..to.min(n)]
+                            .iter()
+                            .map(|f| frame(f, &uris))
+                            .collect(),
+                        None,
+                    )
+                }
+                Some(_) => (Vec::new(), None),
                 None if n > STACK_PAGE => {
                     let head = STACK_PAGE - 20;
                     (
                         t.frames[..head]
                             .iter()
                             .chain(&t.frames[n - 20..])
-                            .map(|f| frame_json(f, &uris))
+                            .map(|f| frame(f, &uris))
                             .collect(),
-                        json!({"from": head, "to": n - 20}),
+                        Some(lsp_ext::Omitted {
+                            from: head,
+                            to: n - 20,
+                        }),
                     )
                 }
-                None => (
-                    t.frames.iter().map(|f| frame_json(f, &uris)).collect(),
-                    Value::Null,
-                ),
+                None => (t.frames.iter().map(|f| frame(f, &uris)).collect(), None),
             };
-            let mut v = json!({
-                "index": i,
-                "tid": t.tid,
-                "crashed": t.crashed,
-                "frameCount": n,
-                "frames": frames,
-            });
-            if !omitted.is_null() {
-                v["omitted"] = omitted;
+            lsp_ext::Thread {
+                index: i,
+                tid: t.tid,
+                crashed: t.crashed,
+                frame_count: n,
+                frames,
+                omitted,
             }
-            v
         })
         .collect();
-    json!({
-        "title": s.title,
-        "signal": s.signal,
-        "selected": {"thread": sel.thread, "frame": sel.frame, "step": sel.step},
-        "notices": s.notices,
-        "threads": threads,
-    })
+    lsp_ext::StackResult {
+        title: s.title.clone(),
+        signal: s.signal.as_ref().map(|sig| lsp_ext::Signal {
+            signo: sig.signo,
+            name: sig.name.clone(),
+            code: sig.code,
+            fault_address: sig.fault_address,
+        }),
+        selected: lsp_ext::Selected {
+            thread: sel.thread,
+            frame: sel.frame,
+            step: sel.step,
+        },
+        notices: s.notices.clone(),
+        threads,
+    }
 }
 
 /// `csi/pathTrace`: a frame's decoded path, oldest first (0-based lines).
-pub fn path_trace(s: &Session, sel: Selection) -> Value {
-    let Some(f) = s.frame(sel) else {
-        return Value::Null;
-    };
-    json!({
-        "thread": sel.thread,
-        "frame": sel.frame,
-        "current": sel.step.unwrap_or(f.path.len().saturating_sub(1)),
-        "note": f.path_note,
-        "steps": f.path.iter().map(|st| json!({
-            "file": st.file,
-            "uri": uri_of(s, &st.file).map(|u| u.as_str().to_string()),
-            "line": st.line - 1,
-        })).collect::<Vec<_>>(),
+pub fn path_trace(s: &Session, sel: Selection) -> Option<lsp_ext::PathTraceResult> {
+    let f = s.frame(sel)?;
+    Some(lsp_ext::PathTraceResult {
+        thread: sel.thread,
+        frame: sel.frame,
+        current: sel.step.unwrap_or(f.path.len().saturating_sub(1)),
+        note: f.path_note.clone(),
+        steps: f
+            .path
+            .iter()
+            .map(|st| lsp_ext::PathStep {
+                file: st.file.clone(),
+                uri: uri_str(s, &st.file),
+                line: st.line - 1,
+            })
+            .collect(),
+    })
+}
+
+/// `csi/stepPath`: the selected frame's current step (`None` when it has none).
+pub fn step(s: &Session, sel: Selection) -> Option<lsp_ext::StepResult> {
+    let f = s.frame(sel)?;
+    let i = sel.step?;
+    let st = f.path.get(i)?;
+    Some(lsp_ext::StepResult {
+        step: i,
+        of: f.path.len(),
+        file: st.file.clone(),
+        uri: uri_str(s, &st.file),
+        line: st.line.saturating_sub(1),
     })
 }
 
@@ -602,52 +584,17 @@ fn variable_hover(
     line1: u32,
     name: &str,
 ) -> Option<String> {
-    let in_file =
-        |f: &crate::session::FrameView| f.file.as_deref().is_some_and(|x| keys.contains(&x));
-    let holds_line = |f: &crate::session::FrameView| {
-        in_file(f)
-            && (f.line == Some(line1)
-                || s.functions.iter().any(|fv| {
-                    Some(fv.id) == f.graph_function && fv.first <= line1 && line1 <= fv.last
-                }))
+    let (ti, k, v) = views::variable_at(s, sel, keys, line1, name)?;
+    let what = match v.kind {
+        csi_dump::dwarf::VarKind::Parameter => "argument",
+        csi_dump::dwarf::VarKind::Local => "local",
     };
-    let mut candidates: Vec<(usize, usize)> = Vec::new();
-    if s.frame(sel).is_some_and(holds_line) {
-        candidates.push((sel.thread, sel.frame));
-    }
-    for pass_on_line in [true, false] {
-        for (ti, t) in s.threads.iter().enumerate() {
-            for (k, f) in t.frames.iter().enumerate() {
-                let ok = if pass_on_line {
-                    in_file(f) && f.line == Some(line1)
-                } else {
-                    holds_line(f)
-                };
-                if ok && !candidates.contains(&(ti, k)) {
-                    candidates.push((ti, k));
-                }
-            }
-        }
-    }
-    for (ti, k) in candidates {
-        let t = &s.threads[ti];
-        let f = &t.frames[k];
-        // Innermost scope first: a block's local shadows an argument of the same name.
-        let Some(v) = f.variables.iter().rev().find(|v| v.name == name) else {
-            continue;
-        };
-        let what = match v.kind {
-            csi_dump::dwarf::VarKind::Parameter => "argument",
-            csi_dump::dwarf::VarKind::Local => "local",
-        };
-        return Some(format!(
-            "`{name}` — {what} of **frame #{k}** `{}` (thread {}), at the crash\n```c\n{}```\n",
-            f.function.as_deref().unwrap_or("??"),
-            ti + 1,
-            var_line(v).trim_start()
-        ));
-    }
-    None
+    Some(format!(
+        "`{name}` — {what} of **frame #{k}** `{}` (thread {}), at the crash\n```c\n{}```\n",
+        s.threads[ti].frames[k].function.as_deref().unwrap_or("??"),
+        ti + 1,
+        var_line(v).trim_start()
+    ))
 }
 
 /// Hover on a line: the hovered variable when the cursor is on a name of a frame's variable;
@@ -661,138 +608,108 @@ pub fn hover(
     word: Option<&str>,
 ) -> Option<Hover> {
     if let Some(md) = word.and_then(|w| variable_hover(s, sel, keys, line1, w)) {
-        return Some(Hover {
-            contents: HoverContents::Markup(MarkupContent {
-                kind: MarkupKind::Markdown,
-                value: md,
-            }),
-            range: None,
-        });
+        return Some(markdown_hover(md));
     }
     let mut md = String::new();
-    for (ti, t) in s.threads.iter().enumerate() {
-        for (k, f) in t.frames.iter().enumerate() {
-            if f.line != Some(line1) || !f.file.as_deref().is_some_and(|x| keys.contains(&x)) {
-                continue;
+    for (ti, k) in views::frames_on_line(s, keys, line1) {
+        let t = &s.threads[ti];
+        let f = &t.frames[k];
+        md.push_str(&format!(
+            "**frame #{k}** `{}` — thread {} (tid {}){}\n\n",
+            f.function.as_deref().unwrap_or("??"),
+            ti + 1,
+            t.tid,
+            if t.crashed && k == 0 {
+                format!(", **{}**", signal_text(s))
+            } else if t.crashed {
+                format!(", crashed with {}", signal_text(s))
+            } else {
+                String::new()
             }
+        ));
+        use csi_dump::dwarf::VarKind;
+        let program = |kind: VarKind| {
+            var_lines(
+                f.variables
+                    .iter()
+                    .filter(move |v| v.kind == kind && !is_instrumentation(&v.name)),
+            )
+        };
+        code_block(&mut md, "Arguments", &program(VarKind::Parameter));
+        code_block(&mut md, "Locals", &program(VarKind::Local));
+        if !f.path.is_empty() {
+            let tail: Vec<String> = f
+                .path
+                .iter()
+                .rev()
+                .take(12)
+                .rev()
+                .map(|st| st.line.to_string())
+                .collect();
             md.push_str(&format!(
-                "**frame #{k}** `{}` — thread {} (tid {}){}\n\n",
-                f.function.as_deref().unwrap_or("??"),
-                ti + 1,
-                t.tid,
-                if t.crashed && k == 0 {
-                    format!(", **{}**", signal_text(s))
-                } else if t.crashed {
-                    format!(", crashed with {}", signal_text(s))
-                } else {
-                    String::new()
-                }
+                "Path trace ({} steps, last {}): {}\n\n",
+                f.path.len(),
+                tail.len(),
+                tail.join(" → ")
             ));
-            use csi_dump::dwarf::VarKind;
-            let program = |kind: VarKind| {
-                var_lines(
-                    f.variables
-                        .iter()
-                        .filter(move |v| v.kind == kind && !is_instrumentation(&v.name)),
-                )
-            };
-            code_block(&mut md, "Arguments", &program(VarKind::Parameter));
-            code_block(&mut md, "Locals", &program(VarKind::Local));
-            if !f.path.is_empty() {
-                let tail: Vec<String> = f
-                    .path
-                    .iter()
-                    .rev()
-                    .take(12)
-                    .rev()
-                    .map(|st| st.line.to_string())
-                    .collect();
-                md.push_str(&format!(
-                    "Path trace ({} steps, last {}): {}\n\n",
-                    f.path.len(),
-                    tail.len(),
-                    tail.join(" → ")
-                ));
-            } else if let Some(n) = &f.path_note {
-                md.push_str(&format!("Path trace: {n}\n\n"));
-            }
-            if let Some(status) = s.frame_status(f) {
-                let g = &s.graph;
-                let covered: Vec<String> = status
-                    .iter()
-                    .filter(|(n, _)| g.node(**n).kind == NodeKind::CallSite)
-                    .filter_map(|(n, c)| {
-                        let name = g
-                            .node(*n)
-                            .call
-                            .as_ref()?
-                            .name
-                            .clone()
-                            .unwrap_or_else(|| "(indirect)".into());
-                        // A call-site node ends with its call: its last line is the call's.
-                        let line = g.node(*n).lines().last()?;
-                        let mark = match c {
-                            Coverage::Yes => "yes",
-                            Coverage::No => "no",
-                            Coverage::Maybe => "?",
-                        };
-                        Some(format!("{name}@{line}: {mark}"))
-                    })
-                    .collect();
-                if !covered.is_empty() {
-                    md.push_str(&format!(
-                        "Call sites in this activation: {}\n\n",
-                        covered.join(", ")
-                    ));
-                }
-            }
-            code_block(
-                &mut md,
-                "CSI trace (the instrumentation's state)",
-                &var_lines(f.variables.iter().filter(|v| is_instrumentation(&v.name))),
-            );
+        } else if let Some(n) = &f.path_note {
+            md.push_str(&format!("Path trace: {n}\n\n"));
         }
+        let covered: Vec<String> = views::call_sites(s, f)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| {
+                let mark = match c.ran {
+                    Coverage::Yes => "yes",
+                    Coverage::No => "no",
+                    Coverage::Maybe => "?",
+                };
+                let name = c.name.unwrap_or_else(|| "(indirect)".into());
+                format!("{name}@{}: {mark}", c.line)
+            })
+            .collect();
+        if !covered.is_empty() {
+            md.push_str(&format!(
+                "Call sites in this activation: {}\n\n",
+                covered.join(", ")
+            ));
+        }
+        code_block(
+            &mut md,
+            "CSI trace (the instrumentation's state)",
+            &var_lines(f.variables.iter().filter(|v| is_instrumentation(&v.name))),
+        );
     }
     if md.is_empty() {
         // On a function's declaration: its frames, and its counts globally.
-        for f in s
-            .functions
-            .iter()
-            .filter(|f| f.line == line1 && keys.contains(&f.file.as_str()))
-        {
-            md.push_str(&format!("**{}**", f.name));
-            let (m, y, n) = counts(s.global.get(&f.file), f.first, f.last);
+        for f in views::functions_declared_on(s, keys, line1) {
+            md.push_str(&format!("**{}**", f.function.name));
+            let views::LineCounts {
+                must: m,
+                may: y,
+                never: n,
+            } = f.global;
             md.push_str(&format!(
                 " — globally: must {m} · may {y} · never {n} lines\n\n"
             ));
-            for (ti, t) in s.threads.iter().enumerate() {
-                let ks: Vec<String> = t
-                    .frames
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, fr)| fr.graph_function == Some(f.id))
-                    .map(|(k, _)| format!("#{k}"))
-                    .take(20)
-                    .collect();
-                if !ks.is_empty() {
-                    md.push_str(&format!(
-                        "On the stack of thread {} as frame {}\n\n",
-                        ti + 1,
-                        ks.join(", ")
-                    ));
-                }
+            for (ti, ks) in f.frames {
+                let ks: Vec<String> = ks.iter().take(20).map(|k| format!("#{k}")).collect();
+                md.push_str(&format!(
+                    "On the stack of thread {} as frame {}\n\n",
+                    ti + 1,
+                    ks.join(", ")
+                ));
             }
         }
     }
     if md.is_empty() {
         // Status of the line and why.
-        let key = keys
-            .iter()
-            .find(|k| s.global.get(**k).is_some_and(|l| l.status(line1).is_some()))?;
-        let (global, local) = s.lines_of(key, sel);
-        let gs = global.and_then(|l| l.status(line1));
-        md.push_str(&format!("CSI: **{}** before the crash", status_word(gs)));
-        if let Some(ls) = local.and_then(|l| l.status(line1)) {
+        let ev = views::line_evidence(s, sel, keys, line1)?;
+        md.push_str(&format!(
+            "CSI: **{}** before the crash",
+            status_word(ev.global)
+        ));
+        if let Some(ls) = ev.local {
             md.push_str(&format!(
                 " · in frame #{}: **{}**",
                 sel.frame,
@@ -800,31 +717,22 @@ pub fn hover(
             ));
         }
         md.push_str("\n\n");
-        let g = &s.graph;
-        let nodes = csi_analysis::nodes_on_line(g, key, line1);
-        let mut why = Vec::new();
-        for n in nodes {
-            if let Some(&ran) = s.report.global_coverage.get(&n) {
-                let what = match g.node(n).call.as_ref().and_then(|c| c.name.clone()) {
-                    Some(c) => format!(
-                        "call site `{c}()` covered: {}",
-                        if ran { "yes" } else { "no" }
-                    ),
-                    None => format!("coverage bit: {}", if ran { "set" } else { "clear" }),
-                };
-                why.push(what);
-            }
-            if s.threads.iter().any(|t| {
-                t.frames
-                    .iter()
-                    .any(|f| f.path.iter().any(|st| st.node == n))
-            }) {
-                why.push("on a frame's path trace".into());
-            }
-        }
-        why.dedup();
+        let mut why: Vec<String> = ev
+            .evidence
+            .iter()
+            .map(|e| match e {
+                views::Evidence::CallSite { name, ran } => format!(
+                    "call site `{name}()` covered: {}",
+                    if *ran { "yes" } else { "no" }
+                ),
+                views::Evidence::CoverageBit(ran) => {
+                    format!("coverage bit: {}", if *ran { "set" } else { "clear" })
+                }
+                views::Evidence::OnPathTrace => "on a frame's path trace".into(),
+            })
+            .collect();
         if why.is_empty() {
-            why.push(match gs {
+            why.push(match ev.global {
                 Some(LineStatus::Never) => {
                     "no execution consistent with the stack and traces reaches it".into()
                 }
@@ -836,50 +744,51 @@ pub fn hover(
         }
         md.push_str(&format!("Why: {}", why.join("; ")));
     }
-    Some(Hover {
+    Some(markdown_hover(md))
+}
+
+fn markdown_hover(md: String) -> Hover {
+    Hover {
         contents: HoverContents::Markup(MarkupContent {
             kind: MarkupKind::Markdown,
             value: md,
         }),
         range: None,
-    })
+    }
 }
 
 /// `csi/slice`'s result (docs/protocol.md); lines 0-based.
-pub fn slice(s: &Session, sl: &crate::session::ShownSlice) -> Value {
-    let files = |m: &BTreeMap<String, std::collections::BTreeSet<u32>>| -> Value {
+pub fn slice(s: &Session, sl: &crate::session::ShownSlice) -> lsp_ext::SliceResult {
+    let files = |m: &BTreeMap<String, std::collections::BTreeSet<u32>>| -> Vec<lsp_ext::SliceFile> {
         m.iter()
-            .map(|(k, ls)| {
-                json!({
-                    "uri": uri_of(s, k).map(|u| u.as_str().to_string()),
-                    "file": k,
-                    "lines": ls.iter().map(|l| l - 1).collect::<Vec<_>>(),
-                })
+            .map(|(k, ls)| lsp_ext::SliceFile {
+                uri: uri_str(s, k),
+                file: k.clone(),
+                lines: ls.iter().map(|l| l - 1).collect(),
             })
-            .collect::<Vec<_>>()
-            .into()
+            .collect()
     };
     let (file, line) = match &sl.criterion {
         Some((f, l)) => (Some(f.clone()), Some(l - 1)),
         None => (None, None),
     };
-    json!({
-        "criterion": {
-            "uri": file.as_deref().and_then(|f| uri_of(s, f)).map(|u| u.as_str().to_string()),
-            "file": file,
-            "line": line,
-            "function": sl.function,
-            "thread": sl.thread,
-            "frame": sl.frame,
-            "variables": sl.variables,
+    lsp_ext::SliceResult {
+        criterion: lsp_ext::SliceCriterion {
+            uri: file.as_deref().and_then(|f| uri_str(s, f)),
+            file,
+            line,
+            function: sl.function.clone(),
+            thread: sl.thread,
+            frame: sl.frame,
+            variables: sl.variables.clone(),
         },
-        "unknownVariables": sl.unknown_variables,
-        "restricted": files(&sl.restricted),
-        "unrestricted": files(&sl.unrestricted),
-        "restrictedLines": sl.restricted_lines,
-        "unrestrictedLines": sl.unrestricted_lines,
-        "reduction": (sl.reduction * 1000.0).round() / 1000.0,
-    })
+        unknown_variables: sl.unknown_variables.clone(),
+        restricted: files(&sl.restricted),
+        unrestricted: files(&sl.unrestricted),
+        restricted_lines: sl.restricted_lines,
+        unrestricted_lines: sl.unrestricted_lines,
+        reduction: (sl.reduction * 1000.0).round() / 1000.0,
+    }
 }
 
 /// `◆ slice` at the end of every restricted-slice line of the document.
@@ -930,7 +839,10 @@ pub fn slice_lens(sl: &crate::session::ShownSlice, keys: &[&str]) -> Option<Code
         command: Some(Command {
             title,
             command: "csi.slice".into(),
-            arguments: Some(vec![json!({"clear": true})]),
+            arguments: Some(vec![json!(lsp_ext::SliceParams {
+                clear: true,
+                ..Default::default()
+            })]),
         }),
         data: None,
     })
@@ -938,81 +850,12 @@ pub fn slice_lens(sl: &crate::session::ShownSlice, keys: &[&str]) -> Option<Code
 
 // ---- The crash store (`csi/crashBuckets`, `csi/bucketCrashes`, `csi/bucketLineStates`) ----
 
-/// `{"program", "signature"}`: the bucket the two bucket requests name.
-#[derive(Debug, serde::Deserialize)]
-pub struct BucketParams {
-    pub program: String,
-    pub signature: String,
-}
-
-/// `{"program"?}`: the buckets of one program only.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct BucketsParams {
-    pub program: Option<String>,
-}
-
 fn utc(t: Option<u64>) -> Option<String> {
     t.map(|t| format!("{} UTC", csi_dump::coredump_store::utc_date(t)))
 }
 
-/// A bucket in the list (`csi/crashBuckets`).
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BucketItem {
-    pub program: String,
-    pub signature: String,
-    pub signal: String,
-    pub frames: Vec<String>,
-    pub count: u64,
-    /// Seconds since the epoch, and as text (`2025-11-24 06:55:01 UTC`).
-    pub first_time: Option<u64>,
-    pub last_time: Option<u64>,
-    pub first_time_text: Option<String>,
-    pub last_time_text: Option<String>,
-    /// The oldest crash: its core, executable and content hash.
-    pub representative: CrashItem,
-    /// Crash site (`file:line`, `?` unknown) → crashes.
-    pub sites: BTreeMap<String, u64>,
-    pub lines_analysed: bool,
-    /// The bucket carries `csi triage --passing` results (suspicious lines).
-    pub has_passing: bool,
-    pub passing_runs: Option<u64>,
-}
-
-/// `csi/crashBuckets` → `{"store", "message", "buckets"}`: `store` null and `message` saying
-/// why when no store is set or its file does not exist.
-#[derive(Debug, serde::Serialize)]
-pub struct CrashBuckets {
-    pub store: Option<String>,
-    pub message: Option<String>,
-    pub buckets: Vec<BucketItem>,
-}
-
-/// A crash of a bucket: what `csi/openCrash` takes (`executable`, `core`) and more.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CrashItem {
-    pub core: String,
-    pub executable: String,
-    pub time: Option<u64>,
-    pub time_text: Option<String>,
-    pub site: Option<String>,
-    pub hash: String,
-    pub signal: Option<String>,
-}
-
-/// `csi/bucketCrashes` → the bucket's crashes, oldest first.
-#[derive(Debug, serde::Serialize)]
-pub struct BucketCrashes {
-    pub store: String,
-    pub program: String,
-    pub signature: String,
-    pub crashes: Vec<CrashItem>,
-}
-
-pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
-    CrashBuckets {
+pub fn crash_buckets(b: &crate::crashes::Buckets) -> lsp_ext::CrashBucketsResult {
+    lsp_ext::CrashBucketsResult {
         store: b.store.clone(),
         message: b.message.clone(),
         buckets: b
@@ -1020,7 +863,7 @@ pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
             .iter()
             .map(|b| {
                 let passing = b.extra.as_ref().and_then(|x| x.get("passing"));
-                BucketItem {
+                lsp_ext::BucketItem {
                     program: b.program.clone(),
                     signature: b.signature.clone(),
                     signal: b.signal.clone(),
@@ -1030,7 +873,7 @@ pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
                     last_time: b.last_time,
                     first_time_text: utc(b.first_time),
                     last_time_text: utc(b.last_time),
-                    representative: CrashItem {
+                    representative: lsp_ext::CrashItem {
                         core: b.representative_core.clone(),
                         executable: b.program.clone(),
                         time: b.first_time,
@@ -1042,7 +885,9 @@ pub fn crash_buckets(b: &crate::crashes::Buckets) -> CrashBuckets {
                     sites: b.sites.clone(),
                     lines_analysed: b.lines_analysed,
                     has_passing: passing.is_some(),
-                    passing_runs: passing.and_then(|p| p.get("runs")).and_then(Value::as_u64),
+                    passing_runs: passing
+                        .and_then(|p| p.get("runs"))
+                        .and_then(serde_json::Value::as_u64),
                 }
             })
             .collect(),
@@ -1053,14 +898,14 @@ pub fn bucket_crashes(
     store: &str,
     bucket: &csi_triage::store::StoredBucket,
     crashes: &[csi_triage::store::StoredCrash],
-) -> BucketCrashes {
-    BucketCrashes {
+) -> lsp_ext::BucketCrashesResult {
+    lsp_ext::BucketCrashesResult {
         store: store.to_string(),
         program: bucket.program.clone(),
         signature: bucket.signature.clone(),
         crashes: crashes
             .iter()
-            .map(|c| CrashItem {
+            .map(|c| lsp_ext::CrashItem {
                 core: c.core.clone(),
                 executable: c.program.clone(),
                 time: c.time,
@@ -1073,133 +918,48 @@ pub fn bucket_crashes(
     }
 }
 
-/// A suspicious line of a bucket (0-based `line`): Ochiai's interval over every way of
-/// resolving the crashes' and passing runs' Maybes, the crashes / passing runs it surely and
-/// possibly ran in, the crashes stopped in it, and its rank in the bucket (1 = most
-/// suspicious).
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SuspiciousLine {
-    pub line: u32,
-    pub ochiai: [f64; 2],
-    pub failed: [usize; 2],
-    pub passed: [usize; 2],
-    pub on_stack: usize,
-    pub rank: usize,
+/// 0-based lines of 1-based ones (line 0, unknown, left out).
+fn zero_based(lines: &std::collections::BTreeSet<u32>) -> Vec<u32> {
+    lines.iter().filter(|&&l| l > 0).map(|l| l - 1).collect()
 }
 
-/// One file of a bucket: the shape of `csi/lineStates` (`uri`, `version` null, `must` =
-/// lines that ran in every crash of the bucket, `never` = in none, `may` and `partial`
-/// empty, `frame` null), the file key(s) of the debug info, and the passing-run results.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BucketFile {
-    pub uri: Option<String>,
-    pub version: Option<i32>,
-    pub file: String,
-    pub keys: Vec<String>,
-    pub must: Vec<u32>,
-    pub may: Vec<u32>,
-    pub never: Vec<u32>,
-    pub partial: Vec<u32>,
-    pub frame: Option<Value>,
-    pub suspicious: Vec<SuspiciousLine>,
-    /// Lines that ran in every crash of the bucket and in no passing run.
-    pub failing_only: Vec<u32>,
-    /// Lines that ran in every passing run and in no crash of the bucket.
-    pub passing_only: Vec<u32>,
-}
-
-/// `csi/bucketLineStates` → the bucket's lines per file.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BucketLineStates {
-    pub store: String,
-    pub program: String,
-    pub signature: String,
-    pub count: u64,
-    pub lines_analysed: bool,
-    /// Passing runs compared (null: the bucket has no `csi triage --passing` results).
-    pub passing_runs: Option<usize>,
-    pub files: Vec<BucketFile>,
-    pub notices: Vec<String>,
-}
-
-fn zero_based<'a>(lines: impl IntoIterator<Item = &'a u32>) -> Vec<u32> {
-    let mut v: Vec<u32> = lines
+pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> lsp_ext::BucketLineStatesResult {
+    let files = b
+        .files()
         .into_iter()
-        .filter(|&&l| l > 0)
-        .map(|l| l - 1)
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> BucketLineStates {
-    // Keys that resolve to one file are one entry (as a crash's line states are per file);
-    // keys not found in the workspace keep their own entry with `uri` null.
-    let mut by_file: BTreeMap<String, (Option<String>, Vec<&str>)> = BTreeMap::new();
-    for (k, p) in &b.sources {
-        let (name, uri) = match p {
-            Some(p) => (
-                p.display().to_string(),
-                Uri::from_file_path(p).map(|u| u.as_str().to_string()),
-            ),
-            None => (k.clone(), None),
-        };
-        by_file.entry(name).or_insert((uri, Vec::new())).1.push(k);
-    }
-    let empty = std::collections::BTreeSet::new();
-    let of = |set: &csi_triage::FileLineSet, keys: &[&str]| -> Vec<u32> {
-        zero_based(
-            keys.iter()
-                .flat_map(|k| set.get(*k).unwrap_or(&empty).iter()),
-        )
-    };
-    let files = by_file
-        .into_iter()
-        .map(|(file, (uri, keys))| {
-            let (suspicious, failing_only, passing_only) = match &b.passing {
-                Some(p) => {
-                    let mut s: Vec<SuspiciousLine> = p
-                        .suspicious
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, s)| keys.contains(&s.file.as_str()) && s.line > 0)
-                        .map(|(i, s)| SuspiciousLine {
-                            line: s.line - 1,
-                            ochiai: s.ochiai,
-                            failed: s.failed,
-                            passed: s.passed,
-                            on_stack: s.on_stack,
-                            rank: i + 1,
-                        })
-                        .collect();
-                    s.sort_by_key(|x| (x.line, x.rank));
-                    s.dedup_by_key(|x| x.line);
-                    s.sort_by_key(|x| x.rank);
-                    (s, of(&p.failing_only, &keys), of(&p.passing_only, &keys))
-                }
-                None => Default::default(),
-            };
-            BucketFile {
-                uri,
-                version: None,
-                file,
-                keys: keys.iter().map(|k| k.to_string()).collect(),
-                must: of(&b.bucket.must_in_all, &keys),
+        .map(|f| lsp_ext::BucketFile {
+            uri: f
+                .path
+                .as_ref()
+                .and_then(Uri::from_file_path)
+                .map(|u| u.as_str().to_string()),
+            version: None,
+            file: f.file,
+            keys: f.keys,
+            lines: lsp_ext::LineSets {
+                must: zero_based(&f.must_in_all),
                 may: Vec::new(),
-                never: of(&b.bucket.never_in_any, &keys),
+                never: zero_based(&f.never_in_any),
                 partial: Vec::new(),
-                frame: None,
-                suspicious,
-                failing_only,
-                passing_only,
-            }
+            },
+            frame: None,
+            suspicious: f
+                .suspicious
+                .into_iter()
+                .map(|(rank, s)| lsp_ext::SuspiciousLine {
+                    line: s.line - 1,
+                    ochiai: s.ochiai,
+                    failed: s.failed,
+                    passed: s.passed,
+                    on_stack: s.on_stack,
+                    rank,
+                })
+                .collect(),
+            failing_only: zero_based(&f.failing_only),
+            passing_only: zero_based(&f.passing_only),
         })
         .collect();
-    BucketLineStates {
+    lsp_ext::BucketLineStatesResult {
         store: b.store.clone(),
         program: b.bucket.program.clone(),
         signature: b.bucket.signature.clone(),
@@ -1208,5 +968,13 @@ pub fn bucket_line_states(b: &crate::crashes::BucketLines) -> BucketLineStates {
         passing_runs: b.passing.as_ref().map(|p| p.runs),
         files,
         notices: b.notices.clone(),
+    }
+}
+
+/// A control-flow query's answer as the wire says it.
+pub fn query_answer(a: csi_model::QueryAnswer) -> lsp_ext::QueryAnswer {
+    match a {
+        csi_model::QueryAnswer::Possible => lsp_ext::QueryAnswer::Possible,
+        csi_model::QueryAnswer::Impossible => lsp_ext::QueryAnswer::Impossible,
     }
 }
