@@ -292,6 +292,107 @@ fn multiple_files_with_static_functions_behave_the_same() {
     same_behaviour(&["multi_main.c", "multi_lib.c"], &[]);
 }
 
+/// The metadata sections as `--csi-metadata=zstd` (default) writes them — one compressed piece
+/// per object and per COMDAT group (a template instantiated in two units, kept at -O0) — read
+/// as the same records as `--csi-metadata=text`'s, also when objects of both kinds are linked
+/// together.
+#[test]
+fn compressed_metadata_reads_as_the_text() {
+    let d = scratch();
+    let unit = |name: &str, f: &str| {
+        let src = d.join(format!("{name}.cpp"));
+        std::fs::write(
+            &src,
+            format!(
+                "template <class T> T twice(T x) {{\n\
+                   for (int i = 0; i < 2; i++) x = x + x;\n  return x;\n}}\n\
+                 int {f}(int v) {{ return twice(v) + (int)twice(1.5 * v); }}\n"
+            ),
+        )
+        .unwrap();
+        src
+    };
+    let (a, b) = (unit("a", "fa"), unit("b", "fb"));
+    let main = d.join("main.cpp");
+    std::fs::write(
+        &main,
+        "int fa(int); int fb(int);\nint main(int c, char **) { return fa(c) + fb(c) == 0; }\n",
+    )
+    .unwrap();
+    let object = |src: &Path, format: &str| {
+        let o = d.join(format!(
+            "{}-{format}.o",
+            src.file_stem().unwrap().to_string_lossy()
+        ));
+        ok(
+            &run(Command::new(csi_cxx())
+                .arg("--csi-scheme=all")
+                .arg(format!("--csi-metadata={format}"))
+                .args(["-O0", "-c"])
+                .arg(src)
+                .arg("-o")
+                .arg(&o)),
+            "csi-c++ -c",
+        );
+        o
+    };
+    let link = |objs: &[PathBuf], name: &str| {
+        let exe = d.join(name);
+        ok(
+            &run(Command::new(csi_cxx()).args(objs).arg("-o").arg(&exe)),
+            "link",
+        );
+        exe
+    };
+    let all = |format: &str| [&a, &b, &main].map(|s| object(s, format)).to_vec();
+    let text = link(&all("text"), "text");
+    let zstd = link(&all("zstd"), "zstd");
+    let z = all("zstd");
+    let t = all("text");
+    let mixed = link(&[z[0].clone(), t[1].clone(), z[2].clone()], "mixed");
+    let magic = csi_model::sections::frame::FRAME_MAGIC;
+    let has_frame = |b: &[u8]| b.windows(4).any(|w| w == magic);
+    for name in [
+        ".debug_PT",
+        ".debug_CC",
+        ".debug_BBC",
+        ".debug_FC",
+        ".debug_CSI_CFG",
+    ] {
+        let (tb, zb, mb) = (
+            section(&text, name),
+            section(&zstd, name),
+            section(&mixed, name),
+        );
+        assert!(!tb.is_empty() && std::str::from_utf8(&tb).is_ok(), "{name}");
+        assert!(!has_frame(&tb), "{name}: text has no frame");
+        // Pieces that compression would not shrink stay text (here .debug_CC's few lines).
+        if matches!(name, ".debug_CSI_CFG" | ".debug_PT") {
+            assert!(
+                has_frame(&zb) && has_frame(&mb),
+                "{name}: compressed pieces"
+            );
+            assert!(zb.len() < tb.len(), "{name}: {} >= {}", zb.len(), tb.len());
+        }
+        macro_rules! same {
+            ($parse:ident) => {{
+                let want = $parse(&tb, "text").unwrap();
+                assert!(!want.is_empty(), "{name}");
+                assert_eq!($parse(&zb, "zstd").unwrap(), want, "{name}");
+                assert_eq!($parse(&mb, "mixed").unwrap(), want, "{name}");
+            }};
+        }
+        match name {
+            ".debug_PT" => same!(parse_pt),
+            ".debug_CC" => same!(parse_cc),
+            ".debug_BBC" => same!(parse_bbc),
+            ".debug_FC" => same!(parse_fc),
+            _ => same!(parse_cfg),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn separate_compilation_and_indirect_candidates() {
     let d = scratch();
