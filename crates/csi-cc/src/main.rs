@@ -27,9 +27,9 @@ const CSI_OPTIONS: &str =
                         the optimized code; line answers inside functions that ran stay
                         conservative) or `before-optimization` (probes in the source's CFG,
                         optimized with the program, as the dissertation's csi-cc does)
-  --csi-metadata=F      the metadata sections' pieces: `zstd` (default: each object's piece
-                        compressed) or `text` (uncompressed, the .debug_PT/CC/BBC/FC text
-                        byte-compatible with csi-cc v1.4.0, for its own tools)
+  --csi-metadata=F      `zstd` (default: .debug_CSI_CFG only, each object's piece compressed;
+                        all that csi reads) or `text` (uncompressed, and csi-cc v1.4.0's
+                        .debug_PT/CC/BBC/FC as well, byte-compatible, for its own tools)
   --csi-verbose         say which functions are not path-traced and why
   --csi-help            this list only
 Environment: CSI_CLANG (C compiler, default clang-19), CSI_CLANGXX (C++, default clang++-19),
@@ -416,7 +416,7 @@ struct CsiOptions {
     verbose: bool,
     cc_all_probes: bool,
     before_optimization: bool,
-    /// `--csi-metadata=zstd` (default): compress the metadata sections' pieces.
+    /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
     compress_metadata: bool,
     /// clang's arguments: everything but the `--csi-*` options.
     args: Vec<String>,

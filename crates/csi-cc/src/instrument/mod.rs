@@ -94,8 +94,8 @@ pub struct Options {
     pub pt_size: u32,
     /// Probe every call site (no placement optimization; see `cc_probe_placement`).
     pub cc_all_probes: bool,
-    /// Write each metadata section piece zstd-compressed (`--csi-metadata=zstd`, see
-    /// `write_sections`), else as text.
+    /// `--csi-metadata=zstd`: write `.debug_CSI_CFG` only, each piece zstd-compressed (see
+    /// `write_sections`); else all five sections as text.
     pub compress_metadata: bool,
     /// The source path as given on the command line (for `<mash>`).
     pub source: String,
