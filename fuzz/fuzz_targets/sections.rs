@@ -27,10 +27,7 @@ fuzz_target!(|data: &[u8]| {
     if data.windows(4).any(|w| w == sections::frame::FRAME_MAGIC) {
         return;
     }
-    let cut = data
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
+    let cut = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let mut mixed = sections::frame::encode(&data[..cut], 1).expect("zstd compresses");
     mixed.extend_from_slice(&data[cut..]);
     assert_eq!(parse_all(&mixed), plain);
