@@ -33,9 +33,25 @@ for e in $exes; do
   n=$(basename "$e")
   objcopy --only-keep-debug "$e" "$seeds/debug_file/$n.debug"
   for s in .debug_CSI_CFG .debug_PT .debug_CC .debug_BBC .debug_FC; do
-    objcopy -O binary --only-section="$s" "$e" "$seeds/sections/$n$s" 2>/dev/null || true
+    # --dump-section: `-O binary --only-section` writes nothing for a non-allocated section.
+    objcopy --dump-section "$s=$seeds/sections/$n$s" "$e" "$seeds/objcopy.out" 2>/dev/null || true
     [ -s "$seeds/sections/$n$s" ] || rm -f "$seeds/sections/$n$s"
   done
+done
+# The same sections as csi-cc writes them now: compressed pieces (crates/csi-model/src/sections/
+# frame.rs: magic, version, compressed and uncompressed length, zstd frame), two per file.
+for f in "$seeds"/sections/*; do
+  [ -f "$f" ] || continue
+  python3 - "$f" <<'PY'
+import struct, subprocess, sys
+text = open(sys.argv[1], "rb").read()
+cut = text.rfind(b"\n#", 0, len(text) // 2) + 1 or text.rfind(b"\n", 0, len(text) // 2) + 1
+out = b""
+for piece in (text[:cut], text[cut:]):
+    z = subprocess.run(["zstd", "-q", "-c", "-3"], input=piece, capture_output=True, check=True).stdout
+    out += b"\xffCSZ\x01" + struct.pack("<QQ", len(z), len(piece)) + z + b"\0\0"
+open(sys.argv[1] + ".zst", "wb").write(out)
+PY
 done
 cp "$root/examples/fig6-1/example.graphml" "$seeds/graphml/"
 cp "$root/examples/fig6-1/report.json" "$seeds/grissom_json/"

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-cc-probes=all|placed] [--csi-verbose] \
-[clang arguments...]";
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-cc-probes=all|placed] \
+[--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
     "CSI options (csi-cc compiles C, csi-c++ C++; everything else is clang's):
@@ -27,6 +27,9 @@ const CSI_OPTIONS: &str =
                         the optimized code; line answers inside functions that ran stay
                         conservative) or `before-optimization` (probes in the source's CFG,
                         optimized with the program, as the dissertation's csi-cc does)
+  --csi-metadata=F      `zstd` (default: .debug_CSI_CFG only, each object's piece compressed;
+                        all that csi reads) or `text` (uncompressed, and csi-cc v1.4.0's
+                        .debug_PT/CC/BBC/FC as well, byte-compatible, for its own tools)
   --csi-verbose         say which functions are not path-traced and why
   --csi-help            this list only
 Environment: CSI_CLANG (C compiler, default clang-19), CSI_CLANGXX (C++, default clang++-19),
@@ -413,6 +416,8 @@ struct CsiOptions {
     verbose: bool,
     cc_all_probes: bool,
     before_optimization: bool,
+    /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
+    compress_metadata: bool,
     /// clang's arguments: everything but the `--csi-*` options.
     args: Vec<String>,
 }
@@ -428,6 +433,7 @@ impl CsiOptions {
             verbose: false,
             cc_all_probes: false,
             before_optimization: false,
+            compress_metadata: true,
             args: Vec::new(),
         };
         for a in argv {
@@ -456,6 +462,14 @@ impl CsiOptions {
                     "after-optimization" => false,
                     _ => fail(&format!(
                         "--csi-instrument must be `before-optimization` or `after-optimization`, not `{v}`"
+                    )),
+                };
+            } else if let Some(v) = a.strip_prefix("--csi-metadata=") {
+                o.compress_metadata = match v {
+                    "zstd" => true,
+                    "text" => false,
+                    _ => fail(&format!(
+                        "--csi-metadata must be `zstd` or `text`, not `{v}`"
                     )),
                 };
             } else if a == "--csi-verbose" {
@@ -650,6 +664,7 @@ impl Steps<'_> {
             per_function: self.per_function.clone(),
             pt_size: self.csi.pt_size,
             cc_all_probes: self.csi.cc_all_probes,
+            compress_metadata: self.csi.compress_metadata,
             source: src.clone(),
             optimized: optimized && !instrument_first,
             optimized_after: instrument_first,

@@ -91,8 +91,11 @@ fn same_behaviour_with((plain_cc, csi): (&str, &Path), sources: &[&str], args: &
         let want = run(Command::new(&plain).args(args));
         for scheme in SCHEMES {
             let exe = d.join(format!("csi-{scheme}{opt}"));
+            // Both metadata formats: -O0 builds write csi-cc v1.4.0's sections as text too.
+            let text = opt == "-O0";
             let built = run(Command::new(csi)
                 .arg(format!("--csi-scheme={scheme}"))
+                .args(text.then_some("--csi-metadata=text"))
                 .arg(opt)
                 .args(&srcs)
                 .arg("-o")
@@ -122,13 +125,17 @@ fn same_behaviour_with((plain_cc, csi): (&str, &Path), sources: &[&str], args: &
             let bbc = parse_bbc(&section(&exe, ".debug_BBC"), &file).unwrap();
             let fc = parse_fc(&section(&exe, ".debug_FC"), &file).unwrap();
             let has_pt = matches!(*scheme, "realistic" | "pt" | "all");
-            assert_eq!(!pt.is_empty(), has_pt, "{scheme}: .debug_PT presence");
+            assert_eq!(
+                !pt.is_empty(),
+                has_pt && text,
+                "{scheme}: .debug_PT presence"
+            );
             assert_eq!(
                 !cc.is_empty(),
-                matches!(*scheme, "realistic" | "cc" | "all")
+                matches!(*scheme, "realistic" | "cc" | "all") && text
             );
-            assert_eq!(!bbc.is_empty(), matches!(*scheme, "bb" | "all"));
-            assert_eq!(!fc.is_empty(), matches!(*scheme, "fc" | "all"));
+            assert_eq!(!bbc.is_empty(), matches!(*scheme, "bb" | "all") && text);
+            assert_eq!(!fc.is_empty(), matches!(*scheme, "fc" | "all") && text);
             for f in &pt {
                 let g = f.path_graph().unwrap();
                 let n = g.num_paths().unwrap();
@@ -292,6 +299,83 @@ fn multiple_files_with_static_functions_behave_the_same() {
     same_behaviour(&["multi_main.c", "multi_lib.c"], &[]);
 }
 
+/// `.debug_CSI_CFG` as `--csi-metadata=zstd` (default) writes it — one compressed piece per
+/// object and per COMDAT group (a template instantiated in two units, kept at -O0) — reads as
+/// the same records as `--csi-metadata=text`'s, also when objects of both kinds are linked
+/// together.
+#[test]
+fn compressed_metadata_reads_as_the_text() {
+    let d = scratch();
+    let unit = |name: &str, f: &str| {
+        let src = d.join(format!("{name}.cpp"));
+        std::fs::write(
+            &src,
+            format!(
+                "template <class T> T twice(T x) {{\n\
+                   for (int i = 0; i < 2; i++) x = x + x;\n  return x;\n}}\n\
+                 int {f}(int v) {{ return twice(v) + (int)twice(1.5 * v); }}\n"
+            ),
+        )
+        .unwrap();
+        src
+    };
+    let (a, b) = (unit("a", "fa"), unit("b", "fb"));
+    let main = d.join("main.cpp");
+    std::fs::write(
+        &main,
+        "int fa(int); int fb(int);\nint main(int c, char **) { return fa(c) + fb(c) == 0; }\n",
+    )
+    .unwrap();
+    let object = |src: &Path, format: &str| {
+        let o = d.join(format!(
+            "{}-{format}.o",
+            src.file_stem().unwrap().to_string_lossy()
+        ));
+        ok(
+            &run(Command::new(csi_cxx())
+                .arg("--csi-scheme=all")
+                .arg(format!("--csi-metadata={format}"))
+                .args(["-O0", "-c"])
+                .arg(src)
+                .arg("-o")
+                .arg(&o)),
+            "csi-c++ -c",
+        );
+        o
+    };
+    let link = |objs: &[PathBuf], name: &str| {
+        let exe = d.join(name);
+        ok(
+            &run(Command::new(csi_cxx()).args(objs).arg("-o").arg(&exe)),
+            "link",
+        );
+        exe
+    };
+    let all = |format: &str| [&a, &b, &main].map(|s| object(s, format)).to_vec();
+    let text = link(&all("text"), "text");
+    let zstd = link(&all("zstd"), "zstd");
+    let z = all("zstd");
+    let t = all("text");
+    let mixed = link(&[z[0].clone(), t[1].clone(), z[2].clone()], "mixed");
+    let magic = csi_model::sections::frame::FRAME_MAGIC;
+    let has_frame = |b: &[u8]| b.windows(4).any(|w| w == magic);
+    let cfg = |exe: &Path| section(exe, ".debug_CSI_CFG");
+    let (tb, zb, mb) = (cfg(&text), cfg(&zstd), cfg(&mixed));
+    assert!(std::str::from_utf8(&tb).is_ok() && !has_frame(&tb));
+    assert!(has_frame(&zb) && has_frame(&mb));
+    assert!(zb.len() < tb.len(), "{} >= {}", zb.len(), tb.len());
+    let want = parse_cfg(&tb, "text").unwrap();
+    assert!(want.iter().filter(|f| f.name.contains("twice")).count() == 2);
+    assert_eq!(parse_cfg(&zb, "zstd").unwrap(), want);
+    assert_eq!(parse_cfg(&mb, "mixed").unwrap(), want);
+    // csi-cc v1.4.0's sections: text only, for its tools.
+    for name in [".debug_PT", ".debug_CC", ".debug_BBC", ".debug_FC"] {
+        assert!(!section(&text, name).is_empty(), "{name}");
+        assert!(section(&zstd, name).is_empty(), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn separate_compilation_and_indirect_candidates() {
     let d = scratch();
@@ -324,7 +408,7 @@ fn separate_compilation_and_indirect_candidates() {
     let exe = d.join("fnptr");
     ok(
         &run(Command::new(CSI_CC)
-            .args(["-O0", &fixture("fnptr.c"), "-o"])
+            .args(["--csi-metadata=text", "-O0", &fixture("fnptr.c"), "-o"])
             .arg(&exe)),
         "fnptr",
     );
@@ -382,7 +466,7 @@ fn trace_at_probe(opt: &str, func: &str, arg: &str, pt_size: u32) -> Trace {
     ok(
         &run(Command::new(CSI_CC)
             .arg(format!("--csi-pt-size={pt_size}"))
-            .args([opt, &fixture("ptloop.c"), "-o"])
+            .args(["--csi-metadata=text", opt, &fixture("ptloop.c"), "-o"])
             .arg(&exe)),
         "build ptloop",
     );
@@ -695,7 +779,13 @@ fn bad_input() {
     ok(
         &run(Command::new(CSI_CC)
             .arg(format!("--csi-schema={}", schema.display()))
-            .args(["--csi-scheme=none", "-O0", &fixture("loops.c"), "-o"])
+            .args([
+                "--csi-metadata=text",
+                "--csi-scheme=none",
+                "-O0",
+                &fixture("loops.c"),
+                "-o",
+            ])
             .arg(&exe)),
         "schema build",
     );
@@ -734,7 +824,7 @@ fn too_many_paths_is_skipped_and_recorded() {
     let exe = d.join("many");
     ok(
         &run(Command::new(CSI_CC)
-            .args(["-O0", src.to_str().unwrap(), "-o"])
+            .args(["--csi-metadata=text", "-O0", src.to_str().unwrap(), "-o"])
             .arg(&exe)),
         "build",
     );

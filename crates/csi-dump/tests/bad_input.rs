@@ -199,3 +199,66 @@ fn executable_without_csi_metadata_falls_back_to_the_stack() {
         .expect("a frame with a line");
     assert!(!f0.variables.is_empty());
 }
+
+/// `.debug_CSI_CFG` as csi-cc writes it now — zstd-compressed pieces — gives the same crash as
+/// the text the checked-in fixtures hold; a damaged piece is one clear `BadMetadata` error.
+#[test]
+fn compressed_metadata_reads_as_the_text_and_a_damaged_frame_is_an_error() {
+    use csi_model::sections::frame::encode;
+    let Some(fx) = first() else { return };
+    if !have("objcopy") {
+        common::cannot_run("objcopy is not installed");
+        return;
+    }
+    let text = scratch("cfg-text");
+    assert!(std::process::Command::new("objcopy")
+        .arg(format!("--dump-section=.debug_CSI_CFG={}", text.display()))
+        .arg(&fx.exe)
+        .arg(scratch("objcopy.out"))
+        .status()
+        .unwrap()
+        .success());
+    let text = std::fs::read(&text).unwrap();
+    // Two pieces, as from two objects, with alignment padding between them.
+    let cut = text
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(text.len(), |i| i + 1);
+    let mut framed = encode(&text[..cut], 3).unwrap();
+    framed.extend_from_slice(b"\0\0\0\0");
+    framed.extend(encode(&text[cut..], 3).unwrap());
+    let with = |name: &str, section: &[u8]| {
+        let bytes = scratch(&format!("{name}.cfg"));
+        std::fs::write(&bytes, section).unwrap();
+        let exe = scratch(name);
+        assert!(std::process::Command::new("objcopy")
+            .arg(format!(
+                "--update-section=.debug_CSI_CFG={}",
+                bytes.display()
+            ))
+            .arg(&fx.exe)
+            .arg(&exe)
+            .status()
+            .unwrap()
+            .success());
+        open(&exe, &fx.core)
+    };
+    let want = open(&fx.exe, &fx.core).unwrap();
+    let got = with("compressed", &framed).unwrap();
+    assert_eq!(got.metadata, want.metadata);
+    assert_eq!(got.report, want.report);
+    assert_eq!(got.graph.functions.len(), want.graph.functions.len());
+    // Frames, paths and variables alike; only the executable's file name differs.
+    let frames = |c: &csi_dump::Crash| {
+        format!("{:?}", c.threads).replace(&c.exe.display().to_string(), "EXE")
+    };
+    assert_eq!(frames(&got), frames(&want));
+    // The second frame cut short: its header announces more bytes than the section holds.
+    framed.truncate(framed.len() - 3);
+    let e = with("damaged", &framed)
+        .err()
+        .expect("a damaged frame is an error");
+    assert!(matches!(e, DumpError::BadMetadata { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("compressed piece at byte"), "{msg}");
+}

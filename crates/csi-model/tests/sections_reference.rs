@@ -111,6 +111,47 @@ fn every_reference_file_parses() {
     assert!(counts.iter().all(|&c| c > 0), "{counts:?}");
 }
 
+/// csi-cc writes each object's piece of a section zstd-compressed (`sections::frame`): every
+/// reference file, cut into compressed and plain pieces as the linker concatenates them (NUL
+/// padding in between), reads as the same records as the text.
+#[test]
+fn compressed_reference_files_read_as_the_text() {
+    use csi_model::sections::frame::encode;
+    let Some(dir) = reference_dir() else { return };
+    let mut files = 0;
+    for test in std::fs::read_dir(&dir).unwrap() {
+        for f in std::fs::read_dir(test.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            let text = read_reference(&p);
+            // Cut after a function's last line (before a `#` line) near the middle.
+            let cut = (text.len() / 2..text.len())
+                .find(|&i| text[i..].starts_with(b"\n#"))
+                .map_or(text.len(), |i| i + 1);
+            let mut pieces = encode(&text[..cut], 19).unwrap();
+            pieces.extend_from_slice(b"\0\0\0");
+            pieces.extend_from_slice(&text[cut..]);
+            let whole = encode(&text, 3).unwrap();
+            macro_rules! same {
+                ($parse:ident) => {{
+                    let want = $parse(&text, &name).unwrap();
+                    assert_eq!($parse(&pieces, &name).unwrap(), want, "{name}");
+                    assert_eq!($parse(&whole, &name).unwrap(), want, "{name}");
+                }};
+            }
+            match name.rsplit('-').next().unwrap() {
+                "PT.expected" => same!(parse_pt),
+                "CC.expected" => same!(parse_cc),
+                "BBC.expected" => same!(parse_bbc),
+                "FC.expected" => same!(parse_fc),
+                other => panic!("unexpected reference file kind {other}"),
+            }
+            files += 1;
+        }
+    }
+    assert_eq!(files, 76, "all reference files visited");
+}
+
 #[test]
 fn reference_details_are_read_exactly() {
     let Some(dir) = reference_dir() else { return };

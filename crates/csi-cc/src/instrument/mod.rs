@@ -94,6 +94,9 @@ pub struct Options {
     pub pt_size: u32,
     /// Probe every call site (no placement optimization; see `cc_probe_placement`).
     pub cc_all_probes: bool,
+    /// `--csi-metadata=zstd`: write `.debug_CSI_CFG` only, each piece zstd-compressed (see
+    /// `write_sections`); else all five sections as text.
+    pub compress_metadata: bool,
     /// The source path as given on the command line (for `<mash>`).
     pub source: String,
     /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
@@ -638,7 +641,7 @@ unsafe fn instrument_module(
             texts[k].push_str(&t);
         }
     }
-    append_sections(c.module, groups, &module_record);
+    append_sections(c.module, groups, &module_record, opts.compress_metadata);
     Ok(unit.report)
 }
 
@@ -876,6 +879,7 @@ mod tests {
             per_function: Default::default(),
             pt_size: 10,
             cc_all_probes: false,
+            compress_metadata: true,
             source: "w.cpp".into(),
             optimized: false,
             optimized_after: false,

@@ -331,7 +331,8 @@ pub fn parse_cfg_all(
 ) -> Result<(Vec<CfgFunction>, Vec<CfgModule>), InputError> {
     let mut out = Vec::new();
     let mut modules = Vec::new();
-    for (ln, line) in lines(bytes, file)? {
+    let text = super::frame::decode(bytes, file)?;
+    for (ln, line) in lines(&text, file)? {
         if line.trim().is_empty() {
             continue;
         }
@@ -823,6 +824,39 @@ mod tests {
         parse_cfg(line.replace('\n', " ").as_bytes(), "t")
             .unwrap()
             .remove(0)
+    }
+
+    /// csi-cc's compressed pieces (one per object or COMDAT group, linked with NUL padding and
+    /// with text pieces of older objects) read as the same records as the plain text.
+    #[test]
+    fn compressed_and_plain_pieces_read_alike() {
+        let lines = |fs: &[CfgFunction], module: &str| {
+            let mut t: String = fs.iter().map(CfgFunction::to_line).collect();
+            t.push_str(
+                &CfgModule {
+                    csi_cfg: CFG_FORMAT_VERSION,
+                    module: module.into(),
+                    ..Default::default()
+                }
+                .to_line(),
+            );
+            t
+        };
+        let a = lines(&[record("main", "a.c", false, Some("f"))], "a.c");
+        let b = lines(&[record("f", "b.c", true, None)], "b.c");
+        let c = lines(&[record("g", "c.c", false, None)], "c.c");
+        let plain = format!("{a}{b}{c}");
+        let mut mixed = crate::sections::frame::encode(a.as_bytes(), 19).unwrap();
+        mixed.extend_from_slice(b"\0\0");
+        mixed.extend_from_slice(b.as_bytes());
+        mixed.extend(crate::sections::frame::encode(c.as_bytes(), 1).unwrap());
+        let want = parse_cfg_all(plain.as_bytes(), "t").unwrap();
+        assert_eq!(want.0.len(), 3);
+        assert_eq!(parse_cfg_all(&mixed, "t").unwrap(), want);
+        // A damaged piece is an error, never a panic or a partial read.
+        mixed.truncate(mixed.len() - 1);
+        let e = parse_cfg_all(&mixed, "t").unwrap_err().to_string();
+        assert!(e.contains("compressed piece at byte"), "{e}");
     }
 
     fn callee_names(g: &ProgramGraph, caller: &str, object: Option<&str>) -> Vec<String> {

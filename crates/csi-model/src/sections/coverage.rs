@@ -74,7 +74,8 @@ fn header(line: &str, file: &str, ln: usize) -> Result<Option<(String, String)>,
 /// Parses `.debug_CC`.
 pub fn parse_cc(bytes: &[u8], file: &str) -> Result<Vec<CcFunction>, InputError> {
     let mut out: Vec<CcFunction> = Vec::new();
-    for (ln, line) in lines(bytes, file)? {
+    let text = super::frame::decode(bytes, file)?;
+    for (ln, line) in lines(&text, file)? {
         if line.is_empty() {
             continue;
         }
@@ -139,7 +140,8 @@ pub fn parse_cc(bytes: &[u8], file: &str) -> Result<Vec<CcFunction>, InputError>
 /// Parses `.debug_BBC`.
 pub fn parse_bbc(bytes: &[u8], file: &str) -> Result<Vec<BbcFunction>, InputError> {
     let mut out: Vec<BbcFunction> = Vec::new();
-    for (ln, line) in lines(bytes, file)? {
+    let text = super::frame::decode(bytes, file)?;
+    for (ln, line) in lines(&text, file)? {
         if line.is_empty() {
             continue;
         }
@@ -182,7 +184,8 @@ pub fn parse_bbc(bytes: &[u8], file: &str) -> Result<Vec<BbcFunction>, InputErro
 /// Parses `.debug_FC`.
 pub fn parse_fc(bytes: &[u8], file: &str) -> Result<Vec<FcFunction>, InputError> {
     let mut out = Vec::new();
-    for (ln, line) in lines(bytes, file)? {
+    let text = super::frame::decode(bytes, file)?;
+    for (ln, line) in lines(&text, file)? {
         if line.is_empty() {
             continue;
         }

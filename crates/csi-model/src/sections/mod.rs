@@ -5,10 +5,13 @@
 //! Every reader takes the raw section bytes (the linker concatenates the pieces of all objects;
 //! NUL padding between pieces is ignored) and the name of the input for error messages, and
 //! returns either the parsed records or an [`InputError`] naming the file, the line, and the
-//! reason. Readers never panic on bad input.
+//! reason. Readers never panic on bad input. csi-cc writes each piece zstd-compressed (see
+//! [`frame`]); the readers decode compressed and plain pieces alike, so binaries of the
+//! original csi-cc and of csi-cc before compression read as before.
 
 pub mod cfg;
 pub mod coverage;
+pub mod frame;
 pub mod pt;
 
 pub use cfg::{
@@ -29,8 +32,9 @@ pub const SECTION_BBC: &str = ".debug_BBC";
 pub const SECTION_FC: &str = ".debug_FC";
 pub const SECTION_CFG: &str = ".debug_CSI_CFG";
 
-/// Section bytes → text lines with their 1-based line numbers. NUL bytes (alignment padding the
-/// linker may put between the pieces of different objects) are dropped; `\r` is ignored.
+/// Section bytes → text lines with their 1-based line numbers (of the decompressed text, see
+/// [`frame::decode`]). NUL bytes (alignment padding the linker may put between the pieces of
+/// different objects) are dropped; `\r` is ignored.
 pub(crate) fn lines<'a>(bytes: &'a [u8], file: &str) -> Result<Vec<(usize, &'a str)>, InputError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         InputError::new(

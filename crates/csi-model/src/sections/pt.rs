@@ -141,7 +141,8 @@ pub fn parse_pt(bytes: &[u8], file: &str) -> Result<Vec<PtFunction>, InputError>
     }
     let mut out: Vec<PtFunction> = Vec::new();
     let mut st = St::Start;
-    for (ln, line) in lines(bytes, file)? {
+    let text = super::frame::decode(bytes, file)?;
+    for (ln, line) in lines(&text, file)? {
         if line.is_empty() {
             continue;
         }
