@@ -22,19 +22,7 @@ read -r -a CONFIGS <<<"${CONFIGS:-realistic fixed}"
 JOBS="${JOBS:-2}"
 mkdir -p "$O"
 
-# As in run.sh.
-bin_of() { case "$1" in lua) echo src/lua ;; grep) echo src/grep ;; flex) echo src/flex ;; zstd) echo programs/zstd ;; *) echo "$1" ;; esac; }
-make_prog() { # prog dir CC
-  local p="$1" d="$2" c="$3"
-  case "$p" in
-    flex) make -C "$d/src" -j"$JOBS" CC="$c" flex ;;
-    grep) make -C "$d/lib" -j"$JOBS" CC="$c" && make -C "$d/src" -j"$JOBS" CC="$c" grep ;;
-    gzip) make -C "$d/lib" -j"$JOBS" CC="$c" && make -C "$d" -j"$JOBS" CC="$c" version.h version.c gzip ;;
-    lua) make -C "$d/src" -j"$JOBS" linux CC="$c" ;;
-    bzip2) make -C "$d" -j"$JOBS" CC="$c" bzip2 ;;
-    zstd) make -C "$d/programs" -j"$JOBS" CC="$c" zstd ;;
-  esac
-}
+. "$HERE/programs.sh"  # bin_of, make_prog: as run.sh builds
 
 : >"$O/builds.tsv"
 for p in "${PROGRAMS[@]}"; do

@@ -109,13 +109,7 @@ schema() {
 # ---------------------------------------------------------------------------------------------
 # Per program: the Debian source package, the binary inside the build tree, the build, the
 # workload. Workload sizes: FULL (the checked run, RSS), SHORT (timed rounds), CG (callgrind).
-pkg() { case "$1" in lua) echo lua5.4 ;; zstd) echo libzstd ;; *) echo "$1" ;; esac; }
-bin_of() {
-  case "$1" in
-    flex) echo src/flex ;; grep) echo src/grep ;; lua) echo src/lua ;; bzip2) echo bzip2 ;;
-    zstd) echo programs/zstd ;; gzip) echo gzip ;;
-  esac
-}
+. "$HERE/programs.sh"  # pkg, bin_of, configure_once, make_prog
 cc_for() {
   case "$2" in
     plain) echo "clang-19 -g" ;;
@@ -129,22 +123,6 @@ unpack() { # prog -> prints the unpacked source dir (upstream tarball inside the
     apt-get source --download-only "$(pkg "$p")" >/dev/null 2>&1) || return 1
   t=$(ls "$W/src/$(pkg "$p")"_*.orig.tar.* | grep -v '\.asc$' | head -1)
   rm -rf "$d/o" && mkdir -p "$d/o" && tar xf "$t" -C "$d/o" && ls -d "$d"/o/*/ | head -1
-}
-configure_once() { # prog srcdir: autoconf projects are configured once, with plain clang-19
-  case "$1" in
-    flex|grep|gzip) (cd "$2" && CC="clang-19 -g" ./configure --disable-nls >../configure.log 2>&1) ;;
-  esac
-}
-make_prog() { # prog dir CC
-  local p="$1" d="$2" c="$3"
-  case "$p" in
-    flex) make -C "$d/src" -j"$JOBS" CC="$c" flex ;;
-    grep) make -C "$d/lib" -j"$JOBS" CC="$c" && make -C "$d/src" -j"$JOBS" CC="$c" grep ;;
-    gzip) make -C "$d/lib" -j"$JOBS" CC="$c" && make -C "$d" -j"$JOBS" CC="$c" version.h version.c gzip ;;
-    lua) make -C "$d/src" -j"$JOBS" linux CC="$c" ;;
-    bzip2) make -C "$d" -j"$JOBS" CC="$c" bzip2 ;;
-    zstd) make -C "$d/programs" -j"$JOBS" CC="$c" zstd ;;
-  esac
 }
 
 # Workload inputs, generated deterministically (python3's seeded PRNG).
