@@ -282,10 +282,7 @@ impl Session {
         decl_line: &dyn Fn(&str) -> Option<u32>,
     ) -> Session {
         let (global, frame_lines) = match &coverage {
-            Some(c) => (
-                c.global_lines(&graph),
-                c.frames.iter().map(|f| c.frame_lines(&graph, f)).collect(),
-            ),
+            Some(c) => c.lines(&graph),
             None => (BTreeMap::new(), Vec::new()),
         };
         let mut functions = Vec::new();

@@ -24,6 +24,9 @@ use crate::context::Context;
 use crate::icfg::Icfg;
 use crate::utl::{Inconsistent, UtlProblem};
 
+/// Line states per source file name.
+pub type LinesByFile = BTreeMap<String, crate::FileLines>;
+
 /// The report cannot come from any execution of the graph.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReportError {
@@ -79,18 +82,25 @@ impl Coverages {
         &self,
         g: &ProgramGraph,
     ) -> std::collections::BTreeMap<String, crate::FileLines> {
+        self.lines(g).0
+    }
+
+    /// [`Self::global_lines`] and every frame's [`Self::frame_lines`] (in `frames` order), each
+    /// frame's projected once for both.
+    pub fn lines(&self, g: &ProgramGraph) -> (LinesByFile, Vec<LinesByFile>) {
+        let frames: Vec<LinesByFile> = self.frames.iter().map(|f| self.frame_lines(g, f)).collect();
         let answers = self
             .global
             .iter()
             .enumerate()
             .map(|(i, &c)| (i as NodeId, c));
         let mut out = crate::lines::project_lines_cut(g, answers, &self.stopped);
-        for f in &self.frames {
-            for (file, fl) in self.frame_lines(g, f) {
-                let Some(global) = out.get_mut(&file) else {
+        for fl in &frames {
+            for (file, fl) in fl {
+                let Some(global) = out.get_mut(file) else {
                     continue;
                 };
-                for line in fl.must {
+                for &line in &fl.must {
                     if let Ok(i) = global.may.binary_search(&line) {
                         global.may.remove(i);
                         if let Err(j) = global.must.binary_search(&line) {
@@ -100,15 +110,11 @@ impl Coverages {
                 }
             }
         }
-        out
+        (out, frames)
     }
 
     /// One frame's answer per source line.
-    pub fn frame_lines(
-        &self,
-        g: &ProgramGraph,
-        frame: &FrameCoverage,
-    ) -> std::collections::BTreeMap<String, crate::FileLines> {
+    pub fn frame_lines(&self, g: &ProgramGraph, frame: &FrameCoverage) -> LinesByFile {
         let answers = frame.status.iter().map(|(&n, &c)| (n, c));
         crate::lines::project_lines_cut(g, answers, &frame.cuts)
     }

@@ -195,6 +195,15 @@ fn fail(msg: &str) -> ! {
     exit(1)
 }
 
+/// A two-valued option's value: `true` for `yes`, `false` for `no`, else a one-line error.
+fn either(value: &str, option: &str, yes: &str, no: &str) -> bool {
+    match value {
+        v if v == yes => true,
+        v if v == no => false,
+        v => fail(&format!("{option} must be `{yes}` or `{no}`, not `{v}`")),
+    }
+}
+
 fn run(cmd: &mut Command) -> i32 {
     match cmd.status() {
         Ok(s) => s.code().unwrap_or(1),
@@ -449,29 +458,16 @@ impl CsiOptions {
                     )),
                 };
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
-                o.cc_all_probes = match v {
-                    "all" => true,
-                    "placed" => false,
-                    _ => fail(&format!(
-                        "--csi-cc-probes must be `all` or `placed`, not `{v}`"
-                    )),
-                };
+                o.cc_all_probes = either(v, "--csi-cc-probes", "all", "placed");
             } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
-                o.before_optimization = match v {
-                    "before-optimization" => true,
-                    "after-optimization" => false,
-                    _ => fail(&format!(
-                        "--csi-instrument must be `before-optimization` or `after-optimization`, not `{v}`"
-                    )),
-                };
+                o.before_optimization = either(
+                    v,
+                    "--csi-instrument",
+                    "before-optimization",
+                    "after-optimization",
+                );
             } else if let Some(v) = a.strip_prefix("--csi-metadata=") {
-                o.compress_metadata = match v {
-                    "zstd" => true,
-                    "text" => false,
-                    _ => fail(&format!(
-                        "--csi-metadata must be `zstd` or `text`, not `{v}`"
-                    )),
-                };
+                o.compress_metadata = either(v, "--csi-metadata", "zstd", "text");
             } else if a == "--csi-verbose" {
                 o.verbose = true;
             } else if a == "--csi-help" {

@@ -169,12 +169,7 @@ pub fn json_doc(i: &Inputs) -> JsonDoc {
             v
         })
         .collect();
-    let frame_lines = i
-        .coverage
-        .frames
-        .iter()
-        .map(|f| i.coverage.frame_lines(g, f))
-        .collect();
+    let (lines, frame_lines) = i.coverage.lines(g);
     let mut out = partition(g, &global);
     let edges: Vec<Value> = i
         .active
@@ -212,7 +207,7 @@ pub fn json_doc(i: &Inputs) -> JsonDoc {
     }
     JsonDoc {
         doc,
-        lines: i.coverage.global_lines(g),
+        lines,
         frame_lines,
     }
 }
@@ -277,7 +272,8 @@ fn join(lines: &[u32]) -> String {
 pub fn csiclipse(i: &Inputs) -> String {
     let g = i.graph;
     let mut out = String::new();
-    for f in &i.coverage.frames {
+    let (global, frame_lines) = i.coverage.lines(g);
+    for (f, lines) in i.coverage.frames.iter().zip(frame_lines) {
         let fr = &i.report.threads[f.thread].frames[f.frame];
         let path: Vec<u32> = fr
             .path
@@ -285,7 +281,7 @@ pub fn csiclipse(i: &Inputs) -> String {
             .chain(&fr.point)
             .filter_map(|&n| g.node(n).lines().next())
             .collect();
-        for (file, l) in i.coverage.frame_lines(g, f) {
+        for (file, l) in lines {
             let _ = writeln!(
                 out,
                 "{};{};local;{};{};{};{}",
@@ -298,7 +294,7 @@ pub fn csiclipse(i: &Inputs) -> String {
             );
         }
     }
-    for (file, l) in i.coverage.global_lines(g) {
+    for (file, l) in global {
         let _ = writeln!(
             out,
             "unused;{};global;{};{};{};0",
@@ -389,7 +385,7 @@ pub fn text(i: &Inputs, color: bool) -> String {
         );
         frame_of.entry(f.function).or_default().push(k);
     }
-    let global = cov.global_lines(g);
+    let (global, frame_lines) = cov.lines(g);
     // Group functions by file, ordered by their first line.
     let mut by_file: BTreeMap<String, Vec<(u32, FuncId)>> = BTreeMap::new();
     for (f, func) in g.functions.iter().enumerate() {
@@ -416,9 +412,11 @@ pub fn text(i: &Inputs, color: bool) -> String {
                 .map(|ks| {
                     ks.iter()
                         .map(|&k| {
-                            let fc = &cov.frames[k];
-                            let pl = cov.frame_lines(g, fc);
-                            (fc.frame, pl.get(&file).cloned().unwrap_or_default())
+                            let pl = &frame_lines[k];
+                            (
+                                cov.frames[k].frame,
+                                pl.get(&file).cloned().unwrap_or_default(),
+                            )
                         })
                         .collect()
                 })

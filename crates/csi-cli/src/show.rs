@@ -183,7 +183,7 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
         return out;
     };
     // Each program frame of the crashing thread: its function with local and global status.
-    let global = cov.global_lines(g);
+    let (global, frame_lines) = cov.lines(g);
     let empty = FileLines::default();
     let mut sources: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
     for t in c.threads.iter().filter(|t| t.report_thread.is_some()) {
@@ -192,15 +192,18 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
             let (Some(func), Some(rk)) = (f.graph_function, f.report_frame) else {
                 continue;
             };
-            let Some(fc) = cov.frames.iter().find(|x| x.thread == ti && x.frame == rk) else {
+            let Some(fi) = cov
+                .frames
+                .iter()
+                .position(|x| x.thread == ti && x.frame == rk)
+            else {
                 continue;
             };
             let gf = g.function(func);
             let Some(file) = gf.file.map(|x| g.file_name(x).to_string()) else {
                 continue;
             };
-            let local = cov.frame_lines(g, fc);
-            let ll = local.get(&file).unwrap_or(&empty);
+            let ll = frame_lines[fi].get(&file).unwrap_or(&empty);
             let gl = global.get(&file).unwrap_or(&empty);
             let lines: Vec<u32> = gf
                 .nodes

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use csi_model::ballarus::{unrotate_ring, DecodedPath, PathGraph, PathStart};
+use csi_model::paths::same_source;
 use csi_model::sections::cfg::{cfg_linked_program_graph, parse_cfg_all, CfgFunction, CfgModule};
 use csi_model::{FailureReport, Frame, FuncId, NodeId, NodeKind, ProgramGraph, SignalInfo, Thread};
 use object::{Object, ObjectSection, ObjectSymbol};
@@ -260,8 +261,6 @@ impl Crash {
             .filter_map(|m| Some((m, self.debug[m].as_deref()?)))
     }
 }
-
-pub use csi_model::paths::same_source;
 
 pub(crate) fn load(exe: &Path, core_path: &Path, opts: &LoadOptions) -> Result<Crash, DumpError> {
     let exe_file = std::fs::File::open(exe).map_err(|e| DumpError::io(exe, e))?;

@@ -10,6 +10,9 @@
 //! ```
 
 pub mod allocator;
+
+pub use csi_model::paths::same_source;
+
 pub mod compressed;
 pub mod core;
 pub mod coredump_store;
@@ -28,8 +31,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::DumpError;
 pub use extract::{
-    load_bytes, same_source, Crash, CrashFrame, CrashThread, FrameContext, LoadCache, LoadOptions,
-    Metadata, ModuleInfo, PathStep,
+    load_bytes, Crash, CrashFrame, CrashThread, FrameContext, LoadCache, LoadOptions, Metadata,
+    ModuleInfo, PathStep,
 };
 pub use values::{NamedValue, Value, REGISTER_NAMES};
 
