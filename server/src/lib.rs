@@ -8,6 +8,7 @@ pub mod config;
 pub mod crashes;
 pub mod dap;
 mod disasm;
+pub mod function_spans;
 pub mod lsp_ext;
 pub mod session;
 pub mod to_proto;
@@ -122,6 +123,7 @@ csi_requests! {
     CrashBuckets => crash_buckets_request: crash_buckets,
     BucketCrashes => bucket_crashes_request: bucket_crashes,
     BucketLineStates => bucket_line_states_request: bucket_line_states,
+    FunctionSpans => function_spans_request: function_spans,
 }
 
 /// Commands (`workspace/executeCommand`); all but `csi.clear` are also the custom requests
@@ -139,6 +141,7 @@ pub const COMMANDS: &[&str] = &[
     <lsp_ext::CrashBuckets as CsiCommand>::COMMAND,
     <lsp_ext::BucketCrashes as CsiCommand>::COMMAND,
     <lsp_ext::BucketLineStates as CsiCommand>::COMMAND,
+    <lsp_ext::FunctionSpans as CsiCommand>::COMMAND,
 ];
 
 /// Runs command `R` with the params in `args` (see [`lsp_ext::parse`]), isolated from panics.
@@ -485,6 +488,30 @@ impl Backend {
             kind: p.kind,
             answer: to_proto::query_answer(a),
         })
+    }
+
+    /// `csi/functionSpans`: the functions of a document (none when it is not a source of the
+    /// program; none and `stale` when it was edited since it was opened).
+    async fn function_spans(
+        &self,
+        p: lsp_ext::FunctionSpansParams,
+    ) -> Result<lsp_ext::FunctionSpansResult> {
+        let s = self.crash().await?;
+        let uri = p.uri.parse::<Uri>().ok();
+        let key = uri.as_ref().map_or(p.uri.as_str(), |u| u.as_str());
+        if self.state.docs.get(key).is_some_and(|d| d.edited) {
+            return Ok(lsp_ext::FunctionSpansResult {
+                uri: p.uri,
+                functions: Vec::new(),
+                stale: true,
+            });
+        }
+        let path = uri
+            .as_ref()
+            .and_then(path_of)
+            .unwrap_or_else(|| PathBuf::from(&p.uri));
+        let keys = s.keys_for(&path);
+        Ok(to_proto::function_spans(&s, &keys, p.uri))
     }
 
     /// Runs `job` on the store of the settings, off the runtime; a store error is one line

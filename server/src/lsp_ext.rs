@@ -628,6 +628,49 @@ pub struct BucketLineStatesResult {
     pub notices: Vec<String>,
 }
 
+// ---- Function spans ----
+
+request! {
+    /// `csi/functionSpans`: every function defined in a document, with its span and global
+    /// counts.
+    FunctionSpans, "csi/functionSpans", "csi.functionSpans", FunctionSpansParams => FunctionSpansResult,
+    r#"needs {"uri": string}"#
+}
+
+/// `{"uri"}`: the document.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FunctionSpansParams {
+    pub uri: String,
+}
+
+/// The functions defined in the document, by first line. Empty for a file that is not a
+/// source of the program, and for a document edited since it was opened (`stale`: the
+/// analysis' lines no longer match it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FunctionSpansResult {
+    pub uri: String,
+    pub functions: Vec<FunctionSpan>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stale: bool,
+}
+
+/// A function (0-based, inclusive `first` and `last`: its declaration line, else its first
+/// line with code, through its last line with code) and how many lines of that span must, may
+/// and never have run (the global answer).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionSpan {
+    /// Demangled.
+    pub name: String,
+    /// The debug info's file name.
+    pub file: String,
+    pub first: u32,
+    pub last: u32,
+    pub must: usize,
+    pub may: usize,
+    pub never: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -650,6 +693,7 @@ mod tests {
         same::<CrashBuckets>();
         same::<BucketCrashes>();
         same::<BucketLineStates>();
+        same::<FunctionSpans>();
     }
 
     #[test]

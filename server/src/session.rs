@@ -55,6 +55,8 @@ pub struct FunctionView {
     pub line: u32,
     pub first: u32,
     pub last: u32,
+    /// 1-based declaration line from the debug info, when it has one.
+    pub decl: Option<u32>,
 }
 
 pub struct Session {
@@ -307,6 +309,7 @@ impl Session {
                 line,
                 first,
                 last,
+                decl: decl_line(&f.name),
             });
         }
         // Where each source file is.

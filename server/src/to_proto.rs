@@ -978,3 +978,23 @@ pub fn query_answer(a: csi_model::QueryAnswer) -> lsp_ext::QueryAnswer {
         csi_model::QueryAnswer::Impossible => lsp_ext::QueryAnswer::Impossible,
     }
 }
+
+/// `csi/functionSpans` of a document's file keys (0-based lines).
+pub fn function_spans(s: &Session, keys: &[&str], uri: String) -> lsp_ext::FunctionSpansResult {
+    lsp_ext::FunctionSpansResult {
+        uri,
+        functions: crate::function_spans::function_spans(s, keys)
+            .into_iter()
+            .map(|f| lsp_ext::FunctionSpan {
+                name: f.function.name.clone(),
+                file: f.function.file.clone(),
+                first: f.first - 1,
+                last: f.last - 1,
+                must: f.global.must,
+                may: f.global.may,
+                never: f.global.never,
+            })
+            .collect(),
+        stale: false,
+    }
+}

@@ -1143,6 +1143,7 @@ async fn malformed_requests_over_stdio_are_answered_and_the_server_lives() {
         "csi/crashBuckets",
         "csi/bucketCrashes",
         "csi/bucketLineStates",
+        "csi/functionSpans",
     ];
     let mut answered = 0;
     for crash_open in [false, true] {
@@ -1293,4 +1294,162 @@ async fn slice_criterion_is_the_line_asked_for() {
         assert_eq!(r["result"]["criterion"]["line"], line, "{r}");
         assert_eq!(r["result"]["criterion"]["uri"], uri(SRC), "{r}");
     }
+}
+
+/// `csi/functionSpans`: every function of a file from the declaration line to its last line
+/// with code, checked against the source (the closing brace when code is on it, as the return
+/// block of `find`'s two returns at -O0; else the last statement, only the brace after it); the
+/// counts are the code lenses'. At -O2 the spans still start where the source declares the
+/// function and stay within its braces, without the lines inlined into it. Not a source of the program: no functions; edited:
+/// none and `stale`.
+#[tokio::test]
+async fn function_spans_of_a_file() {
+    let source: Vec<String> = std::fs::read_to_string(root().join(SRC))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    // The 0-based lines of the source's `{name}(` and of the first `}` line after it.
+    let declared = |name: &str| -> (u64, u64) {
+        let pat = format!("{name}(");
+        let first = source
+            .iter()
+            .position(|l| l.contains(&pat) && !l.starts_with(' ') && l.trim_end().ends_with('{'))
+            .unwrap_or_else(|| panic!("{name} in the source"));
+        let last = first + source[first..].iter().position(|l| l == "}").unwrap();
+        (first as u64, last as u64)
+    };
+    let spans_of = |r: &Value| -> Vec<(String, u64, u64)> {
+        r["result"]["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["name"].as_str().unwrap().to_string(),
+                    f["first"].as_u64().unwrap(),
+                    f["last"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+
+    let mut c = in_process(json!({})).await;
+    let r = c
+        .request("csi/functionSpans", json!({"uri": uri(SRC)}))
+        .await;
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no crash is open"),
+        "{r}"
+    );
+    c.request(
+        "workspace/executeCommand",
+        open_args("null_deref/realistic-O0", "null_deref"),
+    )
+    .await;
+    let r = c
+        .request("csi/functionSpans", json!({"uri": uri(SRC)}))
+        .await;
+    let f = |name: &str, first: u32, last: u32, must: u32, may: u32, never: u32| {
+        json!({"name": name, "file": "./src/null_deref.c", "first": first, "last": last,
+               "must": must, "may": may, "never": never})
+    };
+    assert_eq!(
+        scrub(&r["result"]),
+        json!({"uri": "file://$ROOT/fixtures/src/null_deref.c", "functions": [
+            f("find", 6, 12, 2, 4, 0),
+            f("fee", 14, 22, 3, 3, 1),
+            f("charge", 25, 31, 4, 1, 1),
+            f("main", 34, 42, 6, 0, 2),
+        ]})
+    );
+    // Against the source: from the line declaring each function to its closing brace, or to
+    // the last line before it that is not blank.
+    for (name, first, last) in spans_of(&r) {
+        let (decl, brace) = declared(&name);
+        assert_eq!(first, decl, "{name}");
+        let last_code = (decl..brace)
+            .rev()
+            .find(|&l| !source[l as usize].trim().is_empty())
+            .unwrap();
+        assert!(last == brace || last == last_code, "{name} ends on {last}");
+    }
+    assert_eq!(spans_of(&r)[0], ("find".to_string(), 6, 12), "the brace");
+    // The counts are the global lenses' (one above each function).
+    let lenses = c
+        .request(
+            "textDocument/codeLens",
+            json!({"textDocument": {"uri": uri(SRC)}}),
+        )
+        .await;
+    for x in r["result"]["functions"].as_array().unwrap() {
+        let title = format!(
+            "global · must {} · may {} · never {}",
+            x["must"], x["may"], x["never"]
+        );
+        assert!(
+            lenses["result"].as_array().unwrap().iter().any(|l| {
+                l["command"]["title"] == title.as_str() && l["range"]["start"]["line"] == x["first"]
+            }),
+            "{title} at {}: {lenses}",
+            x["first"]
+        );
+    }
+    // As a command too.
+    let cmd = c
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "csi.functionSpans", "arguments": [{"uri": uri(SRC)}]}),
+        )
+        .await;
+    assert_eq!(cmd["result"], r["result"]);
+    // A file that is not a source of the program; a missing uri.
+    let r = c
+        .request("csi/functionSpans", json!({"uri": uri("README.md")}))
+        .await;
+    assert_eq!(r["result"]["functions"], json!([]));
+    let r = c.request("csi/functionSpans", json!({})).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    // Edited: the lines no longer match.
+    c.open_doc(SRC).await;
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(SRC), "version": 2},
+        "contentChanges": [{"text": "// new\n"}]}),
+    )
+    .await;
+    let r = c
+        .request("csi/functionSpans", json!({"uri": uri(SRC)}))
+        .await;
+    assert_eq!(r["result"]["functions"], json!([]));
+    assert_eq!(r["result"]["stale"], true);
+
+    // -O2: whatever code is left, within the function's lines of the source.
+    let mut c = in_process(json!({})).await;
+    c.request(
+        "workspace/executeCommand",
+        open_args("null_deref/realistic-O2", "null_deref"),
+    )
+    .await;
+    let r = c
+        .request("csi/functionSpans", json!({"uri": uri(SRC)}))
+        .await;
+    let spans = spans_of(&r);
+    assert!(spans.iter().any(|(n, _, _)| n == "main"), "{r}");
+    for (name, first, last) in &spans {
+        let (decl, brace) = declared(name);
+        assert!(
+            decl == *first && first <= last && *last <= brace,
+            "{name} within its lines {decl}..={brace}: {r}"
+        );
+    }
+    // find and fee were inlined into charge and main (whose nodes hold their lines 8–21): not
+    // in the spans.
+    assert_eq!(
+        spans,
+        [("charge".to_string(), 25, 31), ("main".to_string(), 34, 42)]
+    );
 }
