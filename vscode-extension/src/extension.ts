@@ -25,6 +25,8 @@ import {
   type BucketCrashes,
   type BucketLineStates,
   type CrashBuckets,
+  type FunctionSpan,
+  type FunctionSpans,
   type LineStates,
   Methods,
   type PathTrace,
@@ -320,11 +322,37 @@ type OverviewNode = { kind: 'file'; file: FileOverview } | { kind: 'function'; f
 export class OverviewProvider implements vscode.TreeDataProvider<OverviewNode> {
   private readonly emitter = new vscode.EventEmitter<OverviewNode | undefined | void>();
   readonly onDidChangeTreeData = this.emitter.event;
+  /** csi/functionSpans answers by document, for the crash `spansOf` (they do not change with
+   *  the selection). */
+  private spans = new Map<string, FunctionSpan[]>();
+  private spansOf: Stack | null = null;
 
-  constructor(private readonly state: CsiState) {}
+  constructor(
+    private readonly state: CsiState,
+    private readonly client: () => CsiClient | undefined,
+  ) {}
 
   refresh(): void {
     this.emitter.fire();
+  }
+
+  /** The functions the server knows in a document (none when it cannot say). */
+  private async functionSpans(uri: string): Promise<FunctionSpan[]> {
+    if (this.spansOf !== this.state.stack) {
+      this.spans.clear();
+      this.spansOf = this.state.stack;
+    }
+    const known = this.spans.get(uri);
+    if (known) return known;
+    const client = this.client();
+    if (!client) return [];
+    try {
+      const r = await client.sendRequest<FunctionSpans>(Methods.functionSpans, { uri });
+      if (!r.stale && this.spansOf === this.state.stack) this.spans.set(uri, r.functions);
+      return r.functions;
+    } catch {
+      return [];
+    }
   }
 
   /** Files with line states, their functions and counts (global answer). */
@@ -333,9 +361,8 @@ export class OverviewProvider implements vscode.TreeDataProvider<OverviewNode> {
     const out: FileOverview[] = [];
     for (const uri of this.state.lineStateUris()) {
       const ls = this.state.lineStates(uri)!;
-      const doc = await openDoc(uri);
-      if (!doc) continue;
-      out.push(fileOverview(uri, vscode.workspace.asRelativePath(doc.uri), doc.getText(), ls));
+      const spans = await this.functionSpans(uri);
+      out.push(fileOverview(uri, vscode.workspace.asRelativePath(vscode.Uri.parse(uri)), spans, ls));
     }
     return out.sort((a, b) => a.label.localeCompare(b.label));
   }
@@ -406,7 +433,7 @@ export class Controller implements vscode.Disposable {
     this.scope = config().get<Scope>('decorations.scope', 'global');
     this.types = createDecorationTypes(this.context.extensionPath);
     this.stackView = new StackProvider(this.state, () => this.client);
-    this.overview = new OverviewProvider(this.state);
+    this.overview = new OverviewProvider(this.state, () => this.client);
     this.crashes = new CrashesProvider(() => this.client);
     this.suspiciousType = createSuspiciousType();
     this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);

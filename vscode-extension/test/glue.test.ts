@@ -49,6 +49,7 @@ async function start(initializeResult: any = { capabilities: {} }) {
     ['csi/query', (p: any) => ({ kind: p.kind, answer: p.kind === 'mayRun' && p.line === 29 ? 'impossible' : 'possible' })],
     ['workspace/executeCommand', null],
     ['csi/slice', (p: any) => (p.clear ? null : structuredClone(SLICE))],
+    ['csi/functionSpans', (p: any) => (p.uri === SRC_URI ? structuredClone(rec.functionSpans) : { uri: p.uri, functions: [] })],
   ]);
   vscode.recorded.config.set('csi.serverPath', process.execPath); // any existing file
   vscode.recorded.files.set(SRC, TEXT);
@@ -193,6 +194,12 @@ test('stack view, select frame, step back and forward, query, overview, clear', 
     ],
   );
   assert.deepEqual(fns[2].command.arguments, [SRC_URI, 25]);
+  // The functions are the server's (csi/functionSpans), asked once per crash and file.
+  assert.match(fns[2].tooltip, /^charge\(\) — lines 26–32\n/);
+  const spanRequests = () => client.requests.filter((r) => r.method === 'csi/functionSpans');
+  assert.deepEqual(spanRequests(), [{ method: 'csi/functionSpans', params: { uri: SRC_URI } }]);
+  await ov.getChildren();
+  assert.equal(spanRequests().length, 1, 'cached for the crash');
 
   // Clear.
   await vscode.commands.executeCommand(Commands.clear);

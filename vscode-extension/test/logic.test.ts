@@ -8,7 +8,7 @@ import * as path from 'path';
 import { crashArg, frameArg, lineArg, reportArg } from '../src/logic/args';
 import { LEGEND, legendMarkdown, legendText } from '../src/logic/legend';
 import { emptyPlan, lineCount, linesFor, nextScope, plan, toRanges } from '../src/logic/decorations';
-import { countIn, fileOverview, findFunctions, ratioBar, stripCode } from '../src/logic/overview';
+import { countIn, fileOverview, ratioBar } from '../src/logic/overview';
 import type { LineStates, PathTrace, SliceResult, Stack } from '../src/logic/protocol';
 import { findServer } from '../src/logic/server';
 import {
@@ -224,59 +224,30 @@ describe('stack tree', () => {
 });
 
 describe('overview', () => {
-  const C = [
-    '/* int fake(void) { */',      // 0
-    '#define M(x) { x }',          // 1
-    'struct s { int a; };',        // 2
-    'static int f(int a,',         // 3
-    '             char *b) {',     // 4
-    '  if (a) { return 1; }',      // 5
-    '  const char *s = "}{";',     // 6
-    '  return 0;',                 // 7
-    '}',                           // 8
-    'int tbl[] = { 1, 2 };',       // 9
-    'void g(void)',                // 10
-    '{',                           // 11
-    "  char c = '}';",             // 12
-    '}',                           // 13
-  ].join('\n');
-  test('functions of a C file, ignoring comments, strings, macros and initialisers', () => {
-    assert.deepEqual(findFunctions(C), [
-      { name: 'f', start: 3, end: 8 },
-      { name: 'g', start: 10, end: 13 },
-    ]);
-    assert.equal(stripCode('a /* b\nc */ "d"').split('\n').length, 2);
+  // csi/functionSpans of a file: the server's functions by first line, with global counts.
+  const span = (name: string, first: number, last: number, must: number, may: number, never: number) => ({
+    name,
+    file: './a.c',
+    first,
+    last,
+    must,
+    may,
+    never,
   });
-  test('C++: namespaces, methods, constructors with initialisers', () => {
-    const cpp = [
-      'namespace n {',
-      'struct A {',
-      '  int x;',
-      'public:',
-      '  A(int y) : x(y), z(f(y)) { }',
-      '  A() : x(1) {}',
-      '  int get() const { return x; }',
-      '};',
-      'int A::twice() { return 2 * x; }',
-      '}',
-    ].join('\n');
-    assert.deepEqual(
-      findFunctions(cpp).map((f) => f.name),
-      ['A', 'A', 'get', 'A::twice'],
-    );
-  });
-  test('counts and the ratio bar', () => {
+  test('functions from the server spans, by line; ones with no analysed line left out', () => {
     const sets = { must: [3, 4, 5, 11], may: [6, 7], never: [12], partial: [] };
     assert.deepEqual(countIn(sets, 3, 8), { must: 3, may: 2, never: 0 });
-    const o = fileOverview(U, 'a.c', C, sets);
-    assert.deepEqual(
-      o.functions.map((f) => [f.name, f.must, f.may, f.never]),
-      [
-        ['f', 3, 2, 0],
-        ['g', 1, 0, 1],
-      ],
-    );
-    assert.deepEqual([o.must, o.may, o.never], [4, 2, 1]);
+    const o = fileOverview(U, 'a.c', [span('g', 10, 13, 1, 0, 1), span('unused', 15, 16, 0, 0, 0), span('f', 3, 8, 3, 2, 0)], sets);
+    assert.deepEqual(o.functions, [
+      { name: 'f', start: 3, end: 8, must: 3, may: 2, never: 0 },
+      { name: 'g', start: 10, end: 13, must: 1, may: 0, never: 1 },
+    ]);
+    assert.deepEqual([o.uri, o.label, o.must, o.may, o.never], [U, 'a.c', 4, 2, 1]);
+    // No spans (the server could not say): the file with its counts, no functions.
+    const none = fileOverview(U, 'a.c', [], sets);
+    assert.deepEqual([none.functions, none.must, none.may, none.never], [[], 4, 2, 1]);
+  });
+  test('the ratio bar', () => {
     assert.equal(ratioBar({ must: 5, may: 3, never: 2 }), '🟩🟩🟩🟩🟩🟨🟨🟨🟥🟥');
     assert.equal([...ratioBar({ must: 4, may: 1, never: 1 })].length, 10);
     assert.equal(ratioBar({ must: 1, may: 0, never: 0 }, 4), '🟩🟩🟩🟩');

@@ -14,8 +14,8 @@ import assert from 'node:assert/strict';
 import { type MessageConnection, StreamMessageReader, StreamMessageWriter, createMessageConnection } from 'vscode-jsonrpc/node';
 
 import { lineCount, plan } from '../src/logic/decorations';
-import { fileOverview } from '../src/logic/overview';
-import type { LineStates, PathTrace, QueryResult, SliceResult, Stack, StepResult } from '../src/logic/protocol';
+import { countIn, fileOverview } from '../src/logic/overview';
+import type { FunctionSpans, LineStates, PathTrace, QueryResult, SliceResult, Stack, StepResult } from '../src/logic/protocol';
 import { sliceLines, sliceMessage, sliceSummary, sliceTooltip } from '../src/logic/slice';
 import { frameChildren, itemView, roots, stepChildren } from '../src/logic/stackTree';
 import { CsiState } from '../src/logic/state';
@@ -217,18 +217,31 @@ test('the extension session against csi-lsp on null_deref', { skip }, async (t) 
     assert.equal((await q('mayNotRun', 9)).answer, 'possible');
   });
 
-  await t.test('overview counts agree with the server lenses', async () => {
+  await t.test('csi/functionSpans: the overview\'s functions, their lines in the source, counts as the lenses', async () => {
+    const r: FunctionSpans = await conn.sendRequest('csi/functionSpans', { uri: srcUri });
+    record('functionSpans', r);
+    assert.equal(r.uri, srcUri);
+    // Each span runs from the line declaring the function to its last line with code: the
+    // closing brace when code is on it (find's return block), else the statement before it.
+    const text = fs.readFileSync(srcPath, 'utf8').split('\n');
+    for (const f of r.functions) {
+      assert.match(text[f.first], new RegExp(`\\b${f.name}\\(`), `${f.name} declared on line ${f.first}`);
+      const brace = text.findIndex((l, i) => i > f.first && l === '}');
+      assert.ok(f.last === brace || (f.last === brace - 1 && text[f.last].trim() !== ''), `${f.name} ends on line ${f.last}`);
+    }
     const ls = state.lineStates(srcUri)!;
-    const ov = fileOverview(srcUri, 'null_deref.c', fs.readFileSync(srcPath, 'utf8'), ls);
+    const ov = fileOverview(srcUri, 'null_deref.c', r.functions, ls);
     assert.deepEqual(
-      ov.functions.map((f) => [f.name, f.start, f.must, f.may, f.never]),
+      ov.functions.map((f) => [f.name, f.start, f.end, f.must, f.may, f.never]),
       [
-        ['find', 6, 2, 4, 0],
-        ['fee', 14, 3, 3, 1],
-        ['charge', 25, 4, 1, 1],
-        ['main', 34, 6, 0, 2],
+        ['find', 6, 12, 2, 4, 0],
+        ['fee', 14, 22, 3, 3, 1],
+        ['charge', 25, 31, 4, 1, 1],
+        ['main', 34, 42, 6, 0, 2],
       ],
     );
+    // The server's counts are the line states' over the same lines.
+    for (const f of ov.functions) assert.deepEqual(countIn(ls, f.start, f.end), { must: f.must, may: f.may, never: f.never });
     const lenses: any[] = await conn.sendRequest('textDocument/codeLens', { textDocument: { uri: srcUri } });
     const global = lenses.filter((l) => l.command.title.startsWith('global'));
     assert.equal(global.length, 4);
@@ -237,6 +250,9 @@ test('the extension session against csi-lsp on null_deref', { skip }, async (t) 
       assert.ok(f, `a function at line ${l.range.start.line}`);
       assert.equal(l.command.title, `global · must ${f.must} · may ${f.may} · never ${f.never}`);
     }
+    // A file that is not a source of the program has no functions.
+    const other: FunctionSpans = await conn.sendRequest('csi/functionSpans', { uri: `file://${path.join(root, 'README.md')}` });
+    assert.deepEqual(other.functions, []);
   });
 
   let crashSlice: SliceResult;

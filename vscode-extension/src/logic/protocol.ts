@@ -221,6 +221,29 @@ export interface BucketLineStates {
   notices: string[];
 }
 
+// ---- csi/functionSpans ----
+
+/** A function defined in a document: 0-based inclusive lines (its declaration line, else its
+ *  first line with code, through its last line with code) and the global counts over them. */
+export interface FunctionSpan {
+  name: string;
+  /** The debug info's name of the file. */
+  file: string;
+  first: number;
+  last: number;
+  must: number;
+  may: number;
+  never: number;
+}
+
+export interface FunctionSpans {
+  uri: string;
+  /** By first line; empty for a file that is not a source of the program. */
+  functions: FunctionSpan[];
+  /** The document was edited since it was opened: no functions (its lines no longer match). */
+  stale?: boolean;
+}
+
 /** Method names, in one place. */
 export const Methods = {
   openCrash: 'csi/openCrash',
@@ -239,4 +262,5 @@ export const Methods = {
   crashBuckets: 'csi/crashBuckets',
   bucketCrashes: 'csi/bucketCrashes',
   bucketLineStates: 'csi/bucketLineStates',
+  functionSpans: 'csi/functionSpans',
 } as const;
