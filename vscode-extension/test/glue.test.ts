@@ -210,6 +210,23 @@ test('stack view, select frame, step back and forward, query, overview, clear', 
   assert.equal(vscode.recorded.statusItems[0].text, '$(debug-alt) CSI: no crash');
 });
 
+test('overview without csi/functionSpans (an older server): files with their counts, no functions, asked again later', async () => {
+  const { client } = await start();
+  LanguageClient.answers.delete('csi/functionSpans');
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  client.deliver('csi/lineStates', rec.lineStates);
+  const ov = vscode.recorded.treeProviders.get('csiOverview');
+  const [file] = await ov.getChildren();
+  assert.match(ov.getTreeItem(file).description, /must 15 · may 8 · never 4$/);
+  assert.deepEqual(await ov.getChildren(file), []);
+  LanguageClient.answers.set('csi/functionSpans', rec.functionSpans);
+  const [again] = await ov.getChildren();
+  assert.deepEqual(
+    (await ov.getChildren(again)).map((n: any) => ov.getTreeItem(n).label),
+    ['find', 'fee', 'charge', 'main'],
+  );
+});
+
 test('open crash with pickers: recent crashes first, browse for executable then core', async () => {
   const { ctx, client } = await start();
   vscode.recorded.openDialogs.push('/c/app', '/c/core');
