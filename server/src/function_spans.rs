@@ -53,7 +53,7 @@ pub fn function_spans<'a>(s: &'a Session, keys: &[&str]) -> Vec<FunctionSpan<'a>
 /// the file is among a function's nodes: `main` holding `charge`'s lines). Without a
 /// declaration line: the session's span (first to last line of every node).
 fn span(s: &Session, f: &FunctionView) -> (u32, u32) {
-    let Some(decl) = f.decl else {
+    let Some(decl) = f.decl.filter(|&d| d > 0) else {
         return (f.line.min(f.first), f.last);
     };
     let next = s

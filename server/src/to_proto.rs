@@ -988,8 +988,8 @@ pub fn function_spans(s: &Session, keys: &[&str], uri: String) -> lsp_ext::Funct
             .map(|f| lsp_ext::FunctionSpan {
                 name: f.function.name.clone(),
                 file: f.function.file.clone(),
-                first: f.first - 1,
-                last: f.last - 1,
+                first: f.first.saturating_sub(1),
+                last: f.last.saturating_sub(1),
                 must: f.global.must,
                 may: f.global.may,
                 never: f.global.never,
