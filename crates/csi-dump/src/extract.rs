@@ -93,6 +93,7 @@ pub struct CrashFrame {
 }
 
 /// Where an activation stands, as `Extract::activation` takes it.
+#[derive(Clone, Copy)]
 struct Position<'a> {
     /// The source position that names its point (a call's, for a frame in a call).
     at: Option<&'a SourceLoc>,
@@ -102,6 +103,10 @@ struct Position<'a> {
     at_call: bool,
     /// The position names no statement reliably: every node is a candidate.
     unknown: bool,
+    /// Code instrumented before optimization stopped at the instruction a synchronous fault
+    /// came from: its line names the statement, unless the probes say otherwise (then the
+    /// position is unknown after all).
+    checked_by_probes: bool,
 }
 
 /// A frame's registers and where its debug info is, kept for on-demand reading
@@ -356,8 +361,18 @@ fn load_parts(
         let mut rframes: Vec<Frame> = Vec::new();
         // Frames whose own stack memory was cut off with the end of a truncated core.
         let mut lost_frames: Vec<String> = Vec::new();
-        for pf in &phys {
-            let (cf, rf) = ctx.frame(pf, t.fs_base, &mut notices);
+        for (k, pf) in phys.iter().enumerate() {
+            // The instruction that faulted (kernel-sent SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP,
+            // the crashing thread's innermost frame): what ran up to it is the statement's.
+            let faulted = ti == 0
+                && k == 0
+                && pf.exact_pc
+                && process
+                    .core
+                    .siginfo
+                    .as_ref()
+                    .is_some_and(|s| s.fault_address.is_some());
+            let (cf, rf) = ctx.frame(pf, t.fs_base, faulted, &mut notices);
             let mut cf = cf;
             let sp = pf.regs[crate::core::RSP];
             if sp.is_some_and(|sp| process.core.is_cut_off(sp))
@@ -1029,6 +1044,7 @@ impl<'a> Extract<'a> {
         &self,
         pf: &crate::unwind::PhysFrame,
         fs_base: u64,
+        faulted: bool,
         notices: &mut Vec<String>,
     ) -> (CrashFrame, Vec<Frame>) {
         let p = self.process;
@@ -1115,13 +1131,21 @@ impl<'a> Extract<'a> {
             // between two of them is not. A call keeps its line (and calls do not move across
             // the volatile probes), so a frame in a call — a real one, or code inlined into
             // it, whose probes and state are the inlined copy's own — is at the call sites of
-            // that line. Any other stop may carry the line of code moved from elsewhere
-            // between the same probes: the position is unknown and the path sum decides.
+            // that line. An instruction that faulted is the statement's own memory access or
+            // division: LLVM does not speculate one, gives it line 0 when it hoists or merges
+            // it, and moves it across the probes only where the statement runs next anyway
+            // (GVN's load PRE into a predecessor) — so its line is where the -O0 program
+            // stops, checked against the probes (`Position::checked_by_probes`). Any other
+            // stop (another thread, a signal sent by a process) may carry the line of code
+            // moved from elsewhere between the same probes — an arithmetic instruction can
+            // keep the line of a statement that never ran: the position is unknown and the
+            // path sum decides.
             if !cf.inlined.is_empty() {
-                inlined_frames = self.inlined_frames(&cf, cu.as_deref(), object, pf, notices);
+                inlined_frames =
+                    self.inlined_frames(&cf, cu.as_deref(), object, pf, faulted, notices);
                 at_call = true;
                 at = cf.call_location.as_ref();
-            } else if !at_call {
+            } else if !at_call && !faulted {
                 position_unknown = true;
             }
         }
@@ -1135,6 +1159,7 @@ impl<'a> Extract<'a> {
                 location: cf.location.as_ref(),
                 at_call,
                 unknown: position_unknown,
+                checked_by_probes: faulted && !at_call,
             },
             notices,
         );
@@ -1154,6 +1179,7 @@ impl<'a> Extract<'a> {
         cu: Option<&str>,
         object: Option<&str>,
         pf: &crate::unwind::PhysFrame,
+        faulted: bool,
         notices: &mut Vec<String>,
     ) -> Vec<Frame> {
         let mut out = Vec::new();
@@ -1186,7 +1212,8 @@ impl<'a> Extract<'a> {
                     at: inl.location.as_ref(),
                     location: inl.location.as_ref(),
                     at_call,
-                    unknown: !at_call,
+                    unknown: !at_call && !faulted,
+                    checked_by_probes: faulted && !at_call,
                 },
                 notices,
             );
@@ -1212,6 +1239,7 @@ impl<'a> Extract<'a> {
             location,
             at_call,
             unknown,
+            checked_by_probes,
         } = position;
         let mut path_note = None;
         let mut point = if unknown {
@@ -1257,6 +1285,7 @@ impl<'a> Extract<'a> {
             self.read_local_array(f, bytes, "BBC", &mut rf);
         }
         // Path trace.
+        let mut contradicted = false;
         if let Some(rec) = self
             .cfg
             .get(f as usize)
@@ -1269,8 +1298,28 @@ impl<'a> Extract<'a> {
                     rf.path_from_entry = fp.from_entry;
                     path_note = fp.note;
                 }
-                Err(why) => path_note = Some(why),
+                Err(why) => {
+                    contradicted = true;
+                    path_note = Some(why);
+                }
             }
+        }
+        // A faulting instruction's line is trusted only where the probes agree: the path sum
+        // decodes at one of its nodes and the frame's block coverage has one of them run.
+        contradicted |= point.is_empty()
+            || point
+                .iter()
+                .all(|n| rf.local_coverage.get(n) == Some(&false));
+        if checked_by_probes && !position_unknown && contradicted {
+            notices.push(format!(
+                "{name}: the probes disagree with the faulting instruction's line; its position in the function is unknown"
+            ));
+            let position = Position {
+                unknown: true,
+                checked_by_probes: false,
+                ..position
+            };
+            return self.activation(f, name, pc, variables, position, notices);
         }
         rf.point = point;
         // Local call-site coverage, now that the frame's position is known: the array where it
