@@ -8,8 +8,9 @@
 #
 # Usage: bench/real/run.sh            (as root: it runs apt-get for sources and build deps)
 # Env:   PROGRAMS="lua jq yaml-cpp"   which programs (also: sqlite — Debian's sqlite3, 250k lines)
-#        OPTS="O0 O2"                 which csi builds to crash (also: O2pre — csi-cc -O2
-#                                     --csi-instrument=before-optimization)
+#        OPTS="O0 O2"                 which csi builds to crash (O2: csi-cc's default, before
+#                                     optimization since issue 17; also O2pre — the same,
+#                                     explicit — and O2post: --csi-instrument=after-optimization)
 #        NS="..."                     allocation numbers to crash at (default: per program)
 #        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
 #        CSI_CC, CSI_CXX, CSI         the tools (default: this tree's release builds)
@@ -99,6 +100,7 @@ cfg_flags() {
     case "$1" in
     plain | csi-O2) echo "$PROJECT_FLAGS -O2" ;;
     csi-O2pre) echo "$PROJECT_FLAGS -O2 --csi-instrument=before-optimization" ;;
+    csi-O2post) echo "$PROJECT_FLAGS -O2 --csi-instrument=after-optimization" ;;
     csi-O0) echo "$PROJECT_FLAGS -O0" ;;
     oracle) echo "$PROJECT_FLAGS -O0 -gdwarf-4" ;;
     esac
