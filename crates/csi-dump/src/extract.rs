@@ -1126,7 +1126,8 @@ impl<'a> Extract<'a> {
         let mut at = cf.location.as_ref();
         let mut position_unknown = false;
         let mut inlined_frames = Vec::new();
-        if self.graph.function(f).optimized_after {
+        let optimized_after = self.graph.function(f).optimized_after;
+        if optimized_after {
             // Instrumented before optimization: the probes are the source's, the machine code
             // between two of them is not. A call keeps its line (and calls do not move across
             // the volatile probes), so a frame in a call — a real one, or code inlined into
@@ -1159,7 +1160,7 @@ impl<'a> Extract<'a> {
                 location: cf.location.as_ref(),
                 at_call,
                 unknown: position_unknown,
-                checked_by_probes: faulted && !at_call,
+                checked_by_probes: optimized_after && faulted && !at_call,
             },
             notices,
         );
