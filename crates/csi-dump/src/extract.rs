@@ -1958,11 +1958,13 @@ impl<'a> Extract<'a> {
 /// Where coverage arrays are read from: (function record, array name, length) → bytes.
 type ArrayBytes<'f> = dyn Fn(usize, &str, usize) -> Option<Vec<u8>> + 'f;
 
-/// The bytes read for a frame's local `name`, if any.
+/// The bytes read for a frame's local `name`, if any: the frame's own variable, not an inlined
+/// copy's of the same name (a function instrumented before optimization has its inlined
+/// callees' probe state in its frame too).
 fn variable_bytes<'v>(variables: &'v [Variable], name: &str) -> Option<&'v [u8]> {
     variables
         .iter()
-        .find(|v| v.name == name)
+        .find(|v| v.name == name && v.inlined_in.is_none())
         .and_then(|v| v.bytes.as_deref())
 }
 
@@ -2093,5 +2095,33 @@ fn keep_positions_with_code(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::variable_bytes;
+    use crate::dwarf::{VarKind, Variable};
+
+    fn var(inlined_in: Option<&str>, byte: u8) -> Variable {
+        Variable {
+            name: "__CC_arr".into(),
+            kind: VarKind::Local,
+            type_name: "volatile __csi_bool [2]".into(),
+            value: String::new(),
+            address: None,
+            inlined_in: inlined_in.map(str::to_string),
+            bytes: Some(vec![byte]),
+        }
+    }
+
+    /// Lua's `luaS_newlstr` (instrumented before optimization) with `internshrstr` inlined:
+    /// the inlined copy's `__CC_arr` comes first in the frame's variables and was read as
+    /// the outer function's, so its call site was "never run" on the frame's own path.
+    #[test]
+    fn a_frames_probe_state_is_its_own_not_an_inlined_copys() {
+        let vars = [var(Some("internshrstr"), 0), var(None, 1)];
+        assert_eq!(variable_bytes(&vars, "__CC_arr"), Some(&[1u8][..]));
+        assert_eq!(variable_bytes(&vars[..1], "__CC_arr"), None);
     }
 }
