@@ -2112,6 +2112,7 @@ mod tests {
             address: None,
             inlined_in: inlined_in.map(str::to_string),
             bytes: Some(vec![byte]),
+            ty: None,
         }
     }
 
