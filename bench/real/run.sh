@@ -8,7 +8,9 @@
 #
 # Usage: bench/real/run.sh            (as root: it runs apt-get for sources and build deps)
 # Env:   PROGRAMS="lua jq yaml-cpp"   which programs (also: sqlite — Debian's sqlite3, 250k lines)
-#        OPTS="O0 O2"                 which csi builds to crash
+#        OPTS="O0 O2"                 which csi builds to crash (O2: csi-cc's default, before
+#                                     optimization since issue 17; also O2pre — the same,
+#                                     explicit — and O2post: --csi-instrument=after-optimization)
 #        NS="..."                     allocation numbers to crash at (default: per program)
 #        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
 #        CSI_CC, CSI_CXX, CSI         the tools (default: this tree's release builds)
@@ -89,13 +91,16 @@ setup_tools() {
 }
 
 # ---------------------------------------------------------------- configurations
-CONFIGS="plain csi-O0 csi-O2 oracle"
+CSI_CONFIGS="$(for o in $OPTS; do printf 'csi-%s ' "$o"; done)"
+CONFIGS="plain $CSI_CONFIGS oracle"
 # cfg_cc CFG / cfg_cxx CFG / cfg_flags CFG: compiler and optimisation+debug flags.
 cfg_cc() { case "$1" in csi-*) echo "$CSI_CC" ;; *) echo clang-19 ;; esac; }
 cfg_cxx() { case "$1" in csi-*) echo "$CSI_CXX" ;; *) echo clang++-19 ;; esac; }
 cfg_flags() {
     case "$1" in
     plain | csi-O2) echo "$PROJECT_FLAGS -O2" ;;
+    csi-O2pre) echo "$PROJECT_FLAGS -O2 --csi-instrument=before-optimization" ;;
+    csi-O2post) echo "$PROJECT_FLAGS -O2 --csi-instrument=after-optimization" ;;
     csi-O0) echo "$PROJECT_FLAGS -O0" ;;
     oracle) echo "$PROJECT_FLAGS -O0 -gdwarf-4" ;;
     esac
@@ -437,7 +442,7 @@ count_check() {
     RUN_DIR="$W/runs/$prog-$variant/count"
     N=0
     : >"$out"
-    for cfg in oracle plain csi-O0 csi-O2; do
+    for cfg in oracle plain $CSI_CONFIGS; do
         [ -f "$W/build/$prog/$cfg.ok" ] || continue
         run_native "$prog" "$cfg" "$@"
         echo "$cfg native: $(grep -o 'crashshim: [0-9]*' "$RUN_DIR/stderr" | cut -d' ' -f2)" >>"$out"
@@ -464,7 +469,7 @@ main() {
     for prog in $PROGRAMS; do
         for cfg in $CONFIGS; do build "$prog" "$cfg"; done
         if [ "$TESTS" = 1 ]; then
-            for cfg in plain csi-O0 csi-O2; do
+            for cfg in plain $CSI_CONFIGS; do
                 local b="$W/build/$prog/$cfg"
                 if [ -f "$b.ok" ]; then
                     [ -f "$b.tests" ] || "test_${prog//-/_}" "$b" >"$b.tests" 2>&1

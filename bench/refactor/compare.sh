@@ -54,7 +54,7 @@ compile_one() { # side source scheme level
   case "$src" in *.cpp) cc=csi-c++ ;; esac
   case "$level" in
     O0) flags=(-O0) ;;
-    O2) flags=(-O2) ;;
+    O2) flags=(-O2 --csi-instrument=after-optimization) ;;
     O2pre) flags=(-O2 --csi-instrument=before-optimization) ;;
   esac
   case "$src" in src/shlib/walk.c | src/plugin/plugin.c | src/shlib_plain/shim.c) flags+=(-fPIC) ;; esac

@@ -7,7 +7,7 @@
 #
 # Usage: bench/sqlite/run.sh           (as root the first time: apt-get source, tcl)
 # Env:   SQLITE_DIR=/work/scratch/sqlite  scratch dir
-#        OPTS="O0 O2"  NS="1000 2000 4000 6000 8000" (the workload makes ~8,200 allocations)
+#        OPTS="O0 O2"  (also O2post: after optimization)  NS="1000 2000 4000 6000 8000" (the workload makes ~8,200 allocations)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -31,12 +31,21 @@ fi
     clang-19 -O2 -gdwarf-4 -fPIC -shared -o "$SHIM" "$ROOT/bench/real/crashshim.c" -ldl || die "shim"
 # The workload (shared with bench/real): tables, an index, joins, aggregates, a recursive CTE.
 cp "$ROOT/bench/real/workloads/workload.sql" "$W/workload.sql"
+# opt_flags OPT: O0, O2 (csi-cc's default: instrumented before optimization), O2post
+# (--csi-instrument=after-optimization, the default before issue 17).
+opt_flags() {
+    case "$1" in
+    O2post) echo "-O2 --csi-instrument=after-optimization" ;;
+    O2pre) echo "-O2 --csi-instrument=before-optimization" ;;
+    *) echo "-$1" ;;
+    esac
+}
 for opt in $OPTS; do
     b="$W/build-$opt"
     if [ ! -f "$b/.ok" ]; then
         rm -rf "$b" && mkdir -p "$b"
         echo "== build sqlite3 csi-$opt (configure && make sqlite3)" >&2
-        ( cd "$b" && "$src/configure" CC="$CSI_CC" CFLAGS="-g -$opt" --disable-tcl \
+        ( cd "$b" && "$src/configure" CC="$CSI_CC" CFLAGS="-g $(opt_flags "$opt")" --disable-tcl \
             --disable-readline >configure.log 2>&1 && /usr/bin/time -v make -j2 sqlite3 >make.log 2>&1 ) ||
             die "build $opt failed: see $b/configure.log, $b/make.log"
         touch "$b/.ok"

@@ -23,7 +23,9 @@
 #   bb         --csi-scheme=bb         basic-block coverage everywhere
 #   copy       a copy of the plain binary, timed like the others: its ratio is the timing's noise
 #   X-pre      configuration X instrumented before optimization (--csi-instrument=before-optimization,
-#              experimental), e.g. realistic-pre, fixed-pre; not in the default set
+#              csi-cc's default since issue 17: the same build as X), e.g. realistic-pre
+#   X-post     configuration X instrumented after optimization (--csi-instrument=after-optimization,
+#              the default before issue 17), e.g. realistic-post, fixed-post
 # and the same names with the suffix -O0 (plain-O0, copy-O0, cc-O0, realistic-O0, fixed-O0 by default):
 # built with -O0 (Lua's makefile flags + MYCFLAGS=-O0, the last -O wins), the set-up of the
 # dissertation's overhead numbers; their ratios are to plain-O0, run with SCALE0.
@@ -79,7 +81,10 @@ SCHEMA
 cc_for() {
   local v="${1%-O0}" extra=""
   # `-pre`: instrumented before optimization (`--csi-instrument=before-optimization`).
-  case "$v" in *-pre) v="${v%-pre}"; extra=" --csi-instrument=before-optimization" ;; esac
+  case "$v" in
+    *-pre) v="${v%-pre}"; extra=" --csi-instrument=before-optimization" ;;
+    *-post) v="${v%-post}"; extra=" --csi-instrument=after-optimization" ;;
+  esac
   case "$v" in
     plain) echo "clang-19 -g" ;;
     fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/fixed.schema$extra" ;;

@@ -23,10 +23,11 @@ const CSI_OPTIONS: &str =
   --csi-schema=FILE     per-function schemes, lines `function;{CC,PT}`
   --csi-pt-size=N       ring buffer of completed paths per frame (default 10)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
-  --csi-instrument=W    when optimizing (-O1 and up): `after-optimization` (default: probes in
-                        the optimized code; line answers inside functions that ran stay
-                        conservative) or `before-optimization` (probes in the source's CFG,
-                        optimized with the program, as the dissertation's csi-cc does)
+  --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
+                        in the source's CFG, optimized with the program, as the dissertation's
+                        csi-cc does; lines decided as at -O0) or `after-optimization` (probes
+                        in the optimized code: fewer executed probes, but inside functions
+                        that ran a line is rarely decided)
   --csi-metadata=F      `zstd` (default: .debug_CSI_CFG only, each object's piece compressed;
                         all that csi reads) or `text` (uncompressed, and csi-cc v1.4.0's
                         .debug_PT/CC/BBC/FC as well, byte-compatible, for its own tools)
@@ -441,7 +442,7 @@ impl CsiOptions {
             pt_size: 10,
             verbose: false,
             cc_all_probes: false,
-            before_optimization: false,
+            before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
         };

@@ -466,7 +466,9 @@ fn trace_at_probe(opt: &str, func: &str, arg: &str, pt_size: u32) -> Trace {
     ok(
         &run(Command::new(CSI_CC)
             .arg(format!("--csi-pt-size={pt_size}"))
-            .args(["--csi-metadata=text", opt, &fixture("ptloop.c"), "-o"])
+            .arg("--csi-metadata=text")
+            .args(opt.split_whitespace())
+            .args([&fixture("ptloop.c"), "-o"])
             .arg(&exe)),
         "build ptloop",
     );
@@ -673,14 +675,16 @@ fn path_trace_under_gdb_o2() {
         eprintln!("skipping: gdb is not installed");
         return;
     }
-    let t = trace_at_probe("-O2", "run", "25", 10);
+    // The optimized code's own CFG (after optimization): the shapes below are LLVM's.
+    const O2_AFTER: &str = "-O2 --csi-instrument=after-optimization";
+    let t = trace_at_probe(O2_AFTER, "run", "25", 10);
     assert!(!t.completed.is_empty());
     // `run`'s branch became a select at -O2; `skip`'s stays a branch. The ring index lives in
     // a register there (and in memory): the wrapped buffer must still read back in order.
     // The loop is rotated at -O2 (test at the bottom), so the last iteration (i = 24) leaves
     // through the exit, not the back edge: it is in the partial path, and the ring holds
     // iterations 14..23, oldest first.
-    let s = trace_at_probe("-O2", "skip", "25", 10);
+    let s = trace_at_probe(O2_AFTER, "skip", "25", 10);
     assert_eq!(s.completed.len(), 10, "the buffer wrapped");
     let branch: Vec<bool> = s
         .completed

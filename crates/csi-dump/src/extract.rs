@@ -93,6 +93,7 @@ pub struct CrashFrame {
 }
 
 /// Where an activation stands, as `Extract::activation` takes it.
+#[derive(Clone, Copy)]
 struct Position<'a> {
     /// The source position that names its point (a call's, for a frame in a call).
     at: Option<&'a SourceLoc>,
@@ -102,6 +103,10 @@ struct Position<'a> {
     at_call: bool,
     /// The position names no statement reliably: every node is a candidate.
     unknown: bool,
+    /// Code instrumented before optimization stopped at the instruction a synchronous fault
+    /// came from: its line names the statement, unless the probes say otherwise (then the
+    /// position is unknown after all).
+    checked_by_probes: bool,
 }
 
 /// A frame's registers and where its debug info is, kept for on-demand reading
@@ -356,8 +361,18 @@ fn load_parts(
         let mut rframes: Vec<Frame> = Vec::new();
         // Frames whose own stack memory was cut off with the end of a truncated core.
         let mut lost_frames: Vec<String> = Vec::new();
-        for pf in &phys {
-            let (cf, rf) = ctx.frame(pf, t.fs_base, &mut notices);
+        for (k, pf) in phys.iter().enumerate() {
+            // The instruction that faulted (kernel-sent SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP,
+            // the crashing thread's innermost frame): what ran up to it is the statement's.
+            let faulted = ti == 0
+                && k == 0
+                && pf.exact_pc
+                && process
+                    .core
+                    .siginfo
+                    .as_ref()
+                    .is_some_and(|s| s.fault_address.is_some());
+            let (cf, rf) = ctx.frame(pf, t.fs_base, faulted, &mut notices);
             let mut cf = cf;
             let sp = pf.regs[crate::core::RSP];
             if sp.is_some_and(|sp| process.core.is_cut_off(sp))
@@ -1029,6 +1044,7 @@ impl<'a> Extract<'a> {
         &self,
         pf: &crate::unwind::PhysFrame,
         fs_base: u64,
+        faulted: bool,
         notices: &mut Vec<String>,
     ) -> (CrashFrame, Vec<Frame>) {
         let p = self.process;
@@ -1110,18 +1126,27 @@ impl<'a> Extract<'a> {
         let mut at = cf.location.as_ref();
         let mut position_unknown = false;
         let mut inlined_frames = Vec::new();
-        if self.graph.function(f).optimized_after {
+        let optimized_after = self.graph.function(f).optimized_after;
+        if optimized_after {
             // Instrumented before optimization: the probes are the source's, the machine code
             // between two of them is not. A call keeps its line (and calls do not move across
             // the volatile probes), so a frame in a call — a real one, or code inlined into
             // it, whose probes and state are the inlined copy's own — is at the call sites of
-            // that line. Any other stop may carry the line of code moved from elsewhere
-            // between the same probes: the position is unknown and the path sum decides.
+            // that line. An instruction that faulted is the statement's own memory access or
+            // division: LLVM does not speculate one, gives it line 0 when it hoists or merges
+            // it, and moves it across the probes only where the statement runs next anyway
+            // (GVN's load PRE into a predecessor) — so its line is where the -O0 program
+            // stops, checked against the probes (`Position::checked_by_probes`). Any other
+            // stop (another thread, a signal sent by a process) may carry the line of code
+            // moved from elsewhere between the same probes — an arithmetic instruction can
+            // keep the line of a statement that never ran: the position is unknown and the
+            // path sum decides.
             if !cf.inlined.is_empty() {
-                inlined_frames = self.inlined_frames(&cf, cu.as_deref(), object, pf, notices);
+                inlined_frames =
+                    self.inlined_frames(&cf, cu.as_deref(), object, pf, faulted, notices);
                 at_call = true;
                 at = cf.call_location.as_ref();
-            } else if !at_call {
+            } else if !at_call && !faulted {
                 position_unknown = true;
             }
         }
@@ -1135,6 +1160,7 @@ impl<'a> Extract<'a> {
                 location: cf.location.as_ref(),
                 at_call,
                 unknown: position_unknown,
+                checked_by_probes: optimized_after && faulted && !at_call,
             },
             notices,
         );
@@ -1154,6 +1180,7 @@ impl<'a> Extract<'a> {
         cu: Option<&str>,
         object: Option<&str>,
         pf: &crate::unwind::PhysFrame,
+        faulted: bool,
         notices: &mut Vec<String>,
     ) -> Vec<Frame> {
         let mut out = Vec::new();
@@ -1186,7 +1213,8 @@ impl<'a> Extract<'a> {
                     at: inl.location.as_ref(),
                     location: inl.location.as_ref(),
                     at_call,
-                    unknown: !at_call,
+                    unknown: !at_call && !faulted,
+                    checked_by_probes: faulted && !at_call,
                 },
                 notices,
             );
@@ -1212,6 +1240,7 @@ impl<'a> Extract<'a> {
             location,
             at_call,
             unknown,
+            checked_by_probes,
         } = position;
         let mut path_note = None;
         let mut point = if unknown {
@@ -1257,6 +1286,7 @@ impl<'a> Extract<'a> {
             self.read_local_array(f, bytes, "BBC", &mut rf);
         }
         // Path trace.
+        let mut contradicted = false;
         if let Some(rec) = self
             .cfg
             .get(f as usize)
@@ -1269,8 +1299,28 @@ impl<'a> Extract<'a> {
                     rf.path_from_entry = fp.from_entry;
                     path_note = fp.note;
                 }
-                Err(why) => path_note = Some(why),
+                Err(why) => {
+                    contradicted = true;
+                    path_note = Some(why);
+                }
             }
+        }
+        // A faulting instruction's line is trusted only where the probes agree: the path sum
+        // decodes at one of its nodes and the frame's block coverage has one of them run.
+        contradicted |= point.is_empty()
+            || point
+                .iter()
+                .all(|n| rf.local_coverage.get(n) == Some(&false));
+        if checked_by_probes && !position_unknown && contradicted {
+            notices.push(format!(
+                "{name}: the probes disagree with the faulting instruction's line; its position in the function is unknown"
+            ));
+            let position = Position {
+                unknown: true,
+                checked_by_probes: false,
+                ..position
+            };
+            return self.activation(f, name, pc, variables, position, notices);
         }
         rf.point = point;
         // Local call-site coverage, now that the frame's position is known: the array where it
@@ -1908,11 +1958,13 @@ impl<'a> Extract<'a> {
 /// Where coverage arrays are read from: (function record, array name, length) → bytes.
 type ArrayBytes<'f> = dyn Fn(usize, &str, usize) -> Option<Vec<u8>> + 'f;
 
-/// The bytes read for a frame's local `name`, if any.
+/// The bytes read for a frame's local `name`, if any: the frame's own variable, not an inlined
+/// copy's of the same name (a function instrumented before optimization has its inlined
+/// callees' probe state in its frame too).
 fn variable_bytes<'v>(variables: &'v [Variable], name: &str) -> Option<&'v [u8]> {
     variables
         .iter()
-        .find(|v| v.name == name)
+        .find(|v| v.name == name && v.inlined_in.is_none())
         .and_then(|v| v.bytes.as_deref())
 }
 
@@ -2043,5 +2095,34 @@ fn keep_positions_with_code(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::variable_bytes;
+    use crate::dwarf::{VarKind, Variable};
+
+    fn var(inlined_in: Option<&str>, byte: u8) -> Variable {
+        Variable {
+            name: "__CC_arr".into(),
+            kind: VarKind::Local,
+            type_name: "volatile __csi_bool [2]".into(),
+            value: String::new(),
+            address: None,
+            inlined_in: inlined_in.map(str::to_string),
+            bytes: Some(vec![byte]),
+            ty: None,
+        }
+    }
+
+    /// Lua's `luaS_newlstr` (instrumented before optimization) with `internshrstr` inlined:
+    /// the inlined copy's `__CC_arr` comes first in the frame's variables and was read as
+    /// the outer function's, so its call site was "never run" on the frame's own path.
+    #[test]
+    fn a_frames_probe_state_is_its_own_not_an_inlined_copys() {
+        let vars = [var(Some("internshrstr"), 0), var(None, 1)];
+        assert_eq!(variable_bytes(&vars, "__CC_arr"), Some(&[1u8][..]));
+        assert_eq!(variable_bytes(&vars[..1], "__CC_arr"), None);
     }
 }
