@@ -74,7 +74,11 @@ fn optimized_builds_decide_nine_tenths_of_what_o0_decides() {
     let mut failures = Vec::new();
     for (scheme, rows) in &by_scheme {
         for (p, s0, s2) in rows {
-            eprintln!("{scheme:10} {p:16} -O0 {:5.1} %  -O2pre {:5.1} %", 100.0 * s0, 100.0 * s2);
+            eprintln!(
+                "{scheme:10} {p:16} -O0 {:5.1} %  -O2pre {:5.1} %",
+                100.0 * s0,
+                100.0 * s2
+            );
         }
         let n = rows.len() as f64;
         let m0 = rows.iter().map(|r| r.1).sum::<f64>() / n;
