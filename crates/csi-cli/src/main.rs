@@ -378,7 +378,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     show::Options {
                         locals,
                         all_lines,
-                        color: color_wanted()
+                        color: color_wanted(),
+                        sources: output::source_paths(Vec::new()),
                     }
                 )
             );
@@ -403,6 +404,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 eprintln!("csi: note: {n}");
             }
             let active = active_nodes_edges(&c.graph, &c.report);
+            let sources = output::source_paths(Vec::new());
             let inputs = output::Inputs {
                 graph_path: &c.exe,
                 report_path: &c.core,
@@ -411,6 +413,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 coverage: &cov,
                 active: &active,
                 crash: Some(&c),
+                sources: &sources,
             };
             print_rendered(&inputs, format)?;
             Ok(())
@@ -430,6 +433,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             // csi-grissom inputs: its own answer is printed beside ours for comparison.
             let cov = best_effort_coverage_compared(&g, &r)?;
             let active = active_nodes_edges(&g, &r);
+            let sources = output::source_paths(Vec::new());
             let inputs = output::Inputs {
                 graph_path: &graph,
                 report_path: &report,
@@ -438,6 +442,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 coverage: &cov,
                 active: &active,
                 crash: None,
+                sources: &sources,
             };
             print_rendered(&inputs, format)?;
             Ok(())
@@ -471,7 +476,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (pair, st) = slice::run(&c, &cov, &req)?;
             match format {
                 Format::Json => print!("{}", slice::json(&c, &pair, st.as_ref())),
-                _ => print!("{}", slice::text(&c, &pair, st.as_ref())),
+                _ => {
+                    let sources = output::source_paths(Vec::new());
+                    print!("{}", slice::text(&c, &pair, st.as_ref(), &sources))
+                }
             }
             Ok(())
         }

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use csi_analysis::{Coverages, FileLines};
 use csi_dump::{Crash, CrashFrame};
+use csi_ide::functions::{function_lines, function_view, LineCounts, SpanLines};
+use csi_ide::SourcePaths;
 use csi_model::{Coverage, LineStatus};
 
 use crate::output::source_text;
@@ -69,6 +71,8 @@ pub struct Options {
     /// Every line of each frame's function, however long.
     pub all_lines: bool,
     pub color: bool,
+    /// Where sources are looked for.
+    pub sources: SourcePaths,
 }
 
 /// A function longer than this lists only the lines that matter (see [`lines_that_matter`]).
@@ -111,6 +115,7 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
         locals,
         all_lines,
         color,
+        sources: source_paths,
     } = opts;
     let paint = Paint(color);
     let mut out = String::new();
@@ -199,22 +204,14 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
             else {
                 continue;
             };
-            let gf = g.function(func);
-            let Some(file) = gf.file.map(|x| g.file_name(x).to_string()) else {
+            let Some(span) = function_view(g, func, SpanLines::OwnFile, None) else {
                 continue;
             };
-            let ll = frame_lines[fi].get(&file).unwrap_or(&empty);
-            let gl = global.get(&file).unwrap_or(&empty);
-            let lines: Vec<u32> = gf
-                .nodes
-                .iter()
-                .filter(|&&n| g.node(n).file.is_none())
-                .flat_map(|&n| g.node(n).lines())
-                .collect();
-            let (Some(&lo), Some(&hi)) = (lines.iter().min(), lines.iter().max()) else {
-                continue;
-            };
-            let count = |s: LineStatus| (lo..=hi).filter(|&l| ll.status(l) == Some(s)).count();
+            let (file, lo, hi) = (&span.file, span.first, span.last);
+            let ll = frame_lines[fi].get(file).unwrap_or(&empty);
+            let gl = global.get(file).unwrap_or(&empty);
+            let lines = function_lines(g, func, SpanLines::OwnFile);
+            let counts = LineCounts::of(Some(ll), lo, hi);
             let _ = writeln!(
                 out,
                 "\n{} — this frame: must {} · may {} · never {}",
@@ -223,16 +220,16 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
                     &format!(
                         "== Thread {} #{k} {} in {file}",
                         t.tid,
-                        csi_model::names::call_form(&gf.display_name()),
+                        csi_model::names::call_form(&span.name),
                     )
                 ),
-                count(LineStatus::Must),
-                count(LineStatus::May),
-                count(LineStatus::Never)
+                counts.must,
+                counts.may,
+                counts.never
             );
             let src = sources
                 .entry(file.clone())
-                .or_insert_with(|| source_text(&c.exe, &file));
+                .or_insert_with(|| source_text(&source_paths, &c.exe, file));
             if src.is_none() {
                 let _ = writeln!(out, "   (source {file} not found; statuses by line number)");
             }
@@ -240,7 +237,7 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
             let on_path: Vec<u32> = f
                 .path
                 .iter()
-                .filter(|s| s.file == file)
+                .filter(|s| s.file == *file)
                 .map(|s| s.line)
                 .collect();
             let _ = writeln!(out, "  line  frame global");
@@ -320,7 +317,7 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
                     .path
                     .iter()
                     .map(|s| {
-                        if s.file == file {
+                        if s.file == *file {
                             s.line.to_string()
                         } else {
                             format!("{}:{}", s.file, s.line)
