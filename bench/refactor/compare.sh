@@ -14,12 +14,16 @@
 #      llvm-dis-19 text and `objdump -s` of the CSI sections are compared too, to say where);
 #   2. the driver: whole programs linked (every fixture program, realistic -O0 and all -O2),
 #      and -S, -MD, several sources with -c, -E: outputs byte for byte;
-#   3. the analyses: `csi analyze --format json` and `csi slice --format json` on every crash
-#      of the fixture matrix (CRASHES, default /work/main/fixtures/build: <program>/<build>/
-#      {<program>,core}): stdout and exit status.
+#   3. the analyses: `csi analyze --format json|text|csiclipse`, `csi slice --format json|text`
+#      and `csi show` (text, sources resolved from the fixtures) on every crash of the fixture
+#      matrix (CRASHES, default /work/main/fixtures/build: <program>/<build>/
+#      {<program>,core}): stdout and exit status. FORMATS (default
+#      "analyze:json slice:json analyze:text analyze:csiclipse slice:text show") picks them.
 # Prints the number of files/outputs compared and every difference; exits 1 on any.
 # JOBS (default 2) compiles / analyses run in parallel; ONLY (an extended regex) restricts
-# sources, programs and crashes to the matching ones (a quick check).
+# sources, programs and crashes to the matching ones (a quick check); PARTS (default "1 2 3")
+# which of the three run (`PARTS=3` when only csi changed: the instrumenter parts need
+# csi-cc in both dirs).
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 OLD_BIN_DIR NEW_BIN_DIR" >&2; exit 2; }
 OLD="$(cd "$1" && pwd)"
@@ -31,7 +35,10 @@ SCHEMES="${SCHEMES:-realistic bb all}"
 JOBS="${JOBS:-2}"
 WORK="$(mktemp -d /tmp/csi-compare.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
+PARTS="${PARTS:-1 2 3}"
+FORMATS="${FORMATS:-analyze:json slice:json analyze:text analyze:csiclipse slice:text show}"
 export WORK FIX CRASHES
+part() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 # Bin dirs with csi-c++ next to csi-cc.
 for side in old new; do
@@ -71,6 +78,8 @@ compile_one() { # side source scheme level
 export -f compile_one
 
 ONLY="${ONLY:-.}"
+n_files=0
+if part 1; then
 SOURCES="$(cd "$FIX" && find src -name '*.c' -o -name '*.cpp' | sort | grep -E "$ONLY")"
 : >"$WORK/jobs"
 for src in $SOURCES; do
@@ -85,7 +94,6 @@ done
 xargs -P "$JOBS" -L 1 bash -c 'compile_one "$@"' _ <"$WORK/jobs"
 
 n_units=0
-n_files=0
 for d in "$WORK"/old/c/*; do
   tag="$(basename "$d")"
   n_units=$((n_units + 1))
@@ -109,6 +117,7 @@ for d in "$WORK"/old/c/*; do
   done
 done
 echo "instrumenter: $n_units compilations per side (sources x {$SCHEMES} x {O0,O2,O2pre}), $n_files files compared"
+fi
 
 # ---- 2. driver: linked programs and other command lines -------------------------------------
 # program -> sources, as fixtures/build.sh (shared libraries linked in as sources: the driver's
@@ -139,6 +148,7 @@ drive_one() { # side name cc args...
   rmdir "$out/tmp" 2>/dev/null || echo "temp dir left" >>"$out/stderr"
 }
 n_cmds=0
+if part 2; then
 for side in old new; do
   for p in "${!PROGS[@]}"; do
     echo "$p" | grep -qE "$ONLY" || continue
@@ -177,32 +187,35 @@ for d in "$WORK"/old/d/*; do
     echo "DIFF driver $name: different files" | tee -a "$DIFFS"
 done
 echo "driver: $n_cmds command lines per side, files compared so far: $n_files"
+fi
 
 # ---- 3. analyses on the fixture matrix --------------------------------------------------------
-analyse_one() { # side program build command
-  local side="$1" p="$2" b="$3" cmd="$4"
-  local out="$WORK/$side/a/$p.$b.$cmd"
+analyse_one() { # side program build command[:format]
+  local side="$1" p="$2" b="$3" cmd="${4%%:*}" fmt=()
+  local out="$WORK/$side/a/$p.$b.${4/:/.}"
+  case "$4" in *:*) fmt=(--format "${4#*:}") ;; esac
   mkdir -p "$(dirname "$out")"
   local code=0
-  (cd "$FIX" && "$WORK/bin-$side/csi" "$cmd" --format json --exe "$CRASHES/$p/$b/$p" \
+  (cd "$FIX" && "$WORK/bin-$side/csi" "$cmd" "${fmt[@]}" --exe "$CRASHES/$p/$b/$p" \
     --core "$CRASHES/$p/$b/core") >"$out.stdout" 2>"$out.stderr" || code=$?
   echo "$code" >"$out.exit"
 }
 export -f analyse_one
 : >"$WORK/ajobs"
 n_crashes=0
+n_out=0
+if part 3; then
 for d in "$CRASHES"/*/*/; do
   b="$(basename "$d")"
   p="$(basename "$(dirname "$d")")"
   [ -f "$d/core" ] && [ -f "$d/$p" ] || continue
   echo "$p" | grep -qE "$ONLY" || continue
   n_crashes=$((n_crashes + 1))
-  for cmd in analyze slice; do
+  for cmd in $FORMATS; do
     for side in old new; do echo "$side $p $b $cmd" >>"$WORK/ajobs"; done
   done
 done
 xargs -P "$JOBS" -L 1 bash -c 'analyse_one "$@"' _ <"$WORK/ajobs"
-n_out=0
 for f in "$WORK"/old/a/*.stdout "$WORK"/old/a/*.exit; do
   n_out=$((n_out + 1))
   cmp -s "$f" "$WORK/new/a/$(basename "$f")" || echo "DIFF analysis $(basename "$f")" | tee -a "$DIFFS"
@@ -216,7 +229,8 @@ n_failed=$(grep -Lx 0 "$WORK"/old/a/*.exit | wc -l)
 for f in $(grep -Lx 0 "$WORK"/old/a/*.exit); do
   echo "  nonzero exit (old side) $(basename "$f" .exit): $(cat "$f"): $(head -c 160 "${f%.exit}.stderr" | tr '\n' ' ')"
 done
-echo "analyses: $n_crashes crashes x {analyze,slice} json: $n_out outputs compared (stdout + exit status; $n_empty empty stdouts, $n_failed nonzero exits), stderr differing: $n_stderr_diff"
+echo "analyses: $n_crashes crashes x {$FORMATS}: $n_out outputs compared (stdout + exit status; $n_empty empty stdouts, $n_failed nonzero exits), stderr differing: $n_stderr_diff"
+fi
 
 n_diff=$(wc -l <"$DIFFS")
 echo "total: $((n_files + n_out)) files/outputs compared, $n_diff differences"

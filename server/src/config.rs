@@ -1,8 +1,10 @@
-//! Settings (`initializationOptions`, `workspace/didChangeConfiguration`, `.csi.toml`) and
-//! the mapping from source paths in debug info to files in the workspace.
+//! Settings (`initializationOptions`, `workspace/didChangeConfiguration`, `.csi.toml`). The
+//! mapping from source paths in debug info to files in the workspace is csi-ide's
+//! ([`csi_ide::source`]); the settings give it its substitute paths and root.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+pub use csi_ide::source::SubstitutePath;
 
 /// Everything configurable. Unknown keys are ignored.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
@@ -36,12 +38,6 @@ pub struct Config {
     /// The crash store of `csi triage --store` (a SQLite file or a `postgres://` URL) that
     /// `csi/crashBuckets`, `csi/bucketCrashes` and `csi/bucketLineStates` read.
     pub crash_store: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-pub struct SubstitutePath {
-    pub from: String,
-    pub to: String,
 }
 
 /// `.csi.toml` in the workspace root: `executable`, `core` (or `coredump` = `"latest"`, a
@@ -160,6 +156,28 @@ impl Config {
 }
 
 impl Config {
+    /// How the settings say a crash is read (separate debug files, sysroot, GraphML).
+    pub fn load_options(&self) -> csi_dump::LoadOptions {
+        csi_dump::LoadOptions {
+            graphml: self.graphml.clone(),
+            debug: csi_dump::debug_files::DebugSearch {
+                debug_dirs: self.debug_dirs.clone(),
+                ..Default::default()
+            },
+            sysroot: self.sysroot.clone(),
+            cache: None,
+        }
+    }
+
+    /// Where the settings say sources are: the substitute paths, then the workspace.
+    pub fn source_paths(&self) -> csi_ide::SourcePaths {
+        csi_ide::SourcePaths {
+            substitute_paths: self.substitute_paths.clone(),
+            root: self.root.clone(),
+            by_name_in_input_dir: false,
+        }
+    }
+
     /// The crash the settings name: `executable` + `core`, or a core of systemd-coredump's
     /// store (`coredump`), with its notice (pid, signal, time).
     pub fn crash_paths(&self) -> Result<Option<(PathBuf, PathBuf, Option<String>)>, String> {
@@ -187,100 +205,6 @@ impl Config {
             _ => None,
         })
     }
-}
-
-/// Files of the workspace by file name, for suffix matching.
-pub struct WorkspaceIndex {
-    by_name: HashMap<String, Vec<PathBuf>>,
-}
-
-const SKIP_DIRS: &[&str] = &[".git", "target", "node_modules", ".cache", "build"];
-const MAX_FILES: usize = 200_000;
-
-impl WorkspaceIndex {
-    pub fn new(root: Option<&Path>) -> Self {
-        let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
-        let mut stack: Vec<PathBuf> = root.map(Path::to_path_buf).into_iter().collect();
-        let mut seen = 0usize;
-        while let Some(d) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(&d) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                let Ok(ft) = e.file_type() else { continue };
-                let name = e.file_name().to_string_lossy().into_owned();
-                if ft.is_dir() {
-                    if !SKIP_DIRS.contains(&name.as_str()) {
-                        stack.push(e.path());
-                    }
-                } else if ft.is_file() {
-                    seen += 1;
-                    if seen > MAX_FILES {
-                        return WorkspaceIndex { by_name };
-                    }
-                    by_name.entry(name).or_default().push(e.path());
-                }
-            }
-        }
-        WorkspaceIndex { by_name }
-    }
-
-    /// The workspace file whose path ends with the most components of `p`.
-    fn suffix_match(&self, p: &Path) -> Option<PathBuf> {
-        let name = p.file_name()?.to_string_lossy();
-        let cands = self.by_name.get(name.as_ref())?;
-        let want: Vec<_> = p
-            .components()
-            .rev()
-            .filter(|c| c.as_os_str() != ".")
-            .collect();
-        cands
-            .iter()
-            .map(|c| {
-                let have: Vec<_> = c.components().rev().collect();
-                let n = want.iter().zip(&have).take_while(|(a, b)| a == b).count();
-                (n, c)
-            })
-            .max_by_key(|(n, _)| *n)
-            .map(|(_, c)| c.clone())
-    }
-}
-
-/// Where a source path from the debug info lives: substitute paths first, then the path as
-/// written (absolute, or relative to the workspace or to the input's directories), then the
-/// workspace file with the longest matching path suffix.
-pub fn resolve_source(
-    key: &str,
-    config: &Config,
-    input_dir: Option<&Path>,
-    index: &WorkspaceIndex,
-) -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    for s in &config.substitute_paths {
-        if let Some(rest) = key.strip_prefix(&s.from) {
-            candidates.push(PathBuf::from(format!("{}{}", s.to, rest)));
-        }
-    }
-    let p = Path::new(key);
-    if p.is_absolute() {
-        candidates.push(p.to_path_buf());
-    } else {
-        if let Some(root) = &config.root {
-            candidates.push(root.join(p));
-        }
-        if let Some(d) = input_dir {
-            let d = std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
-            candidates.extend(d.ancestors().map(|a| a.join(p)));
-        }
-    }
-    for c in candidates {
-        if c.is_file() {
-            return Some(std::fs::canonicalize(&c).unwrap_or(c));
-        }
-    }
-    index
-        .suffix_match(p)
-        .map(|c| std::fs::canonicalize(&c).unwrap_or(c))
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ use csi_triage::store::{redacted, Store, StoredBucket, StoredCrash};
 use csi_triage::FileLineSet;
 use serde::Deserialize;
 
-use crate::config::{resolve_source, Config, WorkspaceIndex};
+use csi_ide::source::WorkspaceIndex;
+
+use crate::config::Config;
 
 /// The store the settings name, opened read-only, or why there is none to read.
 pub enum Opened {
@@ -288,10 +290,11 @@ pub fn bucket_lines(
     keys.sort_unstable();
     keys.dedup();
     let index = WorkspaceIndex::new(config.root.as_deref());
+    let search = config.source_paths();
     let exe_dir = Path::new(program).parent();
     let sources: BTreeMap<String, Option<PathBuf>> = keys
         .into_iter()
-        .map(|k| (k.to_string(), resolve_source(k, config, exe_dir, &index)))
+        .map(|k| (k.to_string(), search.resolve(k, exe_dir, &index)))
         .collect();
     let missing: Vec<&str> = sources
         .iter()

@@ -23,7 +23,7 @@ use serde_json::{json, Value as Json};
 use csi_dump::{Crash, NamedValue, Value};
 
 use crate::config::Config;
-use crate::session::Session;
+use csi_ide::session::Session;
 
 /// What a `variablesReference` stands for.
 #[derive(Clone, Debug)]
@@ -376,9 +376,9 @@ impl<W: Write> Adapter<W> {
             _ => p,
         };
         let (program, core) = (resolve(program), resolve(core));
-        let crash = Crash::open(&program, &core, &Session::load_options(&config))
-            .map_err(|e| e.to_string())?;
-        let (session, crash) = Session::open_crash_keeping_memory(crash, &config);
+        let crash =
+            Crash::open(&program, &core, &config.load_options()).map_err(|e| e.to_string())?;
+        let (session, crash) = Session::open_crash_keeping_memory(crash, &config.source_paths());
         self.loaded = Some(Loaded {
             positions: vec![Position::default(); session.threads.len()],
             session,

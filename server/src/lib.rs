@@ -8,11 +8,9 @@ pub mod config;
 pub mod crashes;
 pub mod dap;
 mod disasm;
-pub mod function_spans;
+
 pub mod lsp_ext;
-pub mod session;
 pub mod to_proto;
-pub mod views;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -25,8 +23,8 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService};
 
 use config::Config;
+use csi_ide::session::{self, Selection, Session};
 use lsp_ext::{Args, CsiCommand};
-use session::{Selection, Session};
 use to_proto::Text;
 
 struct Doc {
@@ -571,8 +569,10 @@ impl Backend {
         let progress = self.begin_progress("CSI: opening crash");
         let config = read(&self.state.config).clone();
         let loaded = tokio::task::spawn_blocking(move || match source {
-            Source::Crash(exe, core) => Session::open_crash(&exe, &core, &config),
-            Source::Report(g, r) => Session::open_report(&g, &r, &config),
+            Source::Crash(exe, core) => {
+                Session::open_crash(&exe, &core, &config.load_options(), &config.source_paths())
+            }
+            Source::Report(g, r) => Session::open_report(&g, &r, &config.source_paths()),
         })
         .await
         .unwrap_or_else(|e| Err(format!("internal error while loading: {e}")));

@@ -1,4 +1,4 @@
-//! The one place that turns session data and its [`crate::views`] into LSP values and the
+//! The one place that turns session data and its [`csi_ide::views`] into LSP values and the
 //! [`crate::lsp_ext`] types: positions, labels, markdown. Lines are 1-based in the session and
 //! 0-based in LSP.
 
@@ -10,8 +10,8 @@ use serde_json::json;
 use tower_lsp_server::ls_types::*;
 
 use crate::lsp_ext;
-use crate::session::{FrameView, Selection, Session};
-use crate::views;
+use csi_ide::session::{FrameView, Selection, Session};
+use csi_ide::views;
 
 /// Text of an open or on-disk document, for placing hints at line ends.
 pub struct Text<'a> {
@@ -758,7 +758,7 @@ fn markdown_hover(md: String) -> Hover {
 }
 
 /// `csi/slice`'s result (docs/protocol.md); lines 0-based.
-pub fn slice(s: &Session, sl: &crate::session::ShownSlice) -> lsp_ext::SliceResult {
+pub fn slice(s: &Session, sl: &csi_ide::session::ShownSlice) -> lsp_ext::SliceResult {
     let files = |m: &BTreeMap<String, std::collections::BTreeSet<u32>>| -> Vec<lsp_ext::SliceFile> {
         m.iter()
             .map(|(k, ls)| lsp_ext::SliceFile {
@@ -793,7 +793,7 @@ pub fn slice(s: &Session, sl: &crate::session::ShownSlice) -> lsp_ext::SliceResu
 
 /// `◆ slice` at the end of every restricted-slice line of the document.
 pub fn slice_hints(
-    sl: &crate::session::ShownSlice,
+    sl: &csi_ide::session::ShownSlice,
     keys: &[&str],
     text: &Text<'_>,
     range: Range,
@@ -821,7 +821,7 @@ pub fn slice_hints(
 }
 
 /// The lens above the criterion line: sizes and reduction; clicking hides the slice.
-pub fn slice_lens(sl: &crate::session::ShownSlice, keys: &[&str]) -> Option<CodeLens> {
+pub fn slice_lens(sl: &csi_ide::session::ShownSlice, keys: &[&str]) -> Option<CodeLens> {
     let (k, l1) = sl.criterion.as_ref()?;
     if !keys.contains(&k.as_str()) {
         return None;
@@ -983,7 +983,7 @@ pub fn query_answer(a: csi_model::QueryAnswer) -> lsp_ext::QueryAnswer {
 pub fn function_spans(s: &Session, keys: &[&str], uri: String) -> lsp_ext::FunctionSpansResult {
     lsp_ext::FunctionSpansResult {
         uri,
-        functions: crate::function_spans::function_spans(s, keys)
+        functions: csi_ide::function_spans::function_spans(s, keys)
             .into_iter()
             .map(|f| lsp_ext::FunctionSpan {
                 name: f.function.name.clone(),

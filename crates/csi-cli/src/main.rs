@@ -68,6 +68,11 @@ struct CrashArgs {
     /// read from it by the paths the core records, matched by build id.
     #[arg(long, value_name = "DIR")]
     sysroot: Option<PathBuf>,
+    /// Source paths (as the debug info writes them) starting with FROM are looked for with TO
+    /// instead first, as gdb's `set substitute-path` (repeatable, tried in order): for the
+    /// source text of `show` and the text listings.
+    #[arg(long = "substitute-path", value_name = "FROM=TO", value_parser = csi_ide::SubstitutePath::parse)]
+    substitute_paths: Vec<csi_ide::SubstitutePath>,
 }
 
 #[derive(Subcommand)]
@@ -364,6 +369,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             locals,
             all_lines,
         } => {
+            let sources = output::source_paths(crash.substitute_paths.clone());
             let crash = open_crash(&crash)?;
             let cov = if crash.metadata == csi_dump::Metadata::None {
                 None
@@ -378,7 +384,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     show::Options {
                         locals,
                         all_lines,
-                        color: color_wanted()
+                        color: color_wanted(),
+                        sources,
                     }
                 )
             );
@@ -403,6 +410,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 eprintln!("csi: note: {n}");
             }
             let active = active_nodes_edges(&c.graph, &c.report);
+            let sources = output::source_paths(crash.substitute_paths.clone());
             let inputs = output::Inputs {
                 graph_path: &c.exe,
                 report_path: &c.core,
@@ -411,16 +419,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 coverage: &cov,
                 active: &active,
                 crash: Some(&c),
+                sources: &sources,
             };
             print_rendered(&inputs, format)?;
             Ok(())
         }
         Command::Analyze {
+            crash,
             graph,
             report,
             format,
             stack_only,
-            ..
         } => {
             let (graph, report) = match (graph, report) {
                 (Some(g), Some(r)) => (g, r),
@@ -430,6 +439,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             // csi-grissom inputs: its own answer is printed beside ours for comparison.
             let cov = best_effort_coverage_compared(&g, &r)?;
             let active = active_nodes_edges(&g, &r);
+            let sources = output::source_paths(crash.substitute_paths);
             let inputs = output::Inputs {
                 graph_path: &graph,
                 report_path: &report,
@@ -438,6 +448,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 coverage: &cov,
                 active: &active,
                 crash: None,
+                sources: &sources,
             };
             print_rendered(&inputs, format)?;
             Ok(())
@@ -471,7 +482,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (pair, st) = slice::run(&c, &cov, &req)?;
             match format {
                 Format::Json => print!("{}", slice::json(&c, &pair, st.as_ref())),
-                _ => print!("{}", slice::text(&c, &pair, st.as_ref())),
+                _ => {
+                    let sources = output::source_paths(crash.substitute_paths);
+                    print!("{}", slice::text(&c, &pair, st.as_ref(), &sources))
+                }
             }
             Ok(())
         }

@@ -3,12 +3,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
 use csi_analysis::{ActiveSet, Coverages, FileLines};
 use csi_dump::Crash;
+use csi_ide::functions::{function_lines, function_views, SpanLines};
+use csi_ide::location::{node_line, point_location};
+use csi_ide::SourcePaths;
 use csi_model::{Coverage, FailureReport, FuncId, LineStatus, NodeId, ProgramGraph};
 
 pub struct Inputs<'a> {
@@ -20,6 +23,8 @@ pub struct Inputs<'a> {
     pub active: &'a ActiveSet,
     /// Set when the report comes from a core dump.
     pub crash: Option<&'a Crash>,
+    /// Where the text listing looks for sources.
+    pub sources: &'a SourcePaths,
 }
 
 fn ids(g: &ProgramGraph, nodes: impl Iterator<Item = NodeId>) -> Vec<String> {
@@ -42,12 +47,6 @@ fn global_answers(c: &Coverages) -> Vec<(NodeId, Coverage)> {
 fn count(answers: &[Coverage]) -> Value {
     let k = |c| answers.iter().filter(|&&x| x == c).count();
     json!({"yes": k(Coverage::Yes), "no": k(Coverage::No), "maybe": k(Coverage::Maybe)})
-}
-
-fn point_location(g: &ProgramGraph, nodes: &[NodeId]) -> Option<(String, u32)> {
-    let n = *nodes.first()?;
-    let file = g.file_name(g.file_of(n)?).to_string();
-    Some((file, g.node(n).lines().next()?))
 }
 
 /// `csi analyze --format json`'s document: a JSON value with the line states (most of a
@@ -279,7 +278,7 @@ pub fn csiclipse(i: &Inputs) -> String {
             .path
             .iter()
             .chain(&fr.point)
-            .filter_map(|&n| g.node(n).lines().next())
+            .filter_map(|&n| node_line(g, n))
             .collect();
         for (file, l) in lines {
             let _ = writeln!(
@@ -307,22 +306,22 @@ pub fn csiclipse(i: &Inputs) -> String {
     out
 }
 
-/// Finds a source file: as written (absolute or relative to the working directory), then
-/// relative to the input's directory and each of its ancestors, then by base name in the
-/// input's directory.
-pub fn source_text(input: &Path, file: &str) -> Option<Vec<String>> {
-    let p = Path::new(file);
-    let input = std::fs::canonicalize(input).unwrap_or_else(|_| input.to_path_buf());
-    let dir = input.parent().unwrap_or(Path::new("."));
-    let mut candidates: Vec<PathBuf> = vec![p.to_path_buf()];
-    if p.is_relative() {
-        candidates.extend(dir.ancestors().map(|a| a.join(p)));
+/// Where the command line looks for sources (csi-ide's resolver): the substitute paths, then
+/// as written (absolute or relative to the working directory), then relative to the input's
+/// directory and each of its ancestors, then by base name in the input's directory.
+pub fn source_paths(substitute_paths: Vec<csi_ide::SubstitutePath>) -> SourcePaths {
+    SourcePaths {
+        substitute_paths,
+        root: Some(".".into()),
+        by_name_in_input_dir: true,
     }
-    candidates.push(dir.join(p.file_name()?));
-    candidates
-        .iter()
-        .find_map(|c| std::fs::read_to_string(c).ok())
-        .map(|t| t.lines().map(str::to_string).collect())
+}
+
+/// A source file's lines, looked for as `sources` says; `input` is the executable (or the
+/// GraphML file), symbolic links followed.
+pub fn source_text(sources: &SourcePaths, input: &Path, file: &str) -> Option<Vec<String>> {
+    let input = std::fs::canonicalize(input).unwrap_or_else(|_| input.to_path_buf());
+    sources.text(file, Some(input.parent().unwrap_or(Path::new("."))))
 }
 
 struct Paint(bool);
@@ -387,26 +386,22 @@ pub fn text(i: &Inputs, color: bool) -> String {
     }
     let (global, frame_lines) = cov.lines(g);
     // Group functions by file, ordered by their first line.
-    let mut by_file: BTreeMap<String, Vec<(u32, FuncId)>> = BTreeMap::new();
-    for (f, func) in g.functions.iter().enumerate() {
-        let first = func.nodes.iter().flat_map(|&n| g.node(n).lines()).min();
-        if let (Some(file), Some(first)) = (func.file, first) {
-            by_file
-                .entry(g.file_name(file).to_string())
-                .or_default()
-                .push((first, f as FuncId));
-        }
+    let mut by_file: BTreeMap<String, Vec<(u32, FuncId, u32)>> = BTreeMap::new();
+    for f in function_views(g, SpanLines::All, &|_| None) {
+        by_file
+            .entry(f.file)
+            .or_default()
+            .push((f.first, f.id, f.last));
     }
     for (file, mut funcs) in by_file {
         funcs.sort();
-        let source = source_text(i.graph_path, &file);
+        let source = source_text(i.sources, i.graph_path, &file);
         let empty = FileLines::default();
         let gl = global.get(&file).unwrap_or(&empty);
         let _ = writeln!(out, "\n== {file}");
-        for (_, f) in funcs {
+        for (lo, f, hi) in funcs {
             let func = g.function(f);
-            let lines: Vec<u32> = func.nodes.iter().flat_map(|&n| g.node(n).lines()).collect();
-            let (lo, hi) = (*lines.iter().min().unwrap(), *lines.iter().max().unwrap());
+            let lines = function_lines(g, f, SpanLines::All);
             let locals: Vec<(usize, FileLines)> = frame_of
                 .get(&f)
                 .map(|ks| {

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use csi_analysis::{Coverages, FileLines};
 use csi_dump::{Crash, CrashFrame};
+use csi_ide::functions::{function_lines, function_view, FunctionView, LineCounts, SpanLines};
+use csi_ide::SourcePaths;
 use csi_model::{Coverage, LineStatus};
 
 use crate::output::source_text;
@@ -69,6 +71,8 @@ pub struct Options {
     /// Every line of each frame's function, however long.
     pub all_lines: bool,
     pub color: bool,
+    /// Where sources are looked for.
+    pub sources: SourcePaths,
 }
 
 /// A function longer than this lists only the lines that matter (see [`lines_that_matter`]).
@@ -106,36 +110,8 @@ fn lines_that_matter(
     keep
 }
 
-pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
-    let Options {
-        locals,
-        all_lines,
-        color,
-    } = opts;
-    let paint = Paint(color);
-    let mut out = String::new();
-    let g = &c.graph;
-    let _ = writeln!(
-        out,
-        "{} {}",
-        paint.code("1", "Crash of"),
-        c.command.as_deref().unwrap_or(&c.exe.display().to_string())
-    );
-    if let Some(s) = &c.signal {
-        let addr = s
-            .fault_address
-            .map(|a| format!(", fault address {a:#x}"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "Program terminated with signal {} (code {}{addr}).",
-            s.name, s.code
-        );
-    }
-    for n in &c.notices {
-        let _ = writeln!(out, "{} {n}", paint.code("36", "note:"));
-    }
-    // Stacks.
+/// Every thread's stack: each frame's title, inlined calls and (`locals`) variables.
+fn stacks(out: &mut String, c: &Crash, paint: &Paint, locals: bool) {
     for t in &c.threads {
         let _ = writeln!(
             out,
@@ -175,6 +151,170 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
             let _ = writeln!(out, "  ({p})");
         }
     }
+}
+
+/// What one program frame's listing shows: its function's span and lines with code, the
+/// frame's and the global line states, and the source text when found.
+struct Listing<'a> {
+    span: &'a FunctionView,
+    lines: &'a [u32],
+    local: &'a FileLines,
+    global: &'a FileLines,
+    src: Option<&'a [String]>,
+}
+
+/// A program frame's function line by line (a long one shortened to the lines that matter
+/// unless `all_lines`), then its path trace; `crashed_here`: the thread crashed in this frame
+/// (its line is marked ✘, else ▶).
+fn frame_listing(
+    out: &mut String,
+    paint: &Paint,
+    f: &CrashFrame,
+    crashed_here: bool,
+    listing: &Listing,
+    all_lines: bool,
+) {
+    let Listing {
+        span,
+        lines,
+        local: ll,
+        global: gl,
+        src,
+    } = *listing;
+    let (file, lo, hi) = (&span.file, span.first, span.last);
+    let here = f.location.as_ref().map(|l| l.line);
+    let on_path: Vec<u32> = f
+        .path
+        .iter()
+        .filter(|s| s.file == *file)
+        .map(|s| s.line)
+        .collect();
+    let _ = writeln!(out, "  line  frame global");
+    let first = if src.is_some() {
+        lo.saturating_sub(1).max(1)
+    } else {
+        lo
+    };
+    let shown = (!all_lines && hi - first > FULL_LISTING_MAX).then(|| {
+        lines_that_matter(first, hi, here, &on_path, |l| {
+            matches!(
+                ll.status(l),
+                Some(LineStatus::Must) | Some(LineStatus::Never)
+            )
+        })
+    });
+    let mut elided: Vec<u32> = Vec::new();
+    let flush_elided = |out: &mut String, elided: &mut Vec<u32>| {
+        if let (Some(&a), Some(&b)) = (elided.first(), elided.last()) {
+            let may = elided
+                .iter()
+                .filter(|&&l| ll.status(l) == Some(LineStatus::May))
+                .count();
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.code(
+                    "2",
+                    &format!(
+                        "     ⋮ {} lines elided ({a}–{b}: {may} may, the rest without code)",
+                        elided.len()
+                    )
+                )
+            );
+        }
+        elided.clear();
+    };
+    let mut elided_total = 0usize;
+    for line in first..=hi {
+        let has_code = lines.contains(&line);
+        if !has_code && src.is_none() {
+            continue;
+        }
+        if shown.as_ref().is_some_and(|s| !s.contains(&line)) {
+            elided.push(line);
+            elided_total += 1;
+            continue;
+        }
+        flush_elided(&mut *out, &mut elided);
+        let marker = if Some(line) == here {
+            paint.code("1;35", if crashed_here { "✘" } else { "▶" })
+        } else if on_path.contains(&line) {
+            "·".into()
+        } else {
+            " ".into()
+        };
+        let mut row = format!(
+            "{line:>6} {} {} {marker}",
+            paint.status(ll.status(line)),
+            paint.status(gl.status(line))
+        );
+        if let Some(text) = src.as_ref().and_then(|s| s.get(line as usize - 1)) {
+            let _ = write!(row, "│ {text}");
+        }
+        let _ = writeln!(out, "{}", row.trim_end());
+    }
+    flush_elided(&mut *out, &mut elided);
+    if elided_total > 0 {
+        let _ = writeln!(
+            out,
+            "  ({elided_total} of {} lines elided; `csi show --all-lines` lists them)",
+            hi - first + 1
+        );
+    }
+    if !f.path.is_empty() {
+        let steps: Vec<String> = f
+            .path
+            .iter()
+            .map(|s| {
+                if s.file == *file {
+                    s.line.to_string()
+                } else {
+                    format!("{}:{}", s.file, s.line)
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  path trace (oldest → current): {}",
+            steps.join(" → ")
+        );
+    }
+    if let Some(n) = &f.path_note {
+        let _ = writeln!(out, "  path trace: {n}");
+    }
+}
+
+pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
+    let Options {
+        locals,
+        all_lines,
+        color,
+        sources: source_paths,
+    } = opts;
+    let paint = Paint(color);
+    let mut out = String::new();
+    let g = &c.graph;
+    let _ = writeln!(
+        out,
+        "{} {}",
+        paint.code("1", "Crash of"),
+        c.command.as_deref().unwrap_or(&c.exe.display().to_string())
+    );
+    if let Some(s) = &c.signal {
+        let addr = s
+            .fault_address
+            .map(|a| format!(", fault address {a:#x}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "Program terminated with signal {} (code {}{addr}).",
+            s.name, s.code
+        );
+    }
+    for n in &c.notices {
+        let _ = writeln!(out, "{} {n}", paint.code("36", "note:"));
+    }
+    stacks(&mut out, c, &paint, locals);
     let Some(cov) = cov else {
         let _ = writeln!(
             out,
@@ -199,22 +339,14 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
             else {
                 continue;
             };
-            let gf = g.function(func);
-            let Some(file) = gf.file.map(|x| g.file_name(x).to_string()) else {
+            let Some(span) = function_view(g, func, SpanLines::OwnFile, None) else {
                 continue;
             };
-            let ll = frame_lines[fi].get(&file).unwrap_or(&empty);
-            let gl = global.get(&file).unwrap_or(&empty);
-            let lines: Vec<u32> = gf
-                .nodes
-                .iter()
-                .filter(|&&n| g.node(n).file.is_none())
-                .flat_map(|&n| g.node(n).lines())
-                .collect();
-            let (Some(&lo), Some(&hi)) = (lines.iter().min(), lines.iter().max()) else {
-                continue;
-            };
-            let count = |s: LineStatus| (lo..=hi).filter(|&l| ll.status(l) == Some(s)).count();
+            let (file, lo, hi) = (&span.file, span.first, span.last);
+            let ll = frame_lines[fi].get(file).unwrap_or(&empty);
+            let gl = global.get(file).unwrap_or(&empty);
+            let lines = function_lines(g, func, SpanLines::OwnFile);
+            let counts = LineCounts::of(Some(ll), lo, hi);
             let _ = writeln!(
                 out,
                 "\n{} — this frame: must {} · may {} · never {}",
@@ -223,119 +355,34 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
                     &format!(
                         "== Thread {} #{k} {} in {file}",
                         t.tid,
-                        csi_model::names::call_form(&gf.display_name()),
+                        csi_model::names::call_form(&span.name),
                     )
                 ),
-                count(LineStatus::Must),
-                count(LineStatus::May),
-                count(LineStatus::Never)
+                counts.must,
+                counts.may,
+                counts.never
             );
             let src = sources
                 .entry(file.clone())
-                .or_insert_with(|| source_text(&c.exe, &file));
+                .or_insert_with(|| source_text(&source_paths, &c.exe, file));
             if src.is_none() {
                 let _ = writeln!(out, "   (source {file} not found; statuses by line number)");
             }
-            let here = f.location.as_ref().map(|l| l.line);
-            let on_path: Vec<u32> = f
-                .path
-                .iter()
-                .filter(|s| s.file == file)
-                .map(|s| s.line)
-                .collect();
-            let _ = writeln!(out, "  line  frame global");
-            let first = if src.is_some() {
-                lo.saturating_sub(1).max(1)
-            } else {
-                lo
+            let listing = Listing {
+                span: &span,
+                lines: &lines,
+                local: ll,
+                global: gl,
+                src: src.as_deref(),
             };
-            let shown = (!all_lines && hi - first > FULL_LISTING_MAX).then(|| {
-                lines_that_matter(first, hi, here, &on_path, |l| {
-                    matches!(
-                        ll.status(l),
-                        Some(LineStatus::Must) | Some(LineStatus::Never)
-                    )
-                })
-            });
-            let mut elided: Vec<u32> = Vec::new();
-            let flush_elided = |out: &mut String, elided: &mut Vec<u32>| {
-                if let (Some(&a), Some(&b)) = (elided.first(), elided.last()) {
-                    let may = elided
-                        .iter()
-                        .filter(|&&l| ll.status(l) == Some(LineStatus::May))
-                        .count();
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        paint.code(
-                            "2",
-                            &format!(
-                                "     ⋮ {} lines elided ({a}–{b}: {may} may, the rest without code)",
-                                elided.len()
-                            )
-                        )
-                    );
-                }
-                elided.clear();
-            };
-            let mut elided_total = 0usize;
-            for line in first..=hi {
-                let has_code = lines.contains(&line);
-                if !has_code && src.is_none() {
-                    continue;
-                }
-                if shown.as_ref().is_some_and(|s| !s.contains(&line)) {
-                    elided.push(line);
-                    elided_total += 1;
-                    continue;
-                }
-                flush_elided(&mut out, &mut elided);
-                let marker = if Some(line) == here {
-                    paint.code("1;35", if k == 0 && t.crashed { "✘" } else { "▶" })
-                } else if on_path.contains(&line) {
-                    "·".into()
-                } else {
-                    " ".into()
-                };
-                let mut row = format!(
-                    "{line:>6} {} {} {marker}",
-                    paint.status(ll.status(line)),
-                    paint.status(gl.status(line))
-                );
-                if let Some(text) = src.as_ref().and_then(|s| s.get(line as usize - 1)) {
-                    let _ = write!(row, "│ {text}");
-                }
-                let _ = writeln!(out, "{}", row.trim_end());
-            }
-            flush_elided(&mut out, &mut elided);
-            if elided_total > 0 {
-                let _ = writeln!(
-                    out,
-                    "  ({elided_total} of {} lines elided; `csi show --all-lines` lists them)",
-                    hi - first + 1
-                );
-            }
-            if !f.path.is_empty() {
-                let steps: Vec<String> = f
-                    .path
-                    .iter()
-                    .map(|s| {
-                        if s.file == file {
-                            s.line.to_string()
-                        } else {
-                            format!("{}:{}", s.file, s.line)
-                        }
-                    })
-                    .collect();
-                let _ = writeln!(
-                    out,
-                    "  path trace (oldest → current): {}",
-                    steps.join(" → ")
-                );
-            }
-            if let Some(n) = &f.path_note {
-                let _ = writeln!(out, "  path trace: {n}");
-            }
+            frame_listing(
+                &mut out,
+                &paint,
+                f,
+                k == 0 && t.crashed,
+                &listing,
+                all_lines,
+            );
         }
     }
     let missing: Vec<&str> = sources

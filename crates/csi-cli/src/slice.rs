@@ -6,6 +6,8 @@ use std::fmt::Write;
 use csi_analysis::slice::{crash_criterion, nodes_criterion, SlicePair, SliceStats, Slicer};
 use csi_analysis::Coverages;
 use csi_dump::Crash;
+use csi_ide::location::{node_file, node_line};
+use csi_ide::SourcePaths;
 
 use crate::Failure;
 
@@ -107,7 +109,12 @@ pub fn json(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> Stri
     s
 }
 
-pub fn text(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> String {
+pub fn text(
+    crash: &Crash,
+    pair: &SlicePair,
+    stats: Option<&SliceStats>,
+    sources: &SourcePaths,
+) -> String {
     let g = &crash.graph;
     let c = &pair.criterion;
     let mut out = String::new();
@@ -115,13 +122,11 @@ pub fn text(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> Stri
         .nodes
         .first()
         .map(|&n| {
-            let node = g.node(n);
-            let file = g.file_of(n).map(|f| g.file_name(f)).unwrap_or("?");
             format!(
                 "{}:{} in {}()",
-                file,
-                node.lines().next().unwrap_or(0),
-                g.function(node.function).name
+                node_file(g, n).unwrap_or("?"),
+                node_line(g, n).unwrap_or(0),
+                g.function(g.node(n).function).name
             )
         })
         .unwrap_or_else(|| "?".into());
@@ -166,7 +171,7 @@ pub fn text(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> Stri
         .chain(pair.unrestricted.lines.keys())
         .collect();
     for file in files {
-        let source = crate::output::source_text(&crash.exe, file);
+        let source = crate::output::source_text(sources, &crash.exe, file);
         let _ = writeln!(out, "{file}");
         let empty = BTreeSet::new();
         let r = pair.restricted.lines.get(file).unwrap_or(&empty);

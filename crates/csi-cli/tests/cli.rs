@@ -371,4 +371,40 @@ fn missing_sources_still_analyse_and_say_which() {
         "{out}"
     );
     assert!(out.contains("    31 must  must  ✘"), "{out}");
+    // --substitute-path says where they are (the first prefix that gives a file wins).
+    let src = root().join("fixtures/src").canonicalize().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_csi"))
+        .args(["show", "--exe"])
+        .arg(&exe)
+        .arg("--core")
+        .arg(&core)
+        .args([
+            "--substitute-path",
+            "./src=/nonexistent",
+            "--substitute-path",
+        ])
+        .arg(format!("./src={}", src.display()))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(!out.contains("sources not found"), "{out}");
+    let line31 = std::fs::read_to_string(src.join("null_deref.c"))
+        .unwrap()
+        .lines()
+        .nth(30)
+        .unwrap()
+        .to_string();
+    assert!(
+        out.contains(
+            &format!("    31 must  must  ✘│ {line31}")
+                .trim_end()
+                .to_string()
+        ),
+        "{out}"
+    );
+    let o = csi(&["show", "--substitute-path", "nonsense"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("expected FROM=TO"), "{}", stderr(&o));
 }

@@ -4,11 +4,12 @@
 //! inlined from functions declared elsewhere in the file) and the global must/may/never counts
 //! over that span. The
 //! editor's overview lists these instead of finding functions in the text. Lines are the
-//! session's (1-based) and files are its keys; nothing here knows LSP ([`crate::to_proto`]
+//! session's (1-based) and files are its keys; nothing here knows LSP (the server's `to_proto`
 //! makes the wire's `csi/functionSpans` of it).
 
-use crate::session::{FunctionView, Session};
-use crate::views::LineCounts;
+use crate::functions::{FunctionView, LineCounts};
+use crate::session::Session;
+
 
 /// A function of the file and its span.
 #[derive(Clone, Debug)]

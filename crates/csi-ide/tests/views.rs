@@ -2,27 +2,30 @@
 //! crash: the same facts tests/lsp.rs sees as hints, lenses and hovers, here with the session's
 //! 1-based lines and no LSP in between.
 
-mod common;
+use std::path::{Path, PathBuf};
 
-use std::path::Path;
-
-use csi_lsp::config::Config;
-use csi_lsp::session::{Selection, Session};
-use csi_lsp::views::*;
+use csi_ide::session::{Selection, Session};
+use csi_ide::source::SourcePaths;
+use csi_ide::views::*;
 use csi_model::{Coverage, LineStatus};
 
 const KEYS: &[&str] = &["./src/null_deref.c"];
 
+fn root() -> PathBuf {
+    std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).unwrap()
+}
+
 fn null_deref() -> Session {
-    let config = Config {
-        root: Some(common::root()),
+    let sources = SourcePaths {
+        root: Some(root()),
         ..Default::default()
     };
-    let dir = common::fixture("null_deref/realistic-O0");
+    let dir = root().join("fixtures/crashes/null_deref/realistic-O0");
     Session::open_crash(
-        &Path::new(&dir).join("null_deref"),
-        &Path::new(&dir).join("core"),
-        &config,
+        &dir.join("null_deref"),
+        &dir.join("core"),
+        &Default::default(),
+        &sources,
     )
     .unwrap()
 }

@@ -2,7 +2,7 @@
 //! the selected frame's path steps and branch outcomes, every line's status, each function's
 //! frames with their line counts; for hovers, the variable under the cursor, a frame's call
 //! sites, and the evidence for a line's status. Lines are the session's (1-based) and files
-//! are its keys; nothing here knows LSP: [`crate::to_proto`] only turns these into hints,
+//! are its keys; nothing here knows LSP: csi-lsp's `to_proto` only turns these into hints,
 //! lenses and hovers.
 
 use std::collections::BTreeMap;
@@ -12,34 +12,10 @@ use csi_model::{Coverage, LineStatus, NodeKind};
 
 use csi_dump::dwarf::Variable;
 
-use crate::session::{FrameView, FunctionView, Selection, Session};
-
-/// How many lines of a span must, may and never have run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LineCounts {
-    pub must: usize,
-    pub may: usize,
-    pub never: usize,
-}
-
-impl LineCounts {
-    /// The lines of `l` within `first..=last`.
-    pub fn of(l: Option<&FileLines>, first: u32, last: u32) -> Self {
-        let Some(l) = l else {
-            return Self::default();
-        };
-        let c = |v: &Vec<u32>| v.iter().filter(|&&x| x >= first && x <= last).count();
-        LineCounts {
-            must: c(&l.must),
-            may: c(&l.may),
-            never: c(&l.never),
-        }
-    }
-
-    pub fn total(&self) -> usize {
-        self.must + self.may + self.never
-    }
-}
+use crate::functions::FunctionView;
+pub use crate::functions::LineCounts;
+use crate::location::node_line;
+use crate::session::{FrameView, Selection, Session};
 
 /// A line of the file where frames stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,7 +168,7 @@ pub fn branch_outcomes(s: &Session, sel: Selection, keys: &[&str]) -> Vec<Branch
             targets: succs
                 .iter()
                 .map(|&t| BranchTarget {
-                    line: g.node(t).lines().next(),
+                    line: node_line(g, t),
                     ran: status.get(&t).copied(),
                 })
                 .collect(),

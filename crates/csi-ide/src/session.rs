@@ -10,7 +10,9 @@ use csi_dump::dwarf::Variable;
 use csi_dump::{Crash, PathStep};
 use csi_model::{Coverage, FailureReport, FuncId, NodeId, ProgramGraph, SignalInfo};
 
-use crate::config::Config;
+use crate::functions::{function_views, FunctionView, SpanLines};
+use crate::location::{node_file, node_line, node_location};
+use crate::source::{SourcePaths, WorkspaceIndex};
 
 /// One frame as the editor shows it.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -45,20 +47,6 @@ pub struct ThreadView {
     pub frames: Vec<FrameView>,
 }
 
-/// A function of the program graph, for code lenses.
-#[derive(Clone, Debug)]
-pub struct FunctionView {
-    pub id: FuncId,
-    pub name: String,
-    pub file: String,
-    /// 1-based line of the lens (declaration line, else first line with code).
-    pub line: u32,
-    pub first: u32,
-    pub last: u32,
-    /// 1-based declaration line from the debug info, when it has one.
-    pub decl: Option<u32>,
-}
-
 pub struct Session {
     pub title: String,
     pub signal: Option<SignalInfo>,
@@ -87,34 +75,26 @@ pub struct Selection {
 }
 
 impl Session {
-    /// Opens a crash: executable + core.
-    pub fn open_crash(exe: &Path, core: &Path, config: &Config) -> Result<Session, String> {
-        let crash =
-            Crash::open(exe, core, &Self::load_options(config)).map_err(|e| e.to_string())?;
-        Ok(Self::open_crash_keeping_memory(crash, config).0)
-    }
-
-    /// How the settings say a crash is read (separate debug files, sysroot, GraphML).
-    pub fn load_options(config: &Config) -> csi_dump::LoadOptions {
-        csi_dump::LoadOptions {
-            graphml: config.graphml.clone(),
-            debug: csi_dump::debug_files::DebugSearch {
-                debug_dirs: config.debug_dirs.clone(),
-                ..Default::default()
-            },
-            sysroot: config.sysroot.clone(),
-            cache: None,
-        }
+    /// Opens a crash: executable + core, read as `load` says; its sources looked for as
+    /// `sources` says.
+    pub fn open_crash(
+        exe: &Path,
+        core: &Path,
+        load: &csi_dump::LoadOptions,
+        sources: &SourcePaths,
+    ) -> Result<Session, String> {
+        let crash = Crash::open(exe, core, load).map_err(|e| e.to_string())?;
+        Ok(Self::open_crash_keeping_memory(crash, sources).0)
     }
 
     /// The session of an opened crash, and the crash itself without its graph and report (which
     /// move into the session): its process memory and debug info, for a debugger's values.
-    pub fn open_crash_keeping_memory(mut crash: Crash, config: &Config) -> (Session, Crash) {
-        let session = Self::from_crash(&mut crash, config);
+    pub fn open_crash_keeping_memory(mut crash: Crash, sources: &SourcePaths) -> (Session, Crash) {
+        let session = Self::from_crash(&mut crash, sources);
         (session, crash)
     }
 
-    fn from_crash(crash: &mut Crash, config: &Config) -> Session {
+    fn from_crash(crash: &mut Crash, sources: &SourcePaths) -> Session {
         let mut notices = crash.notices.clone();
         let coverage = if crash.metadata == csi_dump::Metadata::None {
             None
@@ -188,14 +168,18 @@ impl Session {
             std::mem::take(&mut crash.report),
             coverage,
             notices,
-            config,
+            sources,
             exe_dir.as_deref(),
             &decl,
         )
     }
 
     /// Opens a csi-grissom failure report with its GraphML CFG (no core: no variables).
-    pub fn open_report(graph: &Path, report: &Path, config: &Config) -> Result<Session, String> {
+    pub fn open_report(
+        graph: &Path,
+        report: &Path,
+        sources: &SourcePaths,
+    ) -> Result<Session, String> {
         let g = csi_model::read_graphml(graph).map_err(|e| e.to_string())?;
         let r = csi_model::read_grissom_report(report, &g).map_err(|e| e.to_string())?;
         let mut notices: Vec<String> = r.dropped.clone();
@@ -214,9 +198,7 @@ impl Session {
                 .enumerate()
                 .map(|(k, f)| {
                     let point = f.point.first().copied();
-                    let file = point
-                        .and_then(|n| g.file_of(n))
-                        .map(|x| g.file_name(x).to_string());
+                    let file = point.and_then(|n| node_file(&g, n)).map(str::to_string);
                     FrameView {
                         index: k,
                         function: f
@@ -224,7 +206,7 @@ impl Session {
                             .map(|x| g.function(x).display_name().into_owned()),
                         linkage_name: f.function.and_then(|x| g.function(x).linkage_name.clone()),
                         file,
-                        line: point.and_then(|n| g.node(n).lines().next()),
+                        line: point.and_then(|n| node_line(&g, n)),
                         column: None,
                         module: String::new(),
                         pc: 0,
@@ -234,9 +216,10 @@ impl Session {
                             .iter()
                             .chain(point.iter())
                             .filter_map(|&n| {
+                                let (file, line) = node_location(&g, n)?;
                                 Some(PathStep {
-                                    file: g.file_name(g.file_of(n)?).to_string(),
-                                    line: g.node(n).lines().next()?,
+                                    file,
+                                    line,
                                     node: n,
                                 })
                             })
@@ -264,7 +247,7 @@ impl Session {
             r,
             coverage,
             notices,
-            config,
+            sources,
             graph.parent(),
             &|_| None,
         ))
@@ -279,7 +262,7 @@ impl Session {
         report: FailureReport,
         coverage: Option<Coverages>,
         mut notices: Vec<String>,
-        config: &Config,
+        sources: &SourcePaths,
         input_dir: Option<&Path>,
         decl_line: &dyn Fn(&str) -> Option<u32>,
     ) -> Session {
@@ -287,31 +270,7 @@ impl Session {
             Some(c) => c.lines(&graph),
             None => (BTreeMap::new(), Vec::new()),
         };
-        let mut functions = Vec::new();
-        for (i, f) in graph.functions.iter().enumerate() {
-            let Some(file) = f.file.map(|x| graph.file_name(x).to_string()) else {
-                continue;
-            };
-            let lines: Vec<u32> = f
-                .nodes
-                .iter()
-                .filter(|&&n| graph.node(n).file.is_none())
-                .flat_map(|&n| graph.node(n).lines())
-                .collect();
-            let (Some(&first), Some(&last)) = (lines.iter().min(), lines.iter().max()) else {
-                continue;
-            };
-            let line = decl_line(&f.name).filter(|&d| d <= first).unwrap_or(first);
-            functions.push(FunctionView {
-                id: i as FuncId,
-                name: f.display_name().into_owned(),
-                file,
-                line,
-                first,
-                last,
-                decl: decl_line(&f.name),
-            });
-        }
+        let functions = function_views(&graph, SpanLines::OwnFile, decl_line);
         // Where each source file is.
         let mut keys: Vec<String> = graph.files.clone();
         for t in &threads {
@@ -321,11 +280,12 @@ impl Session {
         }
         keys.sort();
         keys.dedup();
-        let index = crate::config::WorkspaceIndex::new(config.root.as_deref());
+        let index = WorkspaceIndex::new(sources.root.as_deref());
+        let search = sources;
         let mut sources = HashMap::new();
         let mut missing = Vec::new();
         for k in keys {
-            match crate::config::resolve_source(&k, config, input_dir, &index) {
+            match search.resolve(&k, input_dir, &index) {
                 Some(p) => {
                     sources.insert(k, p);
                 }
@@ -490,9 +450,9 @@ impl Session {
         // The line asked for (a node can span several lines: its first line is not it), else
         // the node's first line.
         let criterion = c.nodes.first().and_then(|&n| {
-            let f = g.file_of(n)?;
-            let line = c.line.or_else(|| g.node(n).lines().next())?;
-            Some((g.file_name(f).to_string(), line))
+            let file = node_file(g, n)?;
+            let line = c.line.or_else(|| node_line(g, n))?;
+            Some((file.to_string(), line))
         });
         Ok(ShownSlice {
             restricted: pair.restricted.lines.clone(),

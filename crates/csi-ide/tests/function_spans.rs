@@ -1,27 +1,31 @@
-//! The functions of a file as plain data (server/src/function_spans.rs) on the checked-in
+//! The functions of a file as plain data (csi-ide's function_spans) on the checked-in
 //! null_deref crashes: the session's 1-based lines, the counts the code lenses show.
 
-mod common;
+use std::path::{Path, PathBuf};
 
-use std::path::Path;
-
-use csi_lsp::config::Config;
-use csi_lsp::function_spans::function_spans;
-use csi_lsp::session::Session;
-use csi_lsp::views::{function_frames, LineCounts};
+use csi_ide::function_spans::function_spans;
+use csi_ide::session::Session;
+use csi_ide::source::SourcePaths;
+use csi_ide::views::function_frames;
+use csi_ide::LineCounts;
 
 const KEYS: &[&str] = &["./src/null_deref.c"];
 
+fn root() -> PathBuf {
+    std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).unwrap()
+}
+
 fn open(dir: &str) -> Session {
-    let config = Config {
-        root: Some(common::root()),
+    let sources = SourcePaths {
+        root: Some(root()),
         ..Default::default()
     };
-    let dir = common::fixture(dir);
+    let dir = root().join("fixtures/crashes").join(dir);
     Session::open_crash(
-        &Path::new(&dir).join("null_deref"),
-        &Path::new(&dir).join("core"),
-        &config,
+        &dir.join("null_deref"),
+        &dir.join("core"),
+        &Default::default(),
+        &sources,
     )
     .unwrap()
 }
