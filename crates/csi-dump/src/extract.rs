@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use csi_model::ballarus::{unrotate_ring, DecodedPath, PathGraph, PathStart};
+use csi_model::dominance::BlockGraph;
 use csi_model::paths::same_source;
 use csi_model::sections::cfg::{cfg_linked_program_graph, parse_cfg_all, CfgFunction, CfgModule};
 use csi_model::{FailureReport, Frame, FuncId, NodeId, NodeKind, ProgramGraph, SignalInfo, Thread};
@@ -956,7 +957,7 @@ struct Extract<'a> {
     symbols: Vec<HashMap<String, u64>>,
     /// Each function's basic-block graph from its CFG record, built on first use (every
     /// frame of the function asks the same questions of it).
-    record_blocks: Vec<std::cell::OnceCell<RecordBlocks>>,
+    record_blocks: Vec<std::cell::OnceCell<BlockGraph>>,
 }
 
 impl<'a> Extract<'a> {
@@ -1807,8 +1808,9 @@ impl<'a> Extract<'a> {
     /// (slots from `cc_local_len` on, and the implied sites between them), from the frame's
     /// candidate points. A site in block X ran in this activation if the frame is stopped
     /// after it in X (or in its call), or in a block X dominates; it did not if the frame is
-    /// before it in X (X on no cycle) or in a block X cannot reach; otherwise, or if the
-    /// candidates disagree, it stays unknown.
+    /// before it in X (X on no cycle) or in a block X cannot reach (`BlockGraph::site_ran`,
+    /// the facts csi-cc placed the probes with); otherwise, or if the candidates disagree, it
+    /// stays unknown.
     fn cc_by_position(
         &self,
         f: FuncId,
@@ -1837,8 +1839,8 @@ impl<'a> Extract<'a> {
             return out;
         };
         let slot = |l: &str| l.strip_prefix("CC").and_then(|j| j.parse::<u64>().ok());
-        let blocks = self.record_blocks[f as usize].get_or_init(|| RecordBlocks::new(rec));
-        let mut cache: BTreeMap<usize, (Vec<bool>, Vec<bool>)> = BTreeMap::new();
+        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
+        let mut cache: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
         for (k, node) in rec.nodes.iter().enumerate() {
             let global_only = node
                 .labels
@@ -1853,16 +1855,10 @@ impl<'a> Extract<'a> {
             let Some(x) = node.block.map(|b| b as usize) else {
                 continue;
             };
-            if node.kind != NodeKind::CallSite || !global_only || blocks.succs.is_empty() {
+            if node.kind != NodeKind::CallSite || !global_only || blocks.is_empty() {
                 continue;
             }
-            // (reachable from X, reachable from the entry without passing X)
-            let (from_x, around_x) = cache.entry(x).or_insert_with(|| {
-                (
-                    blocks.reach(&blocks.succs[x], None),
-                    blocks.reach(&[0], Some(x)),
-                )
-            });
+            let from_x = cache.entry(x).or_insert_with(|| blocks.reached_from(x));
             let votes: Option<Vec<bool>> = at
                 .iter()
                 .map(|&ip| {
@@ -1874,13 +1870,7 @@ impl<'a> Extract<'a> {
                             std::cmp::Ordering::Less => (!from_x[x]).then_some(false),
                         };
                     }
-                    if !from_x[pb] {
-                        Some(false)
-                    } else if !around_x[pb] {
-                        Some(true)
-                    } else {
-                        None
-                    }
+                    blocks.site_ran(x, from_x, pb)
                 })
                 .collect();
             if let Some(v) = votes {
@@ -1896,7 +1886,8 @@ impl<'a> Extract<'a> {
     /// bits: always for records before `cc_local_zeroed_in`; otherwise only when every
     /// candidate point lies in a block that the zeroing block H dominates — H itself only
     /// when it is on a cycle (zeroed on the edges entering it) or the frame is in a call
-    /// (zeroed at H's start, where a crash or signal could stop it first).
+    /// (zeroed at H's start, where a crash or signal could stop it first;
+    /// `BlockGraph::holds_activation`).
     fn cc_array_holds_bits(&self, f: FuncId, points: &[NodeId], at_call: bool) -> bool {
         let Some(rec) = self.cfg.get(f as usize) else {
             return false;
@@ -1908,22 +1899,16 @@ impl<'a> Extract<'a> {
         if gnodes.len() != rec.nodes.len() || points.is_empty() {
             return false;
         }
-        let blocks = self.record_blocks[f as usize].get_or_init(|| RecordBlocks::new(rec));
-        if z >= blocks.succs.len() {
+        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
+        if z >= blocks.len() {
             return false;
         }
-        let reached = blocks.reach(&[0], None);
-        let around_z = blocks.reach(&[0], Some(z));
-        let z_holds = at_call || blocks.reach(&blocks.succs[z], None)[z];
         points.iter().all(|p| {
             gnodes
                 .iter()
                 .position(|x| x == p)
                 .and_then(|k| rec.nodes[k].block)
-                .is_some_and(|b| {
-                    let b = b as usize;
-                    reached.get(b) == Some(&true) && (if b == z { z_holds } else { !around_z[b] })
-                })
+                .is_some_and(|b| blocks.holds_activation(z, b as usize, at_call))
         })
     }
 
@@ -1969,51 +1954,31 @@ fn variable_bytes<'v>(variables: &'v [Variable], name: &str) -> Option<&'v [u8]>
 }
 
 /// The basic blocks of a `.debug_CSI_CFG` record: an edge from a block's last node to a
-/// block's first node.
-struct RecordBlocks {
-    succs: Vec<Vec<usize>>,
-}
-
-impl RecordBlocks {
-    fn new(rec: &CfgFunction) -> Self {
-        let nblocks = rec
-            .nodes
-            .iter()
-            .filter_map(|n| n.block)
-            .max()
-            .map_or(0, |b| b as usize + 1);
-        let (mut first, mut last) = (vec![usize::MAX; nblocks], vec![0usize; nblocks]);
-        for (k, n) in rec.nodes.iter().enumerate() {
-            if let Some(b) = n.block {
-                first[b as usize] = first[b as usize].min(k);
-                last[b as usize] = last[b as usize].max(k);
-            }
+/// block's first node (the instrumenter's successor lists, duplicates dropped).
+fn record_blocks(rec: &CfgFunction) -> BlockGraph {
+    let nblocks = rec
+        .nodes
+        .iter()
+        .filter_map(|n| n.block)
+        .max()
+        .map_or(0, |b| b as usize + 1);
+    let (mut first, mut last) = (vec![usize::MAX; nblocks], vec![0usize; nblocks]);
+    for (k, n) in rec.nodes.iter().enumerate() {
+        if let Some(b) = n.block {
+            first[b as usize] = first[b as usize].min(k);
+            last[b as usize] = last[b as usize].max(k);
         }
-        let mut succs = vec![Vec::new(); nblocks];
-        for &[a, b] in &rec.edges {
-            let (a, b) = (a as usize, b as usize);
-            if let (Some(x), Some(y)) = (rec.nodes[a].block, rec.nodes[b].block) {
-                let (x, y) = (x as usize, y as usize);
-                if last[x] == a && first[y] == b {
-                    succs[x].push(y);
-                }
-            }
-        }
-        RecordBlocks { succs }
     }
-
-    /// Blocks reachable from `starts`, never entering `avoid`.
-    fn reach(&self, starts: &[usize], avoid: Option<usize>) -> Vec<bool> {
-        let mut seen = vec![false; self.succs.len()];
-        let mut stack: Vec<usize> = starts.to_vec();
-        while let Some(y) = stack.pop() {
-            if Some(y) == avoid || std::mem::replace(&mut seen[y], true) {
-                continue;
+    let mut succs = vec![Vec::new(); nblocks];
+    for &[a, b] in &rec.edges {
+        let (a, b) = (a as usize, b as usize);
+        if let (Some(x), Some(y)) = (rec.nodes[a].block, rec.nodes[b].block) {
+            if last[x as usize] == a && first[y as usize] == b {
+                succs[x as usize].push(y);
             }
-            stack.extend(&self.succs[y]);
         }
-        seen
     }
+    BlockGraph::new(succs)
 }
 
 /// Drops node positions on lines without machine code in their module's line table: an IR

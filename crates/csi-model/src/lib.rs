@@ -2,6 +2,7 @@
 //! and readers for every input format. Plain data; no analysis lives here.
 
 pub mod ballarus;
+pub mod dominance;
 pub mod error;
 pub mod graph;
 pub mod graphml;

@@ -2,6 +2,7 @@
 //! probes a frame's position decides, and where a function's local coverage array is zeroed.
 
 use super::*;
+pub(super) use csi_model::dominance::{BlockGraph, Zeroing};
 
 /// Coverage probe placement for the call sites of one function, given each site's basic
 /// block (sites in instruction order). `None`: the site is probed; `Some((a, b))`: it is not,
@@ -36,12 +37,11 @@ pub(super) fn cc_probe_placement(blocks: &[u32], keep_all: bool) -> Vec<Option<(
     out
 }
 
-/// The block graph facts the coverage placement needs: dominators, cycles, and the blocks
+/// The block graph facts the coverage placement needs: the graph's (dominators, cycles:
+/// `csi_model::dominance`, shared with the reader) and, from the instructions, the blocks
 /// where no call or crash can stop a frame.
-pub(super) struct BlockFacts<'a> {
-    succs: &'a [Vec<u32>],
-    preds: Vec<Vec<usize>>,
-    idom: Vec<Option<usize>>,
+pub(super) struct BlockFacts {
+    pub(super) graph: BlockGraph,
     /// Blocks where nothing can stop a frame but an asynchronous signal (no call, nothing
     /// that can fault): a frame on a call or a crash is never there.
     quiet: Vec<bool>,
@@ -49,23 +49,6 @@ pub(super) struct BlockFacts<'a> {
     eh_pad: Vec<bool>,
     /// Blocks ending in a `br` or `switch` (their edges can be split).
     plain_branch: Vec<bool>,
-}
-
-/// Where a local coverage array is zeroed (see `BlockFacts::zeroing_block`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Zeroing {
-    /// At the start of a block on no cycle (the entry block: after the allocas).
-    AtStart(usize),
-    /// On the edges into a loop head from outside, each from a block on no cycle.
-    OnEntryEdges(usize),
-}
-
-impl Zeroing {
-    pub(super) fn block(self) -> usize {
-        match self {
-            Zeroing::AtStart(b) | Zeroing::OnEntryEdges(b) => b,
-        }
-    }
 }
 
 /// Nothing in `i` can stop a frame (no call, nothing that can fault), or it only touches the
@@ -86,8 +69,8 @@ pub(super) unsafe fn quiet_instruction(i: LLVMValueRef) -> bool {
     }
 }
 
-impl<'a> BlockFacts<'a> {
-    pub(super) unsafe fn new(succs: &'a [Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Self {
+impl BlockFacts {
+    pub(super) unsafe fn new(succs: &[Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Self {
         let quiet = bbs
             .iter()
             .map(|&b| instructions(b).into_iter().all(|i| quiet_instruction(i)))
@@ -117,200 +100,26 @@ impl<'a> BlockFacts<'a> {
                     )
             })
             .collect();
-        let mut preds = vec![Vec::new(); succs.len()];
-        for (u, ss) in succs.iter().enumerate() {
-            for &v in ss {
-                if !preds[v as usize].contains(&u) {
-                    preds[v as usize].push(u);
-                }
-            }
-        }
         BlockFacts {
-            succs,
-            preds,
-            idom: immediate_dominators(succs),
+            graph: BlockGraph::new(succs.to_vec()),
             quiet,
             eh_pad,
             plain_branch,
         }
     }
 
-    fn dominates(&self, x: usize, mut y: usize) -> bool {
-        loop {
-            if y == x {
-                return true;
-            }
-            match self.idom[y] {
-                Some(d) if d != y => y = d,
-                _ => return false,
-            }
-        }
-    }
-
-    /// Blocks reachable from `x`'s successors (`x` itself only if it is on a cycle).
-    fn reached_from(&self, x: usize) -> Vec<bool> {
-        let mut seen = vec![false; self.succs.len()];
-        let mut stack: Vec<usize> = self.succs[x].iter().map(|&s| s as usize).collect();
-        while let Some(y) = stack.pop() {
-            if !std::mem::replace(&mut seen[y], true) {
-                stack.extend(self.succs[y].iter().map(|&s| s as usize));
-            }
-        }
-        seen
-    }
-
-    fn on_cycle(&self, x: usize) -> bool {
-        self.reached_from(x)[x]
-    }
-
     /// Blocks whose call sites' local coverage a live frame's position decides exactly (see
-    /// `cc_by_position` above): on no cycle, and dominating every block they reach, except
-    /// quiet blocks (where only a signal stops a frame, and the reader says "unknown").
+    /// `BlockGraph::position_decided`).
     pub(super) fn position_decided(&self) -> Vec<bool> {
-        (0..self.succs.len())
-            .map(|x| {
-                self.idom[x].is_some()
-                    && self
-                        .reached_from(x)
-                        .iter()
-                        .enumerate()
-                        .all(|(y, &r)| !r || (y != x && (self.dominates(x, y) || self.quiet[y])))
-            })
-            .collect()
+        self.graph.position_decided(&self.quiet)
     }
 
-    /// Where to zero a local coverage array whose probes sit in `probe_blocks`: at a block H
-    /// that dominates them and every block they reach where a frame can stop on a call or a
-    /// crash, as deep as possible, such that the zeroing runs at most once per activation —
-    /// at H's start if H is on no cycle, else on H's entering edges from outside its loop,
-    /// each from a block on no cycle (only one of those can run, once: a second would need a
-    /// path from H back to its source). The first arrival at H zeroes, and every probe runs
-    /// after it, so wherever H dominates a frame's position the array holds exactly the
-    /// activation's probes; everywhere else no probe's block reaches the position except
-    /// quiet blocks, where only a signal can stop a frame, and the position alone decides
-    /// the local bits (or leaves them unknown). Calls that take a fast path past all of it
-    /// pay no zeroing, nor, often, a stack frame.
+    /// Where to zero a local coverage array whose probes sit in `probe_blocks` (see
+    /// `BlockGraph::zeroing_block`).
     pub(super) fn zeroing_block(&self, probe_blocks: &[usize]) -> Zeroing {
-        let depth = |mut b: usize| {
-            let mut d = 0;
-            while let Some(p) = self.idom[b].filter(|&p| p != b) {
-                b = p;
-                d += 1;
-            }
-            d
-        };
-        let common = |mut a: usize, mut b: usize| {
-            let (mut da, mut db) = (depth(a), depth(b));
-            while da > db {
-                a = self.idom[a].unwrap_or(0);
-                da -= 1;
-            }
-            while db > da {
-                b = self.idom[b].unwrap_or(0);
-                db -= 1;
-            }
-            while a != b {
-                a = self.idom[a].unwrap_or(0);
-                b = self.idom[b].unwrap_or(0);
-            }
-            a
-        };
-        let mut h: Option<usize> = None;
-        for &x in probe_blocks {
-            if self.idom[x].is_none() {
-                continue; // unreachable: its probe never runs
-            }
-            let reached = self.reached_from(x);
-            let stops = (0..reached.len()).filter(|&y| reached[y] && !self.quiet[y]);
-            for y in std::iter::once(x).chain(stops) {
-                h = Some(h.map_or(y, |h| common(h, y)));
-            }
-        }
-        let mut h = h.unwrap_or(0);
-        loop {
-            if h == 0 {
-                return Zeroing::AtStart(0);
-            }
-            if !self.on_cycle(h) {
-                if !self.eh_pad[h] {
-                    return Zeroing::AtStart(h);
-                }
-            } else if self.preds[h]
-                .iter()
-                .filter(|&&p| !self.dominates(h, p))
-                .all(|&p| !self.on_cycle(p) && self.plain_branch[p])
-            {
-                return Zeroing::OnEntryEdges(h);
-            }
-            h = self.idom[h].unwrap_or(0);
-        }
+        self.graph
+            .zeroing_block(probe_blocks, &self.quiet, &self.eh_pad, &self.plain_branch)
     }
-}
-
-/// Immediate dominators of the blocks reachable from block 0 (Cooper, Harvey, Kennedy);
-/// the entry's is itself, an unreachable block's `None`.
-pub(super) fn immediate_dominators(succs: &[Vec<u32>]) -> Vec<Option<usize>> {
-    let n = succs.len();
-    let mut order = Vec::with_capacity(n); // postorder
-    let mut seen = vec![false; n];
-    let mut stack = vec![(0usize, 0usize)];
-    seen[0] = true;
-    while let Some(&mut (b, ref mut k)) = stack.last_mut() {
-        if let Some(&s) = succs[b].get(*k) {
-            *k += 1;
-            if !seen[s as usize] {
-                seen[s as usize] = true;
-                stack.push((s as usize, 0));
-            }
-        } else {
-            order.push(b);
-            stack.pop();
-        }
-    }
-    let mut po = vec![usize::MAX; n];
-    for (i, &b) in order.iter().enumerate() {
-        po[b] = i;
-    }
-    let mut preds = vec![Vec::new(); n];
-    for (u, ss) in succs.iter().enumerate() {
-        for &s in ss {
-            preds[s as usize].push(u);
-        }
-    }
-    let mut idom: Vec<Option<usize>> = vec![None; n];
-    idom[0] = Some(0);
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &b in order.iter().rev().skip(1) {
-            let mut new: Option<usize> = None;
-            for &p in &preds[b] {
-                if idom[p].is_none() {
-                    continue;
-                }
-                new = Some(match new {
-                    None => p,
-                    Some(mut a) => {
-                        let mut c = p;
-                        while a != c {
-                            while po[a] < po[c] {
-                                a = idom[a].unwrap();
-                            }
-                            while po[c] < po[a] {
-                                c = idom[c].unwrap();
-                            }
-                        }
-                        a
-                    }
-                });
-            }
-            if new.is_some() && idom[b] != new {
-                idom[b] = new;
-                changed = true;
-            }
-        }
-    }
-    idom
 }
 
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
@@ -361,7 +170,8 @@ pub(super) unsafe fn zeroing_points(
     };
     let known: BTreeSet<LLVMBasicBlockRef> = bbs.iter().copied().collect();
     let mut out = Vec::new();
-    for &p in facts.preds[h].iter().filter(|&&p| !facts.dominates(h, p)) {
+    let g = &facts.graph;
+    for &p in g.preds(h).iter().filter(|&&p| !g.dominates(h, p)) {
         let term = LLVMGetBasicBlockTerminator(bbs[p]);
         if LLVMGetNumSuccessors(term) == 1 {
             out.push(term);

@@ -843,7 +843,7 @@ unsafe fn after_allocas(entry: LLVMBasicBlockRef) -> LLVMValueRef {
 
 #[cfg(test)]
 mod tests {
-    use super::{cc_probe_placement, immediate_dominators, instrument_file, Mechanisms, Options};
+    use super::{cc_probe_placement, instrument_file, Mechanisms, Options};
 
     /// A function csi-cc cannot instrument (funclet-based EH, as clang emits for MSVC targets;
     /// the instrumentation is IR-level, so the target does not matter here) is left as it
@@ -891,24 +891,6 @@ mod tests {
         assert_eq!(names, ["?f@@YAHH@Z"], "{:?}", r.uninstrumented);
         assert!(r.uninstrumented[0].1.contains("funclet"));
         let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn immediate_dominators_of_a_diamond_a_loop_and_an_unreachable_block() {
-        // 0 -> 1, 2; 1 -> 3; 2 -> 3; 3 -> 4; 4 -> 3, 5; 6 -> 5 (6 unreachable).
-        let succs = vec![
-            vec![1, 2],
-            vec![3],
-            vec![3],
-            vec![4],
-            vec![3, 5],
-            vec![],
-            vec![5],
-        ];
-        assert_eq!(
-            immediate_dominators(&succs),
-            vec![Some(0), Some(0), Some(0), Some(0), Some(3), Some(4), None]
-        );
     }
 
     #[test]

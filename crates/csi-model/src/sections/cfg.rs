@@ -278,7 +278,8 @@ pub struct CfgFunction {
     /// nothing that can fault: only a signal stops a frame there), in functions without
     /// `setjmp`-like calls, so one of the two holds wherever a call or a crash can stop a
     /// frame. Readers that ignore this field see no local bit for these sites: unknown, which
-    /// is sound.
+    /// is sound. Both sides compute this with [`crate::dominance::BlockGraph`]
+    /// (`position_decided`, `site_ran`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc_local_len: Option<u64>,
     /// Where the local `__CC_arr` is zeroed (version 4; before, at entry, and the array held
@@ -290,7 +291,8 @@ pub struct CfgFunction {
     /// H is on a cycle or the frame is in a call; elsewhere the array may hold an earlier
     /// activation's bytes, and the position alone decides every local bit (as for the sites
     /// beyond `cc_local_len`): no local probe's block reaches a non-quiet block outside H's
-    /// region, and none reaches H again when H is on no cycle.
+    /// region, and none reaches H again when H is on no cycle. Both sides:
+    /// [`crate::dominance::BlockGraph`] (`zeroing_block`, `holds_activation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc_local_zeroed_in: Option<u32>,
     /// The function is path-traced and has no back edge, and its call sites have no local

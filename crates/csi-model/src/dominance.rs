@@ -1,0 +1,496 @@
+//! Dominance and position facts of a function's basic blocks — the single home of the facts
+//! behind call-site coverage (`.debug_CSI_CFG`'s `cc_local_len`, `cc_local_zeroed_in`): the
+//! instrumenter (csi-cc) decides with them which probes store only globally and where a local
+//! `__CC_arr` is zeroed, and the reader (csi-dump) decodes a live frame's local bits with the
+//! same facts, over the same block graph (a record's block edges are the instrumenter's
+//! successor lists, duplicates dropped — which changes neither reachability nor dominators).
+//!
+//! A [`BlockGraph`] is a function's blocks as successor lists, block 0 the entry, with the
+//! immediate dominators of the blocks reachable from the entry (Cooper, Harvey, Kennedy, "A
+//! Simple, Fast Dominance Algorithm"). The position facts:
+//! - [`BlockGraph::position_decided`]: the blocks whose call sites a live frame's position
+//!   decides (the instrumenter stores their probes only globally); [`BlockGraph::site_ran`]:
+//!   what a position says about a site (the reader).
+//! - [`BlockGraph::zeroing_block`]: where the instrumenter zeroes a local array;
+//!   [`BlockGraph::holds_activation`]: where the reader trusts it.
+//!
+//! The analyses' dominators over the program graph (`csi_analysis::utl`, `sdg`: petgraph's
+//! `simple_fast` on node-level graphs, forward and reverse) are the same concept on another
+//! graph type and stay with petgraph.
+
+/// A function's basic blocks (block 0 the entry) and their dominators.
+#[derive(Clone, Debug)]
+pub struct BlockGraph {
+    succs: Vec<Vec<u32>>,
+    /// Predecessors, each once, in the order of their first edge.
+    preds: Vec<Vec<usize>>,
+    idom: Vec<Option<usize>>,
+}
+
+/// Where a local coverage array is zeroed (see [`BlockGraph::zeroing_block`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Zeroing {
+    /// At the start of a block on no cycle (the entry block: after the allocas).
+    AtStart(usize),
+    /// On the edges into a loop head from outside, each from a block on no cycle.
+    OnEntryEdges(usize),
+}
+
+impl Zeroing {
+    pub fn block(self) -> usize {
+        match self {
+            Zeroing::AtStart(b) | Zeroing::OnEntryEdges(b) => b,
+        }
+    }
+}
+
+/// Immediate dominators of the blocks reachable from block 0 (Cooper, Harvey, Kennedy);
+/// the entry's is itself, an unreachable block's `None`.
+pub fn immediate_dominators(succs: &[Vec<u32>]) -> Vec<Option<usize>> {
+    let n = succs.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut order = Vec::with_capacity(n); // postorder
+    let mut seen = vec![false; n];
+    let mut stack = vec![(0usize, 0usize)];
+    seen[0] = true;
+    while let Some(&mut (b, ref mut k)) = stack.last_mut() {
+        if let Some(&s) = succs[b].get(*k) {
+            *k += 1;
+            if !seen[s as usize] {
+                seen[s as usize] = true;
+                stack.push((s as usize, 0));
+            }
+        } else {
+            order.push(b);
+            stack.pop();
+        }
+    }
+    let mut po = vec![usize::MAX; n];
+    for (i, &b) in order.iter().enumerate() {
+        po[b] = i;
+    }
+    let mut preds = vec![Vec::new(); n];
+    for (u, ss) in succs.iter().enumerate() {
+        for &s in ss {
+            preds[s as usize].push(u);
+        }
+    }
+    let mut idom: Vec<Option<usize>> = vec![None; n];
+    idom[0] = Some(0);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in order.iter().rev().skip(1) {
+            let mut new: Option<usize> = None;
+            for &p in &preds[b] {
+                if idom[p].is_none() {
+                    continue;
+                }
+                new = Some(match new {
+                    None => p,
+                    Some(mut a) => {
+                        let mut c = p;
+                        while a != c {
+                            while po[a] < po[c] {
+                                a = idom[a].unwrap();
+                            }
+                            while po[c] < po[a] {
+                                c = idom[c].unwrap();
+                            }
+                        }
+                        a
+                    }
+                });
+            }
+            if new.is_some() && idom[b] != new {
+                idom[b] = new;
+                changed = true;
+            }
+        }
+    }
+    idom
+}
+
+impl BlockGraph {
+    /// The graph of `succs` (block `b`'s successors; block 0 the entry).
+    pub fn new(succs: Vec<Vec<u32>>) -> Self {
+        let mut preds = vec![Vec::new(); succs.len()];
+        for (u, ss) in succs.iter().enumerate() {
+            for &v in ss {
+                if !preds[v as usize].contains(&u) {
+                    preds[v as usize].push(u);
+                }
+            }
+        }
+        let idom = immediate_dominators(&succs);
+        BlockGraph { succs, preds, idom }
+    }
+
+    /// Number of blocks.
+    pub fn len(&self) -> usize {
+        self.succs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.succs.is_empty()
+    }
+
+    /// Block `b`'s successors.
+    pub fn succs(&self, b: usize) -> &[u32] {
+        &self.succs[b]
+    }
+
+    /// Block `b`'s predecessors, each once.
+    pub fn preds(&self, b: usize) -> &[usize] {
+        &self.preds[b]
+    }
+
+    /// Block `b`'s immediate dominator (the entry's is itself; `None`: unreachable).
+    pub fn idom(&self, b: usize) -> Option<usize> {
+        self.idom[b]
+    }
+
+    /// Block `b` is reachable from the entry.
+    pub fn reachable(&self, b: usize) -> bool {
+        self.idom[b].is_some()
+    }
+
+    /// `x` dominates `y` (every block dominates itself; an unreachable `y` only itself).
+    pub fn dominates(&self, x: usize, mut y: usize) -> bool {
+        loop {
+            if y == x {
+                return true;
+            }
+            match self.idom[y] {
+                Some(d) if d != y => y = d,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Every path from the entry to `y` passes `x` — for `y ≠ x` the blocks the entry does not
+    /// reach once `x` is removed, so also every unreachable `y`; for a reachable `y`, `x`
+    /// dominates `y`. (Proof: for an unreachable `y` both hold. For a reachable `y` and an
+    /// unreachable `x`, a path from the entry to `y` cannot pass `x`, and `y`'s dominators
+    /// are reachable. For both reachable, it is the definition of dominance, which
+    /// [`immediate_dominators`] computes.)
+    pub fn on_every_path(&self, x: usize, y: usize) -> bool {
+        !self.reachable(y) || self.dominates(x, y)
+    }
+
+    /// The deepest block dominating both `a` and `b` (both reachable).
+    pub fn common_dominator(&self, mut a: usize, mut b: usize) -> usize {
+        let depth = |mut b: usize| {
+            let mut d = 0;
+            while let Some(p) = self.idom[b].filter(|&p| p != b) {
+                b = p;
+                d += 1;
+            }
+            d
+        };
+        let (mut da, mut db) = (depth(a), depth(b));
+        while da > db {
+            a = self.idom[a].unwrap_or(0);
+            da -= 1;
+        }
+        while db > da {
+            b = self.idom[b].unwrap_or(0);
+            db -= 1;
+        }
+        while a != b {
+            a = self.idom[a].unwrap_or(0);
+            b = self.idom[b].unwrap_or(0);
+        }
+        a
+    }
+
+    /// Blocks reachable from `starts` (themselves included), never entering `avoid`.
+    pub fn reach(
+        &self,
+        starts: impl IntoIterator<Item = usize>,
+        avoid: Option<usize>,
+    ) -> Vec<bool> {
+        let mut seen = vec![false; self.succs.len()];
+        let mut stack: Vec<usize> = starts.into_iter().collect();
+        while let Some(y) = stack.pop() {
+            if Some(y) == avoid || std::mem::replace(&mut seen[y], true) {
+                continue;
+            }
+            stack.extend(self.succs[y].iter().map(|&s| s as usize));
+        }
+        seen
+    }
+
+    /// Blocks reachable from `x`'s successors (`x` itself only if it is on a cycle).
+    pub fn reached_from(&self, x: usize) -> Vec<bool> {
+        self.reach(self.succs[x].iter().map(|&s| s as usize), None)
+    }
+
+    /// `x` is on a cycle.
+    pub fn on_cycle(&self, x: usize) -> bool {
+        self.reached_from(x)[x]
+    }
+
+    /// What a live frame stopped in block `p` says about a call site in block `x ≠ p` in its
+    /// activation (`from_x`: [`reached_from`](Self::reached_from)`(x)`): it did not run if
+    /// `x` cannot reach `p`; it ran if every path to `p` passes `x`
+    /// ([`on_every_path`](Self::on_every_path)); otherwise unknown. (A frame in `x` itself is
+    /// decided by the node order within `x`: after the site, ran; before it, did not, if `x`
+    /// is on no cycle.)
+    pub fn site_ran(&self, x: usize, from_x: &[bool], p: usize) -> Option<bool> {
+        if !from_x[p] {
+            Some(false)
+        } else if self.on_every_path(x, p) {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// Blocks whose call sites' local coverage a live frame's position decides exactly
+    /// ([`site_ran`](Self::site_ran) answers for every block a call or a crash can stop a
+    /// frame in): reachable, on no cycle, and dominating every block they reach, except
+    /// `quiet` blocks (nothing but an asynchronous signal can stop a frame there, and the
+    /// reader says "unknown").
+    pub fn position_decided(&self, quiet: &[bool]) -> Vec<bool> {
+        (0..self.succs.len())
+            .map(|x| {
+                self.reachable(x)
+                    && self
+                        .reached_from(x)
+                        .iter()
+                        .enumerate()
+                        .all(|(y, &r)| !r || (y != x && (self.dominates(x, y) || quiet[y])))
+            })
+            .collect()
+    }
+
+    /// Where to zero a local coverage array whose probes sit in `probe_blocks`: at a block H
+    /// that dominates them and every block they reach where a frame can stop on a call or a
+    /// crash (not `quiet`), as deep as possible, such that the zeroing runs at most once per
+    /// activation — at H's start if H is on no cycle (and no `eh_pad`: nothing may go before
+    /// its pad), else on H's entering edges from outside its loop, each from a block on no
+    /// cycle ending in a `plain_branch` (one whose edges can be split; only one of those can
+    /// run, once: a second would need a path from H back to its source). The first arrival at
+    /// H zeroes, and every probe runs after it, so wherever H dominates a frame's position the
+    /// array holds exactly the activation's probes ([`holds_activation`](Self::holds_activation));
+    /// everywhere else no probe's block reaches the position except quiet blocks, where only
+    /// a signal can stop a frame, and the position alone decides the local bits (or leaves
+    /// them unknown). Calls that take a fast path past all of it pay no zeroing, nor, often,
+    /// a stack frame.
+    pub fn zeroing_block(
+        &self,
+        probe_blocks: &[usize],
+        quiet: &[bool],
+        eh_pad: &[bool],
+        plain_branch: &[bool],
+    ) -> Zeroing {
+        let mut h: Option<usize> = None;
+        for &x in probe_blocks {
+            if !self.reachable(x) {
+                continue; // unreachable: its probe never runs
+            }
+            let reached = self.reached_from(x);
+            let stops = (0..reached.len()).filter(|&y| reached[y] && !quiet[y]);
+            for y in std::iter::once(x).chain(stops) {
+                h = Some(h.map_or(y, |h| self.common_dominator(h, y)));
+            }
+        }
+        let mut h = h.unwrap_or(0);
+        loop {
+            if h == 0 {
+                return Zeroing::AtStart(0);
+            }
+            if !self.on_cycle(h) {
+                if !eh_pad[h] {
+                    return Zeroing::AtStart(h);
+                }
+            } else if self.preds[h]
+                .iter()
+                .filter(|&&p| !self.dominates(h, p))
+                .all(|&p| !self.on_cycle(p) && plain_branch[p])
+            {
+                return Zeroing::OnEntryEdges(h);
+            }
+            h = self.idom[h].unwrap_or(0);
+        }
+    }
+
+    /// A live frame in block `p` has a local array zeroed in block `z`
+    /// ([`zeroing_block`](Self::zeroing_block)) holding its activation's bits: `p` is
+    /// reachable and `z` dominates it — `z` itself only when it is on a cycle (zeroed on the
+    /// edges entering it) or the frame is in a call (`at_call`; zeroed at `z`'s start, where
+    /// a crash or a signal could stop it first).
+    pub fn holds_activation(&self, z: usize, p: usize, at_call: bool) -> bool {
+        p < self.succs.len()
+            && self.reachable(p)
+            && if p == z {
+                at_call || self.on_cycle(z)
+            } else {
+                self.dominates(z, p)
+            }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn immediate_dominators_of_a_diamond_a_loop_and_an_unreachable_block() {
+        // 0 -> 1, 2; 1 -> 3; 2 -> 3; 3 -> 4; 4 -> 3, 5; 6 -> 5 (6 unreachable).
+        let succs = vec![
+            vec![1, 2],
+            vec![3],
+            vec![3],
+            vec![4],
+            vec![3, 5],
+            vec![],
+            vec![5],
+        ];
+        assert_eq!(
+            immediate_dominators(&succs),
+            vec![Some(0), Some(0), Some(0), Some(0), Some(3), Some(4), None]
+        );
+        let g = BlockGraph::new(succs);
+        assert!(g.dominates(0, 5) && g.dominates(3, 5) && g.dominates(4, 4));
+        assert!(!g.dominates(1, 3) && !g.dominates(5, 6) && !g.dominates(6, 5));
+        assert!(g.on_every_path(1, 6) && !g.on_every_path(6, 5));
+        assert_eq!(g.common_dominator(1, 2), 0);
+        assert_eq!(g.common_dominator(5, 4), 4);
+        assert_eq!(g.preds(3), &[1, 2, 4]);
+        assert!(!g.reachable(6) && g.reachable(5));
+    }
+
+    #[test]
+    fn cycles_and_reach() {
+        // 0 -> 1; 1 -> 2; 2 -> 1, 3; 3 -> 3 (self-loop); 4 -> 0 (unreachable).
+        let g = BlockGraph::new(vec![vec![1], vec![2], vec![1, 3], vec![3], vec![0]]);
+        let cyc: Vec<bool> = (0..5).map(|b| g.on_cycle(b)).collect();
+        assert_eq!(cyc, [false, true, true, true, false]);
+        assert_eq!(g.reached_from(0), [false, true, true, true, false]);
+        assert_eq!(g.reach([0], Some(2)), [true, true, false, false, false]);
+        assert!(BlockGraph::new(Vec::new()).is_empty());
+        assert_eq!(immediate_dominators(&[]), Vec::<Option<usize>>::new());
+    }
+
+    #[test]
+    fn position_facts_of_a_diamond_and_a_loop() {
+        // 0 -> 1, 2; 1 -> 3; 2 -> 3; 3 -> 4; 4 -> 3, 5.
+        let g = BlockGraph::new(vec![
+            vec![1, 2],
+            vec![3],
+            vec![3],
+            vec![4],
+            vec![3, 5],
+            vec![],
+        ]);
+        let none = [false; 6];
+        // The entry decides; a branch of the diamond and the loop's blocks do not; the exit
+        // after the loop does.
+        assert_eq!(
+            g.position_decided(&none),
+            [true, false, false, false, false, true]
+        );
+        // A branch decides when the merge and what follows are quiet.
+        let quiet = [false, false, false, true, true, true];
+        assert_eq!(
+            g.position_decided(&quiet),
+            [true, true, true, false, false, true]
+        );
+        let from_1 = g.reached_from(1);
+        assert_eq!(g.site_ran(1, &from_1, 2), Some(false));
+        assert_eq!(g.site_ran(1, &from_1, 3), None);
+        let from_0 = g.reached_from(0);
+        assert_eq!(g.site_ran(0, &from_0, 5), Some(true));
+        // Probes in the loop: zeroed on the edges entering its head, from blocks 1 and 2.
+        let plain = [true; 6];
+        assert_eq!(
+            g.zeroing_block(&[4], &none, &none, &plain),
+            Zeroing::OnEntryEdges(3)
+        );
+        assert!(g.holds_activation(3, 4, false) && g.holds_activation(3, 3, false));
+        assert!(!g.holds_activation(3, 1, true));
+        // A probe in a branch whose merge is quiet: zeroed at the branch's start.
+        assert_eq!(
+            g.zeroing_block(&[1], &quiet, &none, &plain),
+            Zeroing::AtStart(1)
+        );
+        assert!(!g.holds_activation(1, 1, false) && g.holds_activation(1, 1, true));
+        // ... unless the branch must begin with its pad: then at the entry.
+        let pad = [false, true, false, false, false, false];
+        assert_eq!(
+            g.zeroing_block(&[1], &quiet, &pad, &plain),
+            Zeroing::AtStart(0)
+        );
+    }
+
+    /// Random small graphs (a fixed xorshift sequence), some blocks unreachable.
+    fn graphs() -> impl Iterator<Item = Vec<Vec<u32>>> {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        (0..2000).map(move |_| {
+            let n = 1 + (next() % 9) as usize;
+            (0..n)
+                .map(|_| {
+                    let k = next() % 3;
+                    (0..k).map(|_| (next() % n as u64) as u32).collect()
+                })
+                .collect()
+        })
+    }
+
+    /// `on_every_path` (through the dominator tree) is "the entry cannot reach `y` once `x`
+    /// is removed" — what the reader computed by reachability before it used this module.
+    #[test]
+    fn on_every_path_is_reachability_around_x() {
+        for succs in graphs() {
+            let g = BlockGraph::new(succs);
+            let reached = g.reach([0], None);
+            for x in 0..g.len() {
+                let around = g.reach([0], Some(x));
+                for y in (0..g.len()).filter(|&y| y != x) {
+                    assert_eq!(g.on_every_path(x, y), !around[y], "{g:?} {x} {y}");
+                    assert_eq!(g.reachable(y), reached[y], "{g:?} {y}");
+                }
+            }
+        }
+    }
+
+    /// Where the instrumenter stores a block's probes only globally, the reader decides the
+    /// site from any non-quiet position; where it trusts a zeroed array, the zeroing ran
+    /// before every probe on the way (and at most once: on no cycle, or from outside it).
+    #[test]
+    fn the_reader_decides_what_the_instrumenter_leaves_to_the_position() {
+        for (i, succs) in graphs().enumerate() {
+            let g = BlockGraph::new(succs);
+            let n = g.len();
+            let quiet: Vec<bool> = (0..n).map(|b| (b * 7 + i) % 5 == 0 && b != 0).collect();
+            let decided = g.position_decided(&quiet);
+            for x in (0..n).filter(|&x| decided[x]) {
+                let from_x = g.reached_from(x);
+                assert!(!from_x[x], "{g:?} {x}");
+                for p in (0..n).filter(|&p| p != x && g.reachable(p) && !quiet[p]) {
+                    assert!(g.site_ran(x, &from_x, p).is_some(), "{g:?} {x} {p}");
+                }
+            }
+            let probes: Vec<usize> = (0..n).filter(|&b| !decided[b] && b % 2 == 1).collect();
+            let plain = vec![true; n];
+            let z = g.zeroing_block(&probes, &quiet, &vec![false; n], &plain);
+            for &x in probes.iter().filter(|&&x| g.reachable(x)) {
+                assert!(g.dominates(z.block(), x), "{g:?} {probes:?} {z:?}");
+                let from_x = g.reached_from(x);
+                for p in (0..n).filter(|&p| from_x[p] && !quiet[p]) {
+                    assert!(g.dominates(z.block(), p), "{g:?} {probes:?} {z:?} {p}");
+                }
+            }
+        }
+    }
+}
