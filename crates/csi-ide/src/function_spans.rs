@@ -10,7 +10,6 @@
 use crate::functions::{FunctionView, LineCounts};
 use crate::session::Session;
 
-
 /// A function of the file and its span.
 #[derive(Clone, Debug)]
 pub struct FunctionSpan<'a> {
