@@ -64,11 +64,13 @@ pub fn project_lines(
 fn lines_up_to(g: &ProgramGraph, node: NodeId, pos: SourcePos) -> Vec<u32> {
     let n = g.node(node);
     let ps = &n.positions;
-    // Code instrumented before optimization stopped at an unknown place in the node (line
-    // 0): none of its lines surely ran. Elsewhere a line-0 stop cuts nothing (as before: a
-    // cut is per node, so cutting every line would also undo what other activations of the
-    // node ran — a stack overflow's recursive frames).
-    if ps.is_empty() || (pos.line == 0 && g.function(n.function).optimized_after) {
+    // Stopped at an unknown place in the node (line 0: code instrumented before
+    // optimization, or a pc that matches no node — its frame's point is then every candidate
+    // node): none of its lines surely ran in this activation, at any optimization level. A
+    // stop that cut nothing here would make the lines after the crash must (the rest of a
+    // `catch` block). Other activations of the node are not cut: `Coverages::lines` adds back
+    // every line some frame surely ran (the outer frames of a recursion).
+    if ps.is_empty() || pos.line == 0 {
         return Vec::new();
     }
     let cut = ps

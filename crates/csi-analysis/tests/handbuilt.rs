@@ -384,13 +384,19 @@ fn path_trace_and_local_coverage_in_a_frame() {
 
 #[test]
 fn a_stop_cuts_only_its_own_activation() {
-    // As above, but instrumented before optimization: the innermost f frame stopped at an
-    // unknown place (line 0) in one of B, R, base — none of those lines surely ran *there*.
-    // The outer f frame ran B and R whole (it is in the call at R): its lines are must in
-    // that frame and globally.
+    // As above, but the innermost f frame stopped at an unknown place (line 0: code
+    // instrumented before optimization, or a pc that matches no node) in one of B, R, base —
+    // none of those lines surely ran *there*. The outer f frame ran B and R whole (it is in
+    // the call at R): its lines are must in that frame and globally.
+    for optimized_after in [true, false] {
+        a_stop_cuts_only_its_own_activation_in(optimized_after);
+    }
+}
+
+fn a_stop_cuts_only_its_own_activation_in(optimized_after: bool) {
     let mut g = recursion();
     let f = g.node(id(&g, "f.B")).function;
-    g.functions[f as usize].optimized_after = true;
+    g.functions[f as usize].optimized_after = optimized_after;
     let mut r = report(&g, &["main.C", "f.R", "f.base"], &[], &[]);
     let inner = &mut r.threads[0].frames[0];
     inner.point = vec![id(&g, "f.B"), id(&g, "f.R"), id(&g, "f.base")];
@@ -406,10 +412,56 @@ fn a_stop_cuts_only_its_own_activation() {
     );
     let innermost = c.frames.iter().find(|f| f.frame == 0).unwrap();
     let inner_lines = &c.frame_lines(&g, innermost)["t.c"];
-    assert!(!inner_lines.must.contains(&rl), "{inner_lines:?}");
+    assert!(
+        !inner_lines.must.contains(&b) && !inner_lines.must.contains(&rl),
+        "optimized_after {optimized_after}: {inner_lines:?}"
+    );
     let global = &c.global_lines(&g)["t.c"];
     assert!(
         global.must.contains(&b) && global.must.contains(&rl),
         "{global:?}"
     );
+}
+
+#[test]
+fn an_unknown_stop_cuts_every_candidate() {
+    // f's only activation stopped at an unknown place (line 0: its pc matches no node, as in
+    // a truncated core's frame) in B or X. B also holds a later line (a `catch` block: line
+    // 31 crashed, `return 1;` on line 32 never ran). B dominates X, so B surely started, but
+    // the stop may be in B before its later line: that line did not surely run. No other
+    // activation ran it, so it is not must in the frame nor globally.
+    let mut g = Prog::new()
+        .func(
+            "main",
+            &["C>f", "after"],
+            &[("entry", "C"), ("C", "after"), ("after", "exit")],
+        )
+        .func(
+            "f",
+            &["B", "X"],
+            &[("entry", "B"), ("B", "X"), ("X", "exit")],
+        )
+        .build();
+    let (b, x) = (id(&g, "f.B"), id(&g, "f.X"));
+    let later = SourcePos {
+        line: 90,
+        column: 0,
+    };
+    g.nodes[b as usize].positions.push(later);
+    let mut r = report(&g, &["main.C", "f.X"], &[], &[]);
+    let inner = &mut r.threads[0].frames[0];
+    inner.point = vec![b, x];
+    inner.stopped_at = Some(SourcePos { line: 0, column: 0 });
+    let c = best_effort_coverage(&g, &r).unwrap();
+    assert_eq!(status(&g, &c, "f.B"), Yes);
+    let frame = c.frames.iter().find(|f| f.frame == 0).unwrap();
+    let frame_lines = &c.frame_lines(&g, frame)["t.c"];
+    let global = &c.global_lines(&g)["t.c"];
+    for l in [later.line, g.node(x).positions[0].line] {
+        assert!(!frame_lines.must.contains(&l), "line {l}: {frame_lines:?}");
+        assert!(!global.must.contains(&l), "line {l}: {global:?}");
+    }
+    // The caller's lines up to its call did run.
+    let call = g.node(id(&g, "main.C")).positions[0].line;
+    assert!(global.must.contains(&call), "{global:?}");
 }

@@ -1379,8 +1379,8 @@ impl<'a> Extract<'a> {
         if position_unknown && !at_call {
             // Stopped somewhere among the points (a line-0 row, or code instrumented before
             // optimization): any of them may have run only in part, so none's coverage store
-            // is evidence it did not run; before-optimization code also has no line of them
-            // that surely ran (`csi_analysis::project_lines_cut`).
+            // is evidence it did not run, and none of their lines surely ran in this
+            // activation (`csi_analysis::project_lines_cut`).
             rf.stopped_at = Some(csi_model::SourcePos { line: 0, column: 0 });
         }
         let mut steps: Vec<PathStep> = rf
