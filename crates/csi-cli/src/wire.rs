@@ -50,7 +50,7 @@ pub struct Module<'a> {
     pub name: &'a str,
     pub file: Option<&'a Path>,
     pub build_id: Option<&'a str>,
-    pub debug: Debug<'a>,
+    pub debug: DebugOrigin<'a>,
 }
 
 impl<'a> From<&'a ModuleInfo> for Module<'a> {
@@ -59,7 +59,7 @@ impl<'a> From<&'a ModuleInfo> for Module<'a> {
             name: &m.name,
             file: m.file.as_deref(),
             build_id: m.build_id.as_deref(),
-            debug: Debug::from(&m.debug),
+            debug: DebugOrigin::from(&m.debug),
         }
     }
 }
@@ -67,7 +67,7 @@ impl<'a> From<&'a ModuleInfo> for Module<'a> {
 /// A module's `debug`: where its debug info came from, `kind` saying which.
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Debug<'a> {
+pub enum DebugOrigin<'a> {
     Embedded,
     BuildId { path: &'a Path },
     DebugLink { path: &'a Path },
@@ -75,14 +75,14 @@ pub enum Debug<'a> {
     None,
 }
 
-impl<'a> From<&'a DebugSource> for Debug<'a> {
+impl<'a> From<&'a DebugSource> for DebugOrigin<'a> {
     fn from(d: &'a DebugSource) -> Self {
         match d {
-            DebugSource::Embedded => Debug::Embedded,
-            DebugSource::BuildId { path } => Debug::BuildId { path },
-            DebugSource::DebugLink { path } => Debug::DebugLink { path },
-            DebugSource::Debuginfod { url, path } => Debug::Debuginfod { url, path },
-            DebugSource::None => Debug::None,
+            DebugSource::Embedded => DebugOrigin::Embedded,
+            DebugSource::BuildId { path } => DebugOrigin::BuildId { path },
+            DebugSource::DebugLink { path } => DebugOrigin::DebugLink { path },
+            DebugSource::Debuginfod { url, path } => DebugOrigin::Debuginfod { url, path },
+            DebugSource::None => DebugOrigin::None,
         }
     }
 }
@@ -210,5 +210,60 @@ impl<'a> From<&'a FrameSliceStats> for FrameStats<'a> {
             restricted: f.restricted,
             unrestricted: f.unrestricted,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn json<T: Serialize>(v: &T) -> String {
+        serde_json::to_string(&serde_json::to_value(v).unwrap()).unwrap()
+    }
+
+    /// Spellings the fixture comparison (bench/refactor/compare.sh) does not reach.
+    #[test]
+    fn spellings() {
+        let d = DebugSource::Debuginfod {
+            url: "https://d".into(),
+            path: PathBuf::from("/c/x.debug"),
+        };
+        assert_eq!(
+            json(&DebugOrigin::from(&d)),
+            r#"{"kind":"debuginfod","path":"/c/x.debug","url":"https://d"}"#
+        );
+        let d = DebugSource::BuildId {
+            path: PathBuf::from("/b"),
+        };
+        assert_eq!(
+            json(&DebugOrigin::from(&d)),
+            r#"{"kind":"build-id","path":"/b"}"#
+        );
+        assert_eq!(
+            json(&DebugOrigin::from(&DebugSource::None)),
+            r#"{"kind":"none"}"#
+        );
+        let s = SliceStats {
+            total: 5,
+            restricted: 1,
+            unrestricted: 2,
+            restricted_lines: 3,
+            unrestricted_lines: 4,
+            frames: vec![FrameSliceStats {
+                frame: 0,
+                function: "f".into(),
+                total: 5,
+                restricted: 1,
+                unrestricted: 2,
+            }],
+        };
+        assert_eq!(
+            json(&Stats::from(&s)),
+            r#"{"frames":[{"frame":0,"function":"f","restricted":1,"total":5,"unrestricted":2}],"restricted":1,"restricted_lines":3,"total":5,"unrestricted":2,"unrestricted_lines":4}"#
+        );
+        assert_eq!(metadata(&Metadata::GraphMl), "graph-ml");
+        assert_eq!(unwind(UnwindMethod::FramePointer), "frame-pointer");
+        assert_eq!(edge_kind(EdgeKind::Return), "return");
     }
 }
