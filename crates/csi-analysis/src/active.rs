@@ -11,8 +11,7 @@ use std::collections::BTreeSet;
 
 use csi_model::{FailureReport, FuncId, NodeId, ProgramGraph};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EdgeKind {
     Flow,
     Call,

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use csi_model::{Coverage, LineStatus, NodeId, ProgramGraph, SourcePos};
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileLines {
     pub must: Vec<u32>,
     pub may: Vec<u32>,

@@ -755,7 +755,7 @@ impl Slicer {
 }
 
 /// Slice sizes for Figs. 5.12–5.13 (counts of SDG vertices with a source line).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct SliceStats {
     pub total: usize,
     pub restricted: usize,
@@ -765,7 +765,7 @@ pub struct SliceStats {
     pub frames: Vec<FrameSliceStats>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct FrameSliceStats {
     pub frame: usize,
     pub function: String,

@@ -12,6 +12,7 @@ mod output;
 mod show;
 mod slice;
 mod triage;
+mod wire;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -512,10 +513,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ));
             };
             let answer = answer_query(&g, &r, &q)?;
-            println!(
-                "{}",
-                serde_json::to_value(answer).unwrap().as_str().unwrap()
-            );
+            println!("{}", answer.as_str());
             Ok(())
         }
     }

@@ -1,5 +1,6 @@
 //! The three output formats of `csi analyze`. The JSON schema is documented in
-//! `docs/analyze-json.md`; keep the two in step.
+//! `docs/analyze-json.md`; keep the two in step. Model and reader values go into the JSON
+//! through their wire counterparts (`crate::wire`), never through serde derives of their own.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,6 +14,8 @@ use csi_ide::functions::{function_lines, function_views, SpanLines};
 use csi_ide::location::{node_line, point_location};
 use csi_ide::SourcePaths;
 use csi_model::{Coverage, FailureReport, FuncId, LineStatus, NodeId, ProgramGraph};
+
+use crate::wire;
 
 pub struct Inputs<'a> {
     pub graph_path: &'a Path,
@@ -174,7 +177,7 @@ pub fn json_doc(i: &Inputs) -> JsonDoc {
         .active
         .edges
         .iter()
-        .map(|(a, b, k)| json!([g.node(*a).ext_id, g.node(*b).ext_id, k]))
+        .map(|(a, b, k)| json!([g.node(*a).ext_id, g.node(*b).ext_id, wire::edge_kind(*k)]))
         .collect();
     let mut doc = json!({
         "version": 1,
@@ -198,11 +201,12 @@ pub fn json_doc(i: &Inputs) -> JsonDoc {
     if let Some(c) = i.crash {
         doc["executable"] = json!(c.exe.display().to_string());
         doc["core"] = json!(c.core.display().to_string());
-        doc["signal"] = json!(c.signal);
+        doc["signal"] = json!(c.signal.as_ref().map(wire::Signal::from));
         doc["threads"] = threads_json(c);
         doc["notices"] = json!(c.notices);
-        doc["metadata"] = json!(c.metadata);
-        doc["modules"] = json!(c.modules());
+        doc["metadata"] = json!(wire::metadata(&c.metadata));
+        let modules = c.modules();
+        doc["modules"] = json!(modules.iter().map(wire::Module::from).collect::<Vec<_>>());
     }
     JsonDoc {
         doc,
@@ -228,12 +232,12 @@ pub fn threads_json(c: &Crash) -> Value {
                         "file": f.location.as_ref().map(|l| &l.file),
                         "line": f.location.as_ref().map(|l| l.line),
                         "column": f.location.as_ref().map(|l| l.column),
-                        "inlined": f.inlined,
+                        "inlined": f.inlined.iter().map(wire::Inlined::from).collect::<Vec<_>>(),
                         "report_frame": f.report_frame,
                         "path": f.path.iter().map(|s| json!([s.file, s.line])).collect::<Vec<_>>(),
                         "path_note": f.path_note,
-                        "variables": f.variables,
-                        "unwind": f.unwind,
+                        "variables": f.variables.iter().map(wire::Var::from).collect::<Vec<_>>(),
+                        "unwind": wire::unwind(f.unwind),
                     });
                     if let Some(l) = &f.linkage_name {
                         v["linkage_name"] = json!(l);

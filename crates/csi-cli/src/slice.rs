@@ -102,7 +102,7 @@ pub fn json(crash: &Crash, pair: &SlicePair, stats: Option<&SliceStats>) -> Stri
         "reduction": (pair.reduction() * 1000.0).round() / 1000.0,
     });
     if let Some(s) = stats {
-        v["stats"] = serde_json::to_value(s).expect("plain data");
+        v["stats"] = serde_json::to_value(crate::wire::Stats::from(s)).expect("plain data");
     }
     let mut s = serde_json::to_string_pretty(&v).expect("plain data");
     s.push('\n');

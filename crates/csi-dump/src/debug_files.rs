@@ -17,8 +17,7 @@ use object::{LittleEndian as LE, Object, ObjectSection};
 use crate::process::{hex, ImageBytes};
 
 /// Where a module's debug info came from.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DebugSource {
     /// The module's own file has it.
     Embedded,

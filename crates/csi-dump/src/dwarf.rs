@@ -15,7 +15,7 @@ use crate::process::Process;
 pub type Rd = EndianArcSlice<LittleEndian>;
 
 /// A source position.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceLoc {
     pub file: String,
     pub line: u32,
@@ -23,7 +23,7 @@ pub struct SourceLoc {
 }
 
 /// One function (out-of-line or inlined) at a pc, innermost first.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct InlineFrame {
     pub function: Option<String>,
     pub location: Option<SourceLoc>,

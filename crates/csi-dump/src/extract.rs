@@ -33,8 +33,7 @@ pub struct LoadOptions {
 }
 
 /// Where the program graph came from.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Metadata {
     /// Our `.debug_CSI_CFG` section.
     CsiCfg,
@@ -45,7 +44,7 @@ pub enum Metadata {
 }
 
 /// A module of the crashed process, for the JSON and the editor.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct ModuleInfo {
     pub name: String,
     /// The file read for it on this machine.

@@ -14,8 +14,7 @@ use crate::core::{Registers, RBP, RIP, RSP};
 use crate::process::Process;
 
 /// How a frame's caller was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnwindMethod {
     /// The innermost frame: registers straight from the core.
     Context,

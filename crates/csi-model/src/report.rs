@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::graph::{FuncId, NodeId};
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SignalInfo {
     pub signo: i32,
     pub name: String,
