@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use csi_model::{Coverage, FailureReport, Frame, NodeId, ProgramGraph};
 
 use crate::becp::Coverages;
-use crate::sdg::{DepKind, EdgeId, Sdg, VertexId, VertexKind};
+use crate::sdg::{DepKind, Edge, EdgeId, Sdg, VertexId, VertexKind};
 
 /// Where a slice starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -319,15 +319,55 @@ pub fn slice(
         Some(k) if frames.get(k).is_some_and(|f| f.function.is_some()) => Ctx::Frame(k as u32),
         _ => Ctx::Up,
     };
-    // The next frame out that is in the graph, and whether frame k's caller is that frame's
-    // call (else library code called frame k, and the whole outer call feeds it).
-    let outer = |k: usize| -> Option<usize> {
-        (k + 1..frames.len()).find(|&j| frames[j].function.is_some())
+    let mut walk = SliceWalk {
+        g,
+        sdg,
+        frames,
+        opts,
+        seen: HashSet::new(),
+        stack: Vec::new(),
+        result: BTreeSet::new(),
     };
-    let edge_ok = |e: EdgeId, ctx: Ctx| -> bool {
-        let Some(r) = opts.restriction else {
+    let starts = walk.start_vertices(criterion, start_ctx);
+    let mut unknown: Vec<String> = Vec::new();
+    match &criterion.variables {
+        None => {
+            for &v in &starts {
+                walk.push(v, start_ctx);
+            }
+        }
+        Some(vars) => unknown = walk.seed_variables(&starts, vars, start_ctx),
+    }
+    walk.run();
+    project_to_lines(g, sdg, walk.result, unknown)
+}
+
+/// The state of one backward slice: the criterion thread's frames (the calling contexts),
+/// the options, and the worklist of (vertex, context) pairs.
+struct SliceWalk<'a> {
+    g: &'a ProgramGraph,
+    sdg: &'a Sdg,
+    frames: &'a [Frame],
+    opts: SliceOptions<'a>,
+    seen: HashSet<(VertexId, Ctx)>,
+    stack: Vec<(VertexId, Ctx)>,
+    result: BTreeSet<VertexId>,
+}
+
+impl SliceWalk<'_> {
+    /// The next frame out that is in the graph, and whether frame k's caller is that frame's
+    /// call (else library code called frame k, and the whole outer call feeds it).
+    fn outer(&self, k: usize) -> Option<usize> {
+        (k + 1..self.frames.len()).find(|&j| self.frames[j].function.is_some())
+    }
+
+    /// Whether the slice follows edge `e` from a vertex in `ctx`: always unrestricted, else
+    /// only if the dependence may have been active there.
+    fn edge_ok(&self, e: EdgeId, ctx: Ctx) -> bool {
+        let Some(r) = self.opts.restriction else {
             return true;
         };
+        let sdg = self.sdg;
         let edge = &sdg.edges[e as usize];
         let (h, fh) = (
             sdg.vertices[edge.to as usize].host,
@@ -344,43 +384,56 @@ pub fn slice(
             },
             _ => r.alive[h as usize] && r.alive[fh as usize],
         }
-    };
-    let mut seen: HashSet<(VertexId, Ctx)> = HashSet::new();
-    let mut stack: Vec<(VertexId, Ctx)> = Vec::new();
-    let mut result: BTreeSet<VertexId> = BTreeSet::new();
-    let mut unknown: Vec<String> = Vec::new();
-    let push = |v: VertexId,
-                c: Ctx,
-                seen: &mut HashSet<(VertexId, Ctx)>,
-                stack: &mut Vec<(VertexId, Ctx)>| {
-        if seen.insert((v, c)) {
-            stack.push((v, c));
+    }
+
+    fn push(&mut self, v: VertexId, c: Ctx) {
+        if self.seen.insert((v, c)) {
+            self.stack.push((v, c));
         }
-    };
-    // Start: the criterion nodes and their actual-ins (an in-progress call's arguments).
-    // Restricted, only those that may have run (in the frame's activation, when it has one):
-    // a line's code after the frame's in-progress call did not.
-    let ran = |n: NodeId| -> bool {
-        let Some(r) = opts.restriction else {
-            return true;
-        };
-        match (start_ctx, criterion.frame) {
-            (Ctx::Frame(_), Some(k)) => match r.frames.get(k) {
-                Some(Some(fr)) => fr.alive.contains(&n),
+    }
+
+    /// Where the slice starts: the criterion nodes and their actual-ins (an in-progress call's arguments).
+    /// Restricted, only those that may have run (in the frame's activation, when it has one):
+    /// a line's code after the frame's in-progress call did not.
+    fn start_vertices(&self, criterion: &SliceCriterion, start_ctx: Ctx) -> Vec<VertexId> {
+        let sdg = self.sdg;
+        let ran = |n: NodeId| -> bool {
+            let Some(r) = self.opts.restriction else {
+                return true;
+            };
+            match (start_ctx, criterion.frame) {
+                (Ctx::Frame(_), Some(k)) => match r.frames.get(k) {
+                    Some(Some(fr)) => fr.alive.contains(&n),
+                    _ => r.alive[n as usize],
+                },
                 _ => r.alive[n as usize],
-            },
-            _ => r.alive[n as usize],
+            }
+        };
+        let mut starts: Vec<VertexId> = Vec::new();
+        for &n in criterion.nodes.iter().filter(|&&n| ran(n)) {
+            starts.extend(self.criterion_statements(criterion, n));
+            starts.extend(
+                sdg.actuals
+                    .get(&n)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|&v| matches!(sdg.vertices[v as usize].kind, VertexKind::ActualIn(_))),
+            );
         }
-    };
-    // Of a node with several statements: the picked line's, else the statement the frame
-    // stopped in (its last, the call, when it is in a call).
-    let stopped_line = criterion
-        .frame
-        .and_then(|k| frames.get(k))
-        .and_then(|f| f.stopped_at)
-        .map(|p| p.line)
-        .filter(|&l| l != 0);
-    let statements = |n: NodeId| -> Vec<VertexId> {
+        starts
+    }
+
+    /// Of a node with several statements: the picked line's, else the statement the frame
+    /// stopped in (its last, the call, when it is in a call).
+    fn criterion_statements(&self, criterion: &SliceCriterion, n: NodeId) -> Vec<VertexId> {
+        let sdg = self.sdg;
+        let stopped_line = criterion
+            .frame
+            .and_then(|k| self.frames.get(k))
+            .and_then(|f| f.stopped_at)
+            .map(|p| p.line)
+            .filter(|&l| l != 0);
         let Some(vs) = sdg.stmts.get(&n) else {
             return vec![n];
         };
@@ -397,103 +450,107 @@ pub fn slice(
         } else {
             picked
         }
-    };
-    let mut starts: Vec<VertexId> = Vec::new();
-    for &n in criterion.nodes.iter().filter(|&&n| ran(n)) {
-        starts.extend(statements(n));
-        starts.extend(
-            sdg.actuals
-                .get(&n)
-                .into_iter()
-                .flatten()
-                .copied()
-                .filter(|&v| matches!(sdg.vertices[v as usize].kind, VertexKind::ActualIn(_))),
-        );
     }
-    match &criterion.variables {
-        None => {
-            for &v in &starts {
-                push(v, start_ctx, &mut seen, &mut stack);
-            }
-        }
-        Some(vars) => {
-            // Only the data dependences for the named variables; the criterion's own lines.
-            let matches = |label: &str, var: &str| {
-                label == var
-                    || label.strip_suffix(".addr") == Some(var)
-                    || label.strip_prefix('@') == Some(var)
-            };
-            let mut used: HashSet<&str> = HashSet::new();
-            for &v in &starts {
-                result.insert(v);
-                for &e in &sdg.preds[v as usize] {
-                    let edge = &sdg.edges[e as usize];
-                    if let DepKind::Data(l) = edge.kind {
-                        let label = sdg.loc_name(l);
-                        if let Some(var) = vars.iter().find(|var| matches(label, var)) {
-                            used.insert(var.as_str());
-                            if edge_ok(e, start_ctx) {
-                                push(edge.from, start_ctx, &mut seen, &mut stack);
-                            }
+
+    /// Only the data dependences for the named variables; the criterion's own lines. Returns
+    /// the variables that no location at the criterion matched.
+    fn seed_variables(
+        &mut self,
+        starts: &[VertexId],
+        vars: &[String],
+        start_ctx: Ctx,
+    ) -> Vec<String> {
+        let sdg = self.sdg;
+        let matches = |label: &str, var: &str| {
+            label == var
+                || label.strip_suffix(".addr") == Some(var)
+                || label.strip_prefix('@') == Some(var)
+        };
+        let mut used: HashSet<&str> = HashSet::new();
+        for &v in starts {
+            self.result.insert(v);
+            for &e in &sdg.preds[v as usize] {
+                let edge = &sdg.edges[e as usize];
+                if let DepKind::Data(l) = edge.kind {
+                    let label = sdg.loc_name(l);
+                    if let Some(var) = vars.iter().find(|var| matches(label, var)) {
+                        used.insert(var.as_str());
+                        if self.edge_ok(e, start_ctx) {
+                            self.push(edge.from, start_ctx);
                         }
                     }
                 }
             }
-            unknown = vars
-                .iter()
-                .filter(|v| !used.contains(v.as_str()))
-                .cloned()
-                .collect();
         }
+        vars.iter()
+            .filter(|v| !used.contains(v.as_str()))
+            .cloned()
+            .collect()
     }
-    while let Some((v, ctx)) = stack.pop() {
-        result.insert(v);
-        for &e in &sdg.preds[v as usize] {
-            let edge = sdg.edges[e as usize];
-            let next = match edge.kind {
-                k if k.intraprocedural() => Some(ctx),
-                _ if !opts.interprocedural => None,
-                DepKind::ParamOut => Some(Ctx::Down),
-                DepKind::ParamIn | DepKind::Call => match ctx {
-                    Ctx::Down => None,
-                    Ctx::Up => Some(Ctx::Up),
-                    Ctx::Frame(k) => {
-                        let k = k as usize;
-                        match outer(k) {
-                            // The caller is the next frame's call: ascend only there.
-                            Some(j) if !frames[k].called_from_outside => frames[j]
-                                .point
-                                .contains(&sdg.vertices[edge.from as usize].host)
-                                .then_some(Ctx::Frame(j as u32)),
-                            // Called by library code: handled below, once per vertex.
-                            Some(_) => None,
-                            // No caller on the stack (truncated stack): any caller.
-                            None => Some(Ctx::Up),
-                        }
+
+    /// Works the stack off: every vertex reached, in every context it is reached in.
+    fn run(&mut self) {
+        let sdg = self.sdg;
+        while let Some((v, ctx)) = self.stack.pop() {
+            self.result.insert(v);
+            for &e in &sdg.preds[v as usize] {
+                let edge = sdg.edges[e as usize];
+                if let Some(next) = self.context_across(edge, ctx) {
+                    if self.edge_ok(e, ctx) {
+                        self.push(edge.from, next);
                     }
-                },
-                _ => None,
-            };
-            if let Some(next) = next {
-                if edge_ok(e, ctx) {
-                    push(edge.from, next, &mut seen, &mut stack);
                 }
             }
+            self.enter_from_outside(v, ctx);
         }
-        // Frame k was entered from library code that the next program frame's call ran: its
-        // entry and inputs may depend on everything that call passed.
-        if let (Ctx::Frame(k), true) = (ctx, opts.interprocedural) {
+    }
+
+    /// The context of `edge`'s source, from a vertex in `ctx`; `None` when the slice does not
+    /// follow the edge.
+    fn context_across(&self, edge: Edge, ctx: Ctx) -> Option<Ctx> {
+        let frames = self.frames;
+        match edge.kind {
+            k if k.intraprocedural() => Some(ctx),
+            _ if !self.opts.interprocedural => None,
+            DepKind::ParamOut => Some(Ctx::Down),
+            DepKind::ParamIn | DepKind::Call => match ctx {
+                Ctx::Down => None,
+                Ctx::Up => Some(Ctx::Up),
+                Ctx::Frame(k) => {
+                    let k = k as usize;
+                    match self.outer(k) {
+                        // The caller is the next frame's call: ascend only there.
+                        Some(j) if !frames[k].called_from_outside => frames[j]
+                            .point
+                            .contains(&self.sdg.vertices[edge.from as usize].host)
+                            .then_some(Ctx::Frame(j as u32)),
+                        // Called by library code: handled below, once per vertex.
+                        Some(_) => None,
+                        // No caller on the stack (truncated stack): any caller.
+                        None => Some(Ctx::Up),
+                    }
+                }
+            },
+            _ => None,
+        }
+    }
+
+    /// Frame k was entered from library code that the next program frame's call ran: its
+    /// entry and inputs may depend on everything that call passed.
+    fn enter_from_outside(&mut self, v: VertexId, ctx: Ctx) {
+        let (g, sdg, frames) = (self.g, self.sdg, self.frames);
+        if let (Ctx::Frame(k), true) = (ctx, self.opts.interprocedural) {
             let k = k as usize;
             let vk = sdg.vertices[v as usize];
             let at_entry =
                 v == g.function(vk.function).entry || matches!(vk.kind, VertexKind::FormalIn(_));
             if at_entry && frames[k].called_from_outside {
-                if let Some(j) = outer(k) {
+                if let Some(j) = self.outer(k) {
                     for &c in &frames[j].point {
-                        push(c, Ctx::Frame(j as u32), &mut seen, &mut stack);
+                        self.push(c, Ctx::Frame(j as u32));
                         for &a in sdg.actuals.get(&c).into_iter().flatten() {
                             if matches!(sdg.vertices[a as usize].kind, VertexKind::ActualIn(_)) {
-                                push(a, Ctx::Frame(j as u32), &mut seen, &mut stack);
+                                self.push(a, Ctx::Frame(j as u32));
                             }
                         }
                     }
@@ -501,6 +558,15 @@ pub fn slice(
             }
         }
     }
+}
+
+/// The slice of the vertices reached: their source lines, by file.
+fn project_to_lines(
+    g: &ProgramGraph,
+    sdg: &Sdg,
+    result: BTreeSet<VertexId>,
+    unknown: Vec<String>,
+) -> Slice {
     let mut lines: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
     let mut with_lines = 0;
     for &v in &result {

@@ -369,61 +369,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             crash,
             locals,
             all_lines,
-        } => {
-            let sources = output::source_paths(crash.substitute_paths.clone());
-            let crash = open_crash(&crash)?;
-            let cov = if crash.metadata == csi_dump::Metadata::None {
-                None
-            } else {
-                Some(best_effort_coverage(&crash.graph, &crash.report)?)
-            };
-            print!(
-                "{}",
-                show::render(
-                    &crash,
-                    cov.as_ref(),
-                    show::Options {
-                        locals,
-                        all_lines,
-                        color: color_wanted(),
-                        sources,
-                    }
-                )
-            );
-            Ok(())
-        }
+        } => run_show(&crash, locals, all_lines),
         Command::Analyze {
             crash,
             format,
             stack_only,
             ..
         } if crash.exe.is_some() || crash.coredump.is_some() => {
-            let mut c = open_crash(&crash)?;
-            // Nothing to analyse is one line of error; notices only go with an answer.
-            let Some(cov) = analyse_crash(&mut c, stack_only)? else {
-                return Err(Failure::BadInput(format!(
-                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack{}",
-                    c.exe.display(),
-                    stripped_hint(&c)
-                )));
-            };
-            for n in &c.notices {
-                eprintln!("csi: note: {n}");
-            }
-            let active = active_nodes_edges(&c.graph, &c.report);
-            let sources = output::source_paths(crash.substitute_paths.clone());
-            let inputs = output::Inputs {
-                graph_path: &c.exe,
-                report_path: &c.core,
-                graph: &c.graph,
-                report: &c.report,
-                coverage: &cov,
-                active: &active,
-                crash: Some(&c),
-                sources: &sources,
-            };
-            print_rendered(&inputs, format)?;
-            Ok(())
+            run_analyze_crash(&crash, format, stack_only)
         }
         Command::Analyze {
             crash,
@@ -431,29 +384,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             report,
             format,
             stack_only,
-        } => {
-            let (graph, report) = match (graph, report) {
-                (Some(g), Some(r)) => (g, r),
-                _ => bundled_example()?,
-            };
-            let (g, r) = load(&graph, &report, stack_only)?;
-            // csi-grissom inputs: its own answer is printed beside ours for comparison.
-            let cov = best_effort_coverage_compared(&g, &r)?;
-            let active = active_nodes_edges(&g, &r);
-            let sources = output::source_paths(crash.substitute_paths);
-            let inputs = output::Inputs {
-                graph_path: &graph,
-                report_path: &report,
-                graph: &g,
-                report: &r,
-                coverage: &cov,
-                active: &active,
-                crash: None,
-                sources: &sources,
-            };
-            print_rendered(&inputs, format)?;
-            Ok(())
-        }
+        } => run_analyze_report(crash, graph, report, format, stack_only),
         Command::Slice {
             crash,
             line,
@@ -462,33 +393,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             format,
             stats,
         } => {
-            let c = open_crash(&crash)?;
-            if c.metadata == csi_dump::Metadata::None {
-                return Err(Failure::BadInput(format!(
-                    "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to slice{}",
-                    c.exe.display(),
-                    stripped_hint(&c)
-                )));
-            }
-            for n in &c.notices {
-                eprintln!("csi: note: {n}");
-            }
-            let cov = best_effort_coverage(&c.graph, &c.report)?;
             let req = slice::SliceRequest {
                 line,
                 variables,
                 thread,
                 stats,
             };
-            let (pair, st) = slice::run(&c, &cov, &req)?;
-            match format {
-                Format::Json => print!("{}", slice::json(&c, &pair, st.as_ref())),
-                _ => {
-                    let sources = output::source_paths(crash.substitute_paths);
-                    print!("{}", slice::text(&c, &pair, st.as_ref(), &sources))
-                }
-            }
-            Ok(())
+            run_slice(crash, &req, format)
         }
         Command::Triage(args) => triage::run(&args),
         Command::Crashes(args) => crashes::run(&args),
@@ -499,24 +410,143 @@ fn run(cli: Cli) -> Result<(), Failure> {
             may_not_run,
             before,
             stack_only,
-        } => {
-            let (g, r) = load(&graph, &report, stack_only)?;
-            let q = if let Some(a) = may_run {
-                Query::MayRun(locate(&g, &a)?)
-            } else if let Some(a) = may_not_run {
-                Query::MayNotRun(locate(&g, &a)?)
-            } else if let Some(ab) = before {
-                Query::MayRunBefore(locate(&g, &ab[0])?, locate(&g, &ab[1])?)
-            } else {
-                return Err(Failure::BadInput(
-                    "give one of --may-run, --may-not-run, --before".into(),
-                ));
-            };
-            let answer = answer_query(&g, &r, &q)?;
-            println!("{}", answer.as_str());
-            Ok(())
+        } => run_query(&graph, &report, may_run, may_not_run, before, stack_only),
+    }
+}
+
+/// `csi query`: prints the answer to one control-flow question.
+fn run_query(
+    graph: &Path,
+    report: &Path,
+    may_run: Option<String>,
+    may_not_run: Option<String>,
+    before: Option<Vec<String>>,
+    stack_only: bool,
+) -> Result<(), Failure> {
+    let (g, r) = load(graph, report, stack_only)?;
+    let q = if let Some(a) = may_run {
+        Query::MayRun(locate(&g, &a)?)
+    } else if let Some(a) = may_not_run {
+        Query::MayNotRun(locate(&g, &a)?)
+    } else if let Some(ab) = before {
+        Query::MayRunBefore(locate(&g, &ab[0])?, locate(&g, &ab[1])?)
+    } else {
+        return Err(Failure::BadInput(
+            "give one of --may-run, --may-not-run, --before".into(),
+        ));
+    };
+    let answer = answer_query(&g, &r, &q)?;
+    println!("{}", answer.as_str());
+    Ok(())
+}
+
+/// `csi show` (and `csi` without a command): the crash in the terminal.
+fn run_show(crash: &CrashArgs, locals: bool, all_lines: bool) -> Result<(), Failure> {
+    let sources = output::source_paths(crash.substitute_paths.clone());
+    let crash = open_crash(crash)?;
+    let cov = if crash.metadata == csi_dump::Metadata::None {
+        None
+    } else {
+        Some(best_effort_coverage(&crash.graph, &crash.report)?)
+    };
+    print!(
+        "{}",
+        show::render(
+            &crash,
+            cov.as_ref(),
+            show::Options {
+                locals,
+                all_lines,
+                color: color_wanted(),
+                sources,
+            }
+        )
+    );
+    Ok(())
+}
+
+/// `csi analyze` on a crash (executable + core, minidump or stored core).
+fn run_analyze_crash(crash: &CrashArgs, format: Format, stack_only: bool) -> Result<(), Failure> {
+    let mut c = open_crash(crash)?;
+    // Nothing to analyse is one line of error; notices only go with an answer.
+    let Some(cov) = analyse_crash(&mut c, stack_only)? else {
+        return Err(Failure::BadInput(format!(
+            "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack{}",
+            c.exe.display(),
+            stripped_hint(&c)
+        )));
+    };
+    for n in &c.notices {
+        eprintln!("csi: note: {n}");
+    }
+    let active = active_nodes_edges(&c.graph, &c.report);
+    let sources = output::source_paths(crash.substitute_paths.clone());
+    let inputs = output::Inputs {
+        graph_path: &c.exe,
+        report_path: &c.core,
+        graph: &c.graph,
+        report: &c.report,
+        coverage: &cov,
+        active: &active,
+        crash: Some(&c),
+        sources: &sources,
+    };
+    print_rendered(&inputs, format)
+}
+
+/// `csi analyze` on a csi-grissom graph and failure report (else on the bundled example).
+fn run_analyze_report(
+    crash: CrashArgs,
+    graph: Option<PathBuf>,
+    report: Option<PathBuf>,
+    format: Format,
+    stack_only: bool,
+) -> Result<(), Failure> {
+    let (graph, report) = match (graph, report) {
+        (Some(g), Some(r)) => (g, r),
+        _ => bundled_example()?,
+    };
+    let (g, r) = load(&graph, &report, stack_only)?;
+    // csi-grissom inputs: its own answer is printed beside ours for comparison.
+    let cov = best_effort_coverage_compared(&g, &r)?;
+    let active = active_nodes_edges(&g, &r);
+    let sources = output::source_paths(crash.substitute_paths);
+    let inputs = output::Inputs {
+        graph_path: &graph,
+        report_path: &report,
+        graph: &g,
+        report: &r,
+        coverage: &cov,
+        active: &active,
+        crash: None,
+        sources: &sources,
+    };
+    print_rendered(&inputs, format)
+}
+
+/// `csi slice`: the restricted and the static slice from a line or the crash point.
+fn run_slice(crash: CrashArgs, req: &slice::SliceRequest, format: Format) -> Result<(), Failure> {
+    let c = open_crash(&crash)?;
+    if c.metadata == csi_dump::Metadata::None {
+        return Err(Failure::BadInput(format!(
+            "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to slice{}",
+            c.exe.display(),
+            stripped_hint(&c)
+        )));
+    }
+    for n in &c.notices {
+        eprintln!("csi: note: {n}");
+    }
+    let cov = best_effort_coverage(&c.graph, &c.report)?;
+    let (pair, st) = slice::run(&c, &cov, req)?;
+    match format {
+        Format::Json => print!("{}", slice::json(&c, &pair, st.as_ref())),
+        _ => {
+            let sources = output::source_paths(crash.substitute_paths);
+            print!("{}", slice::text(&c, &pair, st.as_ref(), &sources))
         }
     }
+    Ok(())
 }
 
 /// `n:-9:12` or `FILE:LINE`.

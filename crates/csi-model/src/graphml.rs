@@ -214,31 +214,7 @@ impl<'a, 'input> Reader<'a, 'input> {
             .enumerate()
             .map(|(i, (id, _))| (id.as_str(), i))
             .collect();
-        let mut keep = vec![false; raw_nodes.len()];
-        for e in &raw_edges {
-            for end in [&e.source, &e.target] {
-                let Some(&i) = index.get(end.as_str()) else {
-                    if e.kind == EdgeKind::Other {
-                        continue;
-                    }
-                    return Err(self.err(
-                        self.describe(e.pos),
-                        format!("edge endpoint `{end}` is not a node"),
-                    ));
-                };
-                if e.kind == EdgeKind::Flow {
-                    keep[i] = true;
-                }
-            }
-        }
-        for (i, (_, raw)) in raw_nodes.iter().enumerate() {
-            if matches!(
-                raw.attrs.get("kind").map(String::as_str),
-                Some("entry" | "exit")
-            ) {
-                keep[i] = true;
-            }
-        }
+        let keep = self.cfg_nodes(&index, &raw_nodes, &raw_edges)?;
 
         // Functions are named by the middle part of node ids; their names and files come from
         // the entry nodes.
@@ -267,96 +243,18 @@ impl<'a, 'input> Reader<'a, 'input> {
             let func = match func_of_key.get(fkey) {
                 Some(&f) => f,
                 None => {
-                    let file = raw
-                        .attrs
-                        .get("file")
-                        .filter(|s| !s.trim().is_empty())
-                        .map(|s| s.trim().to_string());
-                    let file = file.map(|f| b.intern_file(&f));
-                    let name = raw
-                        .attrs
-                        .get("procedure")
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty())
-                        .unwrap_or_else(|| format!("function {fkey}"));
-                    let f = b.add_function(name, file);
+                    let f = new_function(&mut b, fkey, raw);
                     func_of_key.insert(fkey.to_string(), f);
                     f
                 }
             };
-            let mut node = Node::new(ext_id.clone(), func, kind);
-            if let Some(lines) = raw.attrs.get("lines") {
-                node.positions = parse_lines(lines).ok_or_else(|| {
-                    self.err(
-                        self.describe(raw.pos),
-                        format!("bad `lines` value `{}`", lines.trim()),
-                    )
-                })?;
-            }
-            if kind != NodeKind::Entry {
-                if let Some(f) = raw.attrs.get("file").filter(|s| !s.trim().is_empty()) {
-                    node.file = Some(b.intern_file(f.trim()));
-                }
-            }
-            node.block = raw.attrs.get("basic-block").map(|s| s.trim().to_string());
-            if let Some(l) = raw.attrs.get("csi-label") {
-                node.labels = tokens(l);
-            }
-            node.uses = raw
-                .attrs
-                .get("alocs-used")
-                .map(|s| tokens(s))
-                .unwrap_or_default();
-            node.must_defs = raw
-                .attrs
-                .get("alocs-defd")
-                .map(|s| tokens(s))
-                .unwrap_or_default();
-            node.may_defs = raw
-                .attrs
-                .get("alocs-mayd")
-                .map(|s| tokens(s))
-                .unwrap_or_default();
-            if kind == NodeKind::CallSite {
-                let name = raw
-                    .attrs
-                    .get("call-name")
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty());
-                node.call = Some(Call {
-                    name,
-                    ..Call::default()
-                });
-            }
+            let node = self.node_of(&mut b, ext_id, raw, func, kind)?;
             let id = b
                 .add_node(node)
                 .map_err(|e| self.err(self.describe(raw.pos), e.to_string()))?;
             ids.insert(i, id);
         }
-        for e in &raw_edges {
-            let (Some(&si), Some(&ti)) =
-                (index.get(e.source.as_str()), index.get(e.target.as_str()))
-            else {
-                continue;
-            };
-            let (Some(&s), Some(&t)) = (ids.get(&si), ids.get(&ti)) else {
-                continue;
-            };
-            match e.kind {
-                EdgeKind::Flow => {
-                    if raw_nodes[si].1.attrs.get("kind").map(String::as_str) == Some("exit")
-                        && function_key(&e.source) != function_key(&e.target)
-                    {
-                        // Some exporters spell return edges as flow edges; returns are
-                        // implied by call edges.
-                        continue;
-                    }
-                    b.add_flow_edge(s, t)
-                }
-                EdgeKind::Call => b.add_call_edge(s, t),
-                EdgeKind::Other => {}
-            }
-        }
+        add_edges(&mut b, &index, &ids, &raw_nodes, &raw_edges);
         if let Some(start) = graph_attrs.get("program-start") {
             let start = start.trim();
             let id = b.node_by_ext_id(start).ok_or_else(|| {
@@ -371,6 +269,148 @@ impl<'a, 'input> Reader<'a, 'input> {
             };
             self.err(element, e.to_string())
         })
+    }
+
+    /// Which raw nodes are CFG nodes (those with a flow edge, plus every entry and exit).
+    /// Every endpoint of a flow or call edge must be a node.
+    fn cfg_nodes(
+        &self,
+        index: &HashMap<&str, usize>,
+        raw_nodes: &[(String, RawNode)],
+        raw_edges: &[RawEdge],
+    ) -> Result<Vec<bool>, InputError> {
+        let mut keep = vec![false; raw_nodes.len()];
+        for e in raw_edges {
+            for end in [&e.source, &e.target] {
+                let Some(&i) = index.get(end.as_str()) else {
+                    if e.kind == EdgeKind::Other {
+                        continue;
+                    }
+                    return Err(self.err(
+                        self.describe(e.pos),
+                        format!("edge endpoint `{end}` is not a node"),
+                    ));
+                };
+                if e.kind == EdgeKind::Flow {
+                    keep[i] = true;
+                }
+            }
+        }
+        for (i, (_, raw)) in raw_nodes.iter().enumerate() {
+            if matches!(
+                raw.attrs.get("kind").map(String::as_str),
+                Some("entry" | "exit")
+            ) {
+                keep[i] = true;
+            }
+        }
+        Ok(keep)
+    }
+
+    /// The node of graph node `ext_id` of function `func`, from its attributes.
+    fn node_of(
+        &self,
+        b: &mut ProgramGraphBuilder,
+        ext_id: &str,
+        raw: &RawNode,
+        func: FuncId,
+        kind: NodeKind,
+    ) -> Result<Node, InputError> {
+        let mut node = Node::new(ext_id.to_string(), func, kind);
+        if let Some(lines) = raw.attrs.get("lines") {
+            node.positions = parse_lines(lines).ok_or_else(|| {
+                self.err(
+                    self.describe(raw.pos),
+                    format!("bad `lines` value `{}`", lines.trim()),
+                )
+            })?;
+        }
+        if kind != NodeKind::Entry {
+            if let Some(f) = raw.attrs.get("file").filter(|s| !s.trim().is_empty()) {
+                node.file = Some(b.intern_file(f.trim()));
+            }
+        }
+        node.block = raw.attrs.get("basic-block").map(|s| s.trim().to_string());
+        if let Some(l) = raw.attrs.get("csi-label") {
+            node.labels = tokens(l);
+        }
+        node.uses = raw
+            .attrs
+            .get("alocs-used")
+            .map(|s| tokens(s))
+            .unwrap_or_default();
+        node.must_defs = raw
+            .attrs
+            .get("alocs-defd")
+            .map(|s| tokens(s))
+            .unwrap_or_default();
+        node.may_defs = raw
+            .attrs
+            .get("alocs-mayd")
+            .map(|s| tokens(s))
+            .unwrap_or_default();
+        if kind == NodeKind::CallSite {
+            let name = raw
+                .attrs
+                .get("call-name")
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty());
+            node.call = Some(Call {
+                name,
+                ..Call::default()
+            });
+        }
+        Ok(node)
+    }
+}
+
+/// Adds function `fkey` to `b`, named and placed by `raw` (its entry node, when it has one).
+fn new_function(b: &mut ProgramGraphBuilder, fkey: &str, raw: &RawNode) -> FuncId {
+    let file = raw
+        .attrs
+        .get("file")
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.trim().to_string());
+    let file = file.map(|f| b.intern_file(&f));
+    let name = raw
+        .attrs
+        .get("procedure")
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("function {fkey}"));
+    b.add_function(name, file)
+}
+
+/// Adds the flow and call edges between kept nodes (`ids`: raw node index → node).
+fn add_edges(
+    b: &mut ProgramGraphBuilder,
+    index: &HashMap<&str, usize>,
+    ids: &HashMap<usize, NodeId>,
+    raw_nodes: &[(String, RawNode)],
+    raw_edges: &[RawEdge],
+) {
+    for e in raw_edges {
+        let (Some(&si), Some(&ti)) = (index.get(e.source.as_str()), index.get(e.target.as_str()))
+        else {
+            continue;
+        };
+        let (Some(&s), Some(&t)) = (ids.get(&si), ids.get(&ti)) else {
+            continue;
+        };
+        match e.kind {
+            EdgeKind::Flow => {
+                if raw_nodes[si].1.attrs.get("kind").map(String::as_str) == Some("exit")
+                    && function_key(&e.source) != function_key(&e.target)
+                {
+                    // Some exporters spell return edges as flow edges; returns are
+                    // implied by call edges.
+                    continue;
+                }
+                b.add_flow_edge(s, t)
+            }
+            EdgeKind::Call => b.add_call_edge(s, t),
+            EdgeKind::Other => {}
+        }
     }
 }
 
