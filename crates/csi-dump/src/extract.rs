@@ -12,7 +12,7 @@ use csi_model::sections::cfg::{cfg_linked_program_graph, parse_cfg_all, CfgFunct
 use csi_model::{FailureReport, Frame, FuncId, NodeId, NodeKind, ProgramGraph, SignalInfo, Thread};
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use crate::core::{signal_name, CoreFile};
+use crate::core::{signal_name, CoreFile, ThreadState};
 use crate::dwarf::{DebugInfo, FrameRegs, InlineFrame, SourceLoc, Variable};
 use crate::error::DumpError;
 use crate::process::{ImageBytes, Process};
@@ -302,33 +302,7 @@ fn load_parts(
     let mut process = Process::open(exe, core, exe_bytes, &search)?;
     let mut notices: Vec<String> = std::mem::take(&mut process.notices);
     attach_debug_files(&mut process, &opts.debug, &mut notices);
-    if process.core.minidump {
-        notices.push(
-            "minidump: only the memory its writer saved is available (thread stacks, memory \
-             around registers, ranges the program registered): per-frame path traces and local \
-             coverage are read from the stacks; global coverage arrays are unknown unless the \
-             program registered them (see docs/production.md)"
-                .into(),
-        );
-    }
-    if let Some(why) = &process.core.stream_cut {
-        notices.push(format!(
-            "{}: {why}; read as a truncated core",
-            core_path.display()
-        ));
-    }
-    if process.core.truncated_bytes > 0 {
-        notices.push(format!(
-            "the core dump is truncated: {} bytes of memory are missing ({}); values there are shown as unavailable and count as unknown, never as evidence",
-            process.core.truncated_bytes,
-            describe_cut_off(&process)
-        ));
-    }
-    for m in &process.modules {
-        if let Some(p) = &m.problem {
-            notices.push(p.clone());
-        }
-    }
+    push_core_notices(&process, core_path, &mut notices);
     let program = match &opts.cache {
         Some(cache) => cache.program(exe, &process, opts)?,
         None => std::sync::Arc::new(load_program(exe, &process, opts)?),
@@ -351,140 +325,7 @@ fn load_parts(
     let mut report = FailureReport::default();
     let mut unwinder = Unwinder::new(&process);
     for (ti, t) in process.core.threads.iter().enumerate() {
-        let (phys, end) = unwinder.walk(t.regs);
-        let walk_problem = match end {
-            WalkEnd::Complete => None,
-            WalkEnd::Limit(n) => Some(format!("stack walk stopped after {n} frames")),
-            WalkEnd::Stuck(why) => Some(format!("stack walk stopped: {why}")),
-        };
-        let walk_complete = walk_problem.is_none();
-        let mut frames: Vec<CrashFrame> = Vec::with_capacity(phys.len());
-        let mut rframes: Vec<Frame> = Vec::new();
-        // Frames whose own stack memory was cut off with the end of a truncated core.
-        let mut lost_frames: Vec<String> = Vec::new();
-        for (k, pf) in phys.iter().enumerate() {
-            // The instruction that faulted (kernel-sent SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP,
-            // the crashing thread's innermost frame): what ran up to it is the statement's.
-            let faulted = ti == 0
-                && k == 0
-                && pf.exact_pc
-                && process
-                    .core
-                    .siginfo
-                    .as_ref()
-                    .is_some_and(|s| s.fault_address.is_some());
-            let (cf, rf) = ctx.frame(pf, t.fs_base, faulted, &mut notices);
-            let mut cf = cf;
-            let sp = pf.regs[crate::core::RSP];
-            if sp.is_some_and(|sp| process.core.is_cut_off(sp))
-                || pf
-                    .cfa
-                    .is_some_and(|c| process.core.is_cut_off(c.wrapping_sub(8)))
-            {
-                lost_frames.push(format!("#{} {}", frames.len(), cf.display_name()));
-                if !rf.is_empty() {
-                    cf.path_note = Some(
-                        "this frame's stack memory is missing from the truncated core: its path \
-                         trace and local coverage are unknown"
-                            .into(),
-                    );
-                }
-            }
-            // Inlined copies' own activations (instrumented before optimization) come first,
-            // innermost first; the crash frame stands for its function's, the last.
-            if !rf.is_empty() {
-                cf.report_frame = Some(rframes.len() + rf.len() - 1);
-                rframes.extend(rf);
-            }
-            frames.push(cf);
-        }
-        // Where library code (or the runtime) called into the program: the outermost program
-        // frame, frames whose next frame out is library code, and frames whose next program
-        // frame out does not call them in the graph (a tail call left no frame).
-        for (i, cf) in frames.iter().enumerate() {
-            let Some(k) = cf.report_frame else { continue };
-            let outer = frames.get(i + 1).and_then(|o| o.report_frame);
-            rframes[k].called_from_outside = match outer {
-                None => true,
-                Some(ko) => {
-                    let f = rframes[k].function;
-                    !rframes[ko]
-                        .point
-                        .iter()
-                        .any(|&p| f.is_some_and(|f| graph.callees(p).contains(&f)))
-                }
-            };
-        }
-        // A frame stopped inside its point node (the crash, or a signal) ran it only partly:
-        // its coverage store (right before the call) may not have happened yet.
-        for f in rframes.iter_mut().filter(|f| f.stopped_at.is_some()) {
-            let point = f.point.clone();
-            for p in &point {
-                if f.local_coverage.get(p) == Some(&false) {
-                    f.local_coverage.remove(p);
-                }
-            }
-        }
-        // Where the walk stopped early, the frames beyond it are unknown — unless it had
-        // already passed the program's entry function into the runtime that called it.
-        let entry_function = graph.program_entry.map(|e| graph.node(e).function);
-        let outer_frames_unknown = !walk_complete
-            && !frames
-                .iter()
-                .rposition(|f| f.report_frame.is_some())
-                .is_some_and(|k| {
-                    frames[k].graph_function == entry_function && k + 1 < frames.len()
-                });
-        if !walk_complete {
-            let sp = phys.last().and_then(|f| f.regs[crate::core::RSP]);
-            let missing = sp.is_some_and(|sp| {
-                process
-                    .core
-                    .cut_off_ranges()
-                    .iter()
-                    .any(|&(a, b)| process.core.same_segment(sp, a) && b > sp)
-            });
-            if missing || !lost_frames.is_empty() {
-                notices.push(format!(
-                    "thread {}: stack memory is missing from the truncated core{}; frames beyond #{} are unknown and the analysis assumes any function may be active there",
-                    t.tid,
-                    if lost_frames.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (frames {})", lost_frames.join(", "))
-                    },
-                    frames.len().saturating_sub(1)
-                ));
-            }
-        } else if !lost_frames.is_empty() {
-            notices.push(format!(
-                "thread {}: stack memory of frames {} is missing from the truncated core; their variables, path traces and local coverage are unknown",
-                t.tid,
-                lost_frames.join(", ")
-            ));
-        }
-        let crashed = ti == 0 && signal.is_some();
-        // The crashing thread is always the report's first, even without program frames
-        // (then the analysis has no crashing walk, rather than taking another thread's).
-        // So is a thread whose stack may hide program frames.
-        let report_thread = (!rframes.is_empty() || crashed || outer_frames_unknown)
-            .then_some(report.threads.len());
-        if report_thread.is_some() {
-            report.threads.push(Thread {
-                id: Some(t.tid as u64),
-                name: None,
-                signal: if crashed { signal.clone() } else { None },
-                frames: rframes,
-                outer_frames_unknown,
-            });
-        }
-        threads.push(CrashThread {
-            tid: t.tid,
-            crashed,
-            frames,
-            walk_problem,
-            report_thread,
-        });
+        threads.push(ctx.thread(ti, t, &mut unwinder, &signal, &mut report, &mut notices));
     }
     for t in &threads {
         if let Some(p) = &t.walk_problem {
@@ -494,7 +335,7 @@ fn load_parts(
     notices.extend(modules_without_lines(&process, &debug, &threads));
     if metadata != Metadata::None {
         report.global_coverage = ctx.global_coverage(&mut notices);
-        // Points of frames stopped mid-node (see above).
+        // Points of frames stopped mid-node (see `Extract::thread`).
         for f in report.threads.iter().flat_map(|t| &t.frames) {
             if f.stopped_at.is_some() {
                 for p in &f.point {
@@ -530,6 +371,38 @@ fn load_parts(
         mapped_bytes,
         linked,
     })
+}
+
+/// What the user should know about the core itself: a minidump's limits, a cut stream, a
+/// truncated core, and the modules' problems (missing or different libraries).
+fn push_core_notices(process: &Process, core_path: &Path, notices: &mut Vec<String>) {
+    if process.core.minidump {
+        notices.push(
+            "minidump: only the memory its writer saved is available (thread stacks, memory \
+             around registers, ranges the program registered): per-frame path traces and local \
+             coverage are read from the stacks; global coverage arrays are unknown unless the \
+             program registered them (see docs/production.md)"
+                .into(),
+        );
+    }
+    if let Some(why) = &process.core.stream_cut {
+        notices.push(format!(
+            "{}: {why}; read as a truncated core",
+            core_path.display()
+        ));
+    }
+    if process.core.truncated_bytes > 0 {
+        notices.push(format!(
+            "the core dump is truncated: {} bytes of memory are missing ({}); values there are shown as unavailable and count as unknown, never as evidence",
+            process.core.truncated_bytes,
+            describe_cut_off(process)
+        ));
+    }
+    for m in &process.modules {
+        if let Some(p) = &m.problem {
+            notices.push(p.clone());
+        }
+    }
 }
 
 /// The program half of a crash: debug info, CSI records and the program graph of the
@@ -943,6 +816,16 @@ struct FramePath {
     note: Option<String>,
 }
 
+/// A thread's frames, as `Extract::thread_frames` reads them from its stack walk.
+struct ThreadFrames {
+    /// One per physical frame, innermost first.
+    frames: Vec<CrashFrame>,
+    /// The report's frames: the program frames' activations (inlined copies' own first).
+    rframes: Vec<Frame>,
+    /// Frames whose own stack memory was cut off with the end of a truncated core.
+    lost_frames: Vec<String>,
+}
+
 struct Extract<'a> {
     process: &'a Process,
     /// Per module of the process.
@@ -1039,6 +922,196 @@ impl<'a> Extract<'a> {
             }
         }
         (named.len() == 1).then(|| named[0])
+    }
+
+    /// One thread of the core (`ti`: its index there, the crashing thread first), its stack
+    /// walked and its frames read. The report gets the thread when it has program frames,
+    /// crashed, or may hide program frames.
+    fn thread(
+        &self,
+        ti: usize,
+        t: &ThreadState,
+        unwinder: &mut Unwinder,
+        signal: &Option<SignalInfo>,
+        report: &mut FailureReport,
+        notices: &mut Vec<String>,
+    ) -> CrashThread {
+        let graph = self.graph;
+        let (phys, end) = unwinder.walk(t.regs);
+        let walk_problem = match end {
+            WalkEnd::Complete => None,
+            WalkEnd::Limit(n) => Some(format!("stack walk stopped after {n} frames")),
+            WalkEnd::Stuck(why) => Some(format!("stack walk stopped: {why}")),
+        };
+        let walk_complete = walk_problem.is_none();
+        let ThreadFrames {
+            frames,
+            mut rframes,
+            lost_frames,
+        } = self.thread_frames(ti, t.fs_base, &phys, notices);
+        // Where library code (or the runtime) called into the program: the outermost program
+        // frame, frames whose next frame out is library code, and frames whose next program
+        // frame out does not call them in the graph (a tail call left no frame).
+        for (i, cf) in frames.iter().enumerate() {
+            let Some(k) = cf.report_frame else { continue };
+            let outer = frames.get(i + 1).and_then(|o| o.report_frame);
+            rframes[k].called_from_outside = match outer {
+                None => true,
+                Some(ko) => {
+                    let f = rframes[k].function;
+                    !rframes[ko]
+                        .point
+                        .iter()
+                        .any(|&p| f.is_some_and(|f| graph.callees(p).contains(&f)))
+                }
+            };
+        }
+        // A frame stopped inside its point node (the crash, or a signal) ran it only partly:
+        // its coverage store (right before the call) may not have happened yet.
+        for f in rframes.iter_mut().filter(|f| f.stopped_at.is_some()) {
+            let point = f.point.clone();
+            for p in &point {
+                if f.local_coverage.get(p) == Some(&false) {
+                    f.local_coverage.remove(p);
+                }
+            }
+        }
+        // Where the walk stopped early, the frames beyond it are unknown — unless it had
+        // already passed the program's entry function into the runtime that called it.
+        let entry_function = graph.program_entry.map(|e| graph.node(e).function);
+        let outer_frames_unknown = !walk_complete
+            && !frames
+                .iter()
+                .rposition(|f| f.report_frame.is_some())
+                .is_some_and(|k| {
+                    frames[k].graph_function == entry_function && k + 1 < frames.len()
+                });
+        let last_sp = phys.last().and_then(|f| f.regs[crate::core::RSP]);
+        notices.extend(self.missing_stack_notice(
+            t.tid,
+            walk_complete,
+            last_sp,
+            frames.len(),
+            &lost_frames,
+        ));
+        let crashed = ti == 0 && signal.is_some();
+        // The crashing thread is always the report's first, even without program frames
+        // (then the analysis has no crashing walk, rather than taking another thread's).
+        // So is a thread whose stack may hide program frames.
+        let report_thread = (!rframes.is_empty() || crashed || outer_frames_unknown)
+            .then_some(report.threads.len());
+        if report_thread.is_some() {
+            report.threads.push(Thread {
+                id: Some(t.tid as u64),
+                name: None,
+                signal: if crashed { signal.clone() } else { None },
+                frames: rframes,
+                outer_frames_unknown,
+            });
+        }
+        CrashThread {
+            tid: t.tid,
+            crashed,
+            frames,
+            walk_problem,
+            report_thread,
+        }
+    }
+
+    /// The frames of a thread's stack walk `phys` (`ti`: the thread's index in the core).
+    fn thread_frames(
+        &self,
+        ti: usize,
+        fs_base: u64,
+        phys: &[crate::unwind::PhysFrame],
+        notices: &mut Vec<String>,
+    ) -> ThreadFrames {
+        let process = self.process;
+        let mut frames: Vec<CrashFrame> = Vec::with_capacity(phys.len());
+        let mut rframes: Vec<Frame> = Vec::new();
+        // Frames whose own stack memory was cut off with the end of a truncated core.
+        let mut lost_frames: Vec<String> = Vec::new();
+        for (k, pf) in phys.iter().enumerate() {
+            // The instruction that faulted (kernel-sent SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP,
+            // the crashing thread's innermost frame): what ran up to it is the statement's.
+            let faulted = ti == 0
+                && k == 0
+                && pf.exact_pc
+                && process
+                    .core
+                    .siginfo
+                    .as_ref()
+                    .is_some_and(|s| s.fault_address.is_some());
+            let (cf, rf) = self.frame(pf, fs_base, faulted, notices);
+            let mut cf = cf;
+            let sp = pf.regs[crate::core::RSP];
+            if sp.is_some_and(|sp| process.core.is_cut_off(sp))
+                || pf
+                    .cfa
+                    .is_some_and(|c| process.core.is_cut_off(c.wrapping_sub(8)))
+            {
+                lost_frames.push(format!("#{} {}", frames.len(), cf.display_name()));
+                if !rf.is_empty() {
+                    cf.path_note = Some(
+                        "this frame's stack memory is missing from the truncated core: its path \
+                         trace and local coverage are unknown"
+                            .into(),
+                    );
+                }
+            }
+            // Inlined copies' own activations (instrumented before optimization) come first,
+            // innermost first; the crash frame stands for its function's, the last.
+            if !rf.is_empty() {
+                cf.report_frame = Some(rframes.len() + rf.len() - 1);
+                rframes.extend(rf);
+            }
+            frames.push(cf);
+        }
+        ThreadFrames {
+            frames,
+            rframes,
+            lost_frames,
+        }
+    }
+
+    /// The notice for a thread whose stack memory is missing from a truncated core: where the
+    /// walk stopped early (`last_sp`: the stack pointer of its last frame of `frames`), that the
+    /// frames beyond are unknown; else which frames lost their memory.
+    fn missing_stack_notice(
+        &self,
+        tid: u32,
+        walk_complete: bool,
+        last_sp: Option<u64>,
+        frames: usize,
+        lost_frames: &[String],
+    ) -> Option<String> {
+        let core = &self.process.core;
+        if !walk_complete {
+            let missing = last_sp.is_some_and(|sp| {
+                core.cut_off_ranges()
+                    .iter()
+                    .any(|&(a, b)| core.same_segment(sp, a) && b > sp)
+            });
+            if missing || !lost_frames.is_empty() {
+                return Some(format!(
+                    "thread {}: stack memory is missing from the truncated core{}; frames beyond #{} are unknown and the analysis assumes any function may be active there",
+                    tid,
+                    if lost_frames.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (frames {})", lost_frames.join(", "))
+                    },
+                    frames.saturating_sub(1)
+                ));
+            }
+        } else if !lost_frames.is_empty() {
+            return Some(format!(
+                "thread {}: stack memory of frames {} is missing from the truncated core; their variables, path traces and local coverage are unknown",
+                tid,
+                lost_frames.join(", ")
+            ));
+        }
+        None
     }
 
     fn frame(
