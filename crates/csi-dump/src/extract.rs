@@ -1552,43 +1552,11 @@ impl<'a> Extract<'a> {
         position_unknown: bool,
     ) -> Result<FramePath, String> {
         let pt = rec.pt.as_ref().ok_or("no path graph")?;
-        let var = |name: &str| {
-            vars.iter()
-                .find(|v| v.name == name && v.inlined_in.is_none())
-                .and_then(|v| v.bytes.clone())
-                .ok_or_else(|| format!("`{name}` is not readable in this frame"))
-        };
-        let int = |b: &[u8]| -> i64 {
-            let mut w = [0u8; 8];
-            let n = b.len().min(8);
-            w[..n].copy_from_slice(&b[..n]);
-            let v = i64::from_le_bytes(w);
-            if n < 8 && n > 0 && b[n - 1] & 0x80 != 0 {
-                v | (!0i64 << (8 * n))
-            } else {
-                v
-            }
-        };
         // Without back edges a live frame has completed no path (csi-cc v1.4.0 stores one
         // only right before `ret`; our csi-cc makes no exit store and gives such functions
         // no ring buffer at all): the buffer, if any, is not read.
         let looping = pt.edges.iter().any(|e| e.back);
-        let (arr, idx) = if looping {
-            let arr_bytes = var("__PT_counter_arr")?;
-            let idx = int(&var("__PT_counter_idx")?);
-            (
-                arr_bytes.chunks_exact(8).map(int).collect::<Vec<i64>>(),
-                idx,
-            )
-        } else {
-            (vec![-1], 0)
-        };
-        let sum = int(&var("__PT_current_path")?);
-        if arr.is_empty() || idx < 0 || idx as usize >= arr.len() {
-            return Err(format!(
-                "ring buffer index {idx} out of range (corrupt frame?)"
-            ));
-        }
+        let PathProbes { arr, idx, sum } = read_path_probes(vars, looping)?;
         let g = self.graph;
         let gf = g.function(f);
         let pg = PathGraph {
@@ -1607,28 +1575,8 @@ impl<'a> Extract<'a> {
             let k = gf.nodes.iter().position(|&x| x == n)?;
             rec.nodes[k].pt_block
         };
-        // The running sum must decode at the current block (Theorem 2.1); a candidate whose
-        // block does not decode cannot be the current point.
-        let mut feasible: Vec<(u32, DecodedPath)> = Vec::new();
-        let mut blocks: Vec<u32> = point.iter().filter_map(|&n| block_of(n)).collect();
-        blocks.sort_unstable();
-        blocks.dedup();
-        for b in blocks {
-            if let Ok(d) = pg.decode_partial(sum, b) {
-                feasible.push((b, d));
-            } else if position_unknown && b == pt.entry {
-                // Stopped at an unknown place, the frame may still be in its entry block
-                // before the sum is set (a stack overflow in the prologue): not ruled out.
-                feasible.push((
-                    b,
-                    DecodedPath {
-                        blocks: vec![pt.entry],
-                        start: PathStart::Entry,
-                        end: csi_model::ballarus::PathEnd::Partial,
-                    },
-                ));
-            }
-        }
+        let blocks: Vec<u32> = point.iter().filter_map(|&n| block_of(n)).collect();
+        let mut feasible = feasible_blocks(&pg, sum, blocks, position_unknown);
         let (cur_block, partial) = match feasible.len() {
             0 if point.is_empty() => {
                 return Err("current position unknown; path not decoded".into())
@@ -1679,7 +1627,7 @@ impl<'a> Extract<'a> {
             });
         }
         let wrapped = *arr.last().unwrap() != -1;
-        let ids = unrotate_ring(&arr, idx as usize);
+        let ids = unrotate_ring(&arr, idx);
         // The entry block has no predecessors, so a frame still in it took no back edge: its
         // ring buffer and running sum may not even be initialised yet (a stack overflow
         // faults in the prologue), and are not used.
@@ -1693,63 +1641,13 @@ impl<'a> Extract<'a> {
         } else {
             partial
         };
-        let mut completed: Vec<DecodedPath> = Vec::new();
-        let mut ok = !in_entry_block;
-        if ok {
-            for r in pg.decode_all(&ids) {
-                match r {
-                    Ok(d) => completed.push(d),
-                    Err(_) => ok = false,
-                }
-            }
-        }
-        // A live frame stores a completed path only on a back edge, and consecutive paths
-        // chain through loop heads; anything else is not this activation's buffer.
-        let chains = |a: &DecodedPath, b_start: PathStart, b_first: Option<&u32>| match &a.end {
-            csi_model::ballarus::PathEnd::BackEdge(heads) => {
-                b_start == PathStart::LoopHead && b_first.is_some_and(|h| heads.contains(h))
-            }
-            _ => false,
+        let (completed, ok) = if in_entry_block {
+            (Vec::new(), false)
+        } else {
+            completed_paths(&pg, &ids, &partial, wrapped)
         };
-        if ok {
-            let mut next = completed
-                .iter()
-                .skip(1)
-                .map(|d| (d.start, d.blocks.first()))
-                .chain(std::iter::once((partial.start, partial.blocks.first())));
-            ok = completed.iter().all(|d| {
-                let (s, f) = next.next().expect("one successor per path");
-                chains(d, s, f)
-            }) && (wrapped
-                || completed
-                    .first()
-                    .is_none_or(|d| d.start == PathStart::Entry));
-        }
-        if !ok {
-            completed.clear();
-        }
         let path_from_partial_only = completed.is_empty();
-        let mut path: Vec<NodeId> = Vec::new();
-        for d in &completed {
-            for b in &d.blocks {
-                path.extend(block_nodes.get(b).into_iter().flatten());
-            }
-        }
-        let (last, before) = partial.blocks.split_last().ok_or("empty partial path")?;
-        for b in before {
-            path.extend(block_nodes.get(b).into_iter().flatten());
-        }
-        let first_point = block_nodes
-            .get(last)
-            .and_then(|ns| ns.iter().position(|n| point.contains(n)))
-            .unwrap_or(0);
-        path.extend(
-            block_nodes
-                .get(last)
-                .into_iter()
-                .flatten()
-                .take(first_point),
-        );
+        let path = path_to_point(&block_nodes, &completed, &partial, &point)?;
         let from_entry = if path_from_partial_only {
             partial.start == PathStart::Entry
                 && (in_entry_block || (!wrapped && ok && ids.is_empty()))
@@ -2015,6 +1913,171 @@ impl<'a> Extract<'a> {
 
 /// Where coverage arrays are read from: (function record, array name, length) → bytes.
 type ArrayBytes<'f> = dyn Fn(usize, &str, usize) -> Option<Vec<u8>> + 'f;
+
+/// A path-traced frame's probes: the ring buffer of completed path ids, its index there, and
+/// the running sum of the current path.
+struct PathProbes {
+    arr: Vec<i64>,
+    idx: usize,
+    sum: i64,
+}
+
+/// Reads a frame's path-trace probes from its variables `vars`; the ring buffer only for a
+/// function with back edges (`looping`), else one empty entry.
+fn read_path_probes(vars: &[Variable], looping: bool) -> Result<PathProbes, String> {
+    let var = |name: &str| {
+        vars.iter()
+            .find(|v| v.name == name && v.inlined_in.is_none())
+            .and_then(|v| v.bytes.clone())
+            .ok_or_else(|| format!("`{name}` is not readable in this frame"))
+    };
+    let (arr, idx) = if looping {
+        let arr_bytes = var("__PT_counter_arr")?;
+        let idx = le_signed(&var("__PT_counter_idx")?);
+        (
+            arr_bytes
+                .chunks_exact(8)
+                .map(le_signed)
+                .collect::<Vec<i64>>(),
+            idx,
+        )
+    } else {
+        (vec![-1], 0)
+    };
+    let sum = le_signed(&var("__PT_current_path")?);
+    if arr.is_empty() || idx < 0 || idx as usize >= arr.len() {
+        return Err(format!(
+            "ring buffer index {idx} out of range (corrupt frame?)"
+        ));
+    }
+    Ok(PathProbes {
+        arr,
+        idx: idx as usize,
+        sum,
+    })
+}
+
+/// A little-endian signed integer of up to 8 bytes, sign-extended.
+fn le_signed(b: &[u8]) -> i64 {
+    let mut w = [0u8; 8];
+    let n = b.len().min(8);
+    w[..n].copy_from_slice(&b[..n]);
+    let v = i64::from_le_bytes(w);
+    if n < 8 && n > 0 && b[n - 1] & 0x80 != 0 {
+        v | (!0i64 << (8 * n))
+    } else {
+        v
+    }
+}
+
+/// The blocks of the point candidates (`blocks`) where the running sum `sum` decodes, each
+/// with its partial path.
+fn feasible_blocks(
+    pg: &PathGraph,
+    sum: i64,
+    mut blocks: Vec<u32>,
+    position_unknown: bool,
+) -> Vec<(u32, DecodedPath)> {
+    // The running sum must decode at the current block (Theorem 2.1); a candidate whose
+    // block does not decode cannot be the current point.
+    let mut feasible: Vec<(u32, DecodedPath)> = Vec::new();
+    blocks.sort_unstable();
+    blocks.dedup();
+    for b in blocks {
+        if let Ok(d) = pg.decode_partial(sum, b) {
+            feasible.push((b, d));
+        } else if position_unknown && b == pg.entry {
+            // Stopped at an unknown place, the frame may still be in its entry block
+            // before the sum is set (a stack overflow in the prologue): not ruled out.
+            feasible.push((
+                b,
+                DecodedPath {
+                    blocks: vec![pg.entry],
+                    start: PathStart::Entry,
+                    end: csi_model::ballarus::PathEnd::Partial,
+                },
+            ));
+        }
+    }
+    feasible
+}
+
+/// The completed paths of the unrotated ring buffer `ids` (oldest first) that led to the
+/// current `partial` path, and whether they are this activation's (else none).
+fn completed_paths(
+    pg: &PathGraph,
+    ids: &[i64],
+    partial: &DecodedPath,
+    wrapped: bool,
+) -> (Vec<DecodedPath>, bool) {
+    let mut completed: Vec<DecodedPath> = Vec::new();
+    let mut ok = true;
+    for r in pg.decode_all(ids) {
+        match r {
+            Ok(d) => completed.push(d),
+            Err(_) => ok = false,
+        }
+    }
+    // A live frame stores a completed path only on a back edge, and consecutive paths
+    // chain through loop heads; anything else is not this activation's buffer.
+    let chains = |a: &DecodedPath, b_start: PathStart, b_first: Option<&u32>| match &a.end {
+        csi_model::ballarus::PathEnd::BackEdge(heads) => {
+            b_start == PathStart::LoopHead && b_first.is_some_and(|h| heads.contains(h))
+        }
+        _ => false,
+    };
+    if ok {
+        let mut next = completed
+            .iter()
+            .skip(1)
+            .map(|d| (d.start, d.blocks.first()))
+            .chain(std::iter::once((partial.start, partial.blocks.first())));
+        ok = completed.iter().all(|d| {
+            let (s, f) = next.next().expect("one successor per path");
+            chains(d, s, f)
+        }) && (wrapped
+            || completed
+                .first()
+                .is_none_or(|d| d.start == PathStart::Entry));
+    }
+    if !ok {
+        completed.clear();
+    }
+    (completed, ok)
+}
+
+/// The nodes that ran before the point (`point`, in the last block of `partial`): those of
+/// the `completed` paths' blocks, then of `partial`'s, up to the point (`block_nodes`: each
+/// PT block's nodes, in order).
+fn path_to_point(
+    block_nodes: &BTreeMap<u32, Vec<NodeId>>,
+    completed: &[DecodedPath],
+    partial: &DecodedPath,
+    point: &[NodeId],
+) -> Result<Vec<NodeId>, String> {
+    let mut path: Vec<NodeId> = Vec::new();
+    for d in completed {
+        for b in &d.blocks {
+            path.extend(block_nodes.get(b).into_iter().flatten());
+        }
+    }
+    let (last, before) = partial.blocks.split_last().ok_or("empty partial path")?;
+    for b in before {
+        path.extend(block_nodes.get(b).into_iter().flatten());
+    }
+    let first_point = block_nodes
+        .get(last)
+        .and_then(|ns| ns.iter().position(|n| point.contains(n)))
+        .unwrap_or(0);
+    path.extend(
+        block_nodes
+            .get(last)
+            .into_iter()
+            .flatten()
+            .take(first_point),
+    );
+    Ok(path)
+}
 
 /// The bytes read for a frame's local `name`, if any: the frame's own variable, not an inlined
 /// copy's of the same name (a function instrumented before optimization has its inlined
