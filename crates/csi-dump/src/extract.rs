@@ -1327,21 +1327,8 @@ impl<'a> Extract<'a> {
             // Unknown position (a line-0 row: code merged from several lines): every
             // candidate is possible (never guess) — also for the path decoder, which must not
             // end the path before any of them.
-            let gf = self.graph.function(f);
-            point = gf
-                .nodes
-                .iter()
-                .copied()
-                .filter(|&n| {
-                    let k = self.graph.node(n).kind;
-                    if at_call {
-                        k == NodeKind::CallSite
-                    } else {
-                        k != NodeKind::Entry && k != NodeKind::Exit
-                    }
-                })
-                .collect();
-            if !gf.optimized_after {
+            point = self.every_point_candidate(f, at_call);
+            if !self.graph.function(f).optimized_after {
                 notices.push(format!(
                     "{name}: pc {:#x} matches no node of the program graph; using every {} of the function",
                     pc,
@@ -1397,12 +1384,59 @@ impl<'a> Extract<'a> {
             return self.activation(f, name, pc, variables, position, notices);
         }
         rf.point = point;
-        // Local call-site coverage, now that the frame's position is known: the array where it
-        // holds the activation's bits (`cc_local_zeroed_in`), then the call sites without a
-        // probe of their own, then what the position decides.
+        self.local_call_site_coverage(f, variables, at_call, &mut rf);
+        rf.stopped_at = (!at_call)
+            .then(|| {
+                location.map(|l| csi_model::SourcePos {
+                    line: l.line,
+                    column: l.column,
+                })
+            })
+            .flatten();
+        if position_unknown && !at_call {
+            // Stopped somewhere among the points (a line-0 row, or code instrumented before
+            // optimization): any of them may have run only in part, so none's coverage store
+            // is evidence it did not run; before-optimization code also has no line of them
+            // that surely ran (`csi_analysis::project_lines_cut`).
+            rf.stopped_at = Some(csi_model::SourcePos { line: 0, column: 0 });
+        }
+        let steps = self.path_steps(&rf);
+        (rf, steps, path_note)
+    }
+
+    /// Every node of `f` the frame may stand at when its position is unknown: every call site
+    /// (in a call), else every node but the entry and exit.
+    fn every_point_candidate(&self, f: FuncId, at_call: bool) -> Vec<NodeId> {
+        self.graph
+            .function(f)
+            .nodes
+            .iter()
+            .copied()
+            .filter(|&n| {
+                let k = self.graph.node(n).kind;
+                if at_call {
+                    k == NodeKind::CallSite
+                } else {
+                    k != NodeKind::Entry && k != NodeKind::Exit
+                }
+            })
+            .collect()
+    }
+
+    /// The local call-site coverage of the activation `rf` of `f`, now that the frame's
+    /// position is known.
+    fn local_call_site_coverage(
+        &self,
+        f: FuncId,
+        variables: &[Variable],
+        at_call: bool,
+        rf: &mut Frame,
+    ) {
+        // The array where it holds the activation's bits (`cc_local_zeroed_in`), then the
+        // call sites without a probe of their own, then what the position decides.
         let array_holds_bits = self.cc_array_holds_bits(f, &rf.point, at_call);
         if let Some(bytes) = variable_bytes(variables, "__CC_arr").filter(|_| array_holds_bits) {
-            self.read_local_array(f, bytes, "CC", &mut rf);
+            self.read_local_array(f, bytes, "CC", rf);
             for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
                 rf.local_coverage.insert(n, ran);
             }
@@ -1441,21 +1475,10 @@ impl<'a> Extract<'a> {
                 }
             }
         }
-        rf.stopped_at = (!at_call)
-            .then(|| {
-                location.map(|l| csi_model::SourcePos {
-                    line: l.line,
-                    column: l.column,
-                })
-            })
-            .flatten();
-        if position_unknown && !at_call {
-            // Stopped somewhere among the points (a line-0 row, or code instrumented before
-            // optimization): any of them may have run only in part, so none's coverage store
-            // is evidence it did not run; before-optimization code also has no line of them
-            // that surely ran (`csi_analysis::project_lines_cut`).
-            rf.stopped_at = Some(csi_model::SourcePos { line: 0, column: 0 });
-        }
+    }
+
+    /// The activation's path and (single) point as source steps, one per line in a row.
+    fn path_steps(&self, rf: &Frame) -> Vec<PathStep> {
         let mut steps: Vec<PathStep> = rf
             .path
             .iter()
@@ -1479,7 +1502,7 @@ impl<'a> Extract<'a> {
                 steps.truncate(k + 1);
             }
         }
-        (rf, steps, path_note)
+        steps
     }
 
     fn node_file(&self, n: NodeId) -> Option<&str> {
