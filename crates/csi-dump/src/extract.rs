@@ -12,7 +12,7 @@ use csi_model::sections::cfg::{cfg_linked_program_graph, parse_cfg_all, CfgFunct
 use csi_model::{FailureReport, Frame, FuncId, NodeId, NodeKind, ProgramGraph, SignalInfo, Thread};
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use crate::core::{signal_name, CoreFile};
+use crate::core::{signal_name, CoreFile, ThreadState};
 use crate::dwarf::{DebugInfo, FrameRegs, InlineFrame, SourceLoc, Variable};
 use crate::error::DumpError;
 use crate::process::{ImageBytes, Process};
@@ -301,33 +301,7 @@ fn load_parts(
     let mut process = Process::open(exe, core, exe_bytes, &search)?;
     let mut notices: Vec<String> = std::mem::take(&mut process.notices);
     attach_debug_files(&mut process, &opts.debug, &mut notices);
-    if process.core.minidump {
-        notices.push(
-            "minidump: only the memory its writer saved is available (thread stacks, memory \
-             around registers, ranges the program registered): per-frame path traces and local \
-             coverage are read from the stacks; global coverage arrays are unknown unless the \
-             program registered them (see docs/production.md)"
-                .into(),
-        );
-    }
-    if let Some(why) = &process.core.stream_cut {
-        notices.push(format!(
-            "{}: {why}; read as a truncated core",
-            core_path.display()
-        ));
-    }
-    if process.core.truncated_bytes > 0 {
-        notices.push(format!(
-            "the core dump is truncated: {} bytes of memory are missing ({}); values there are shown as unavailable and count as unknown, never as evidence",
-            process.core.truncated_bytes,
-            describe_cut_off(&process)
-        ));
-    }
-    for m in &process.modules {
-        if let Some(p) = &m.problem {
-            notices.push(p.clone());
-        }
-    }
+    push_core_notices(&process, core_path, &mut notices);
     let program = match &opts.cache {
         Some(cache) => cache.program(exe, &process, opts)?,
         None => std::sync::Arc::new(load_program(exe, &process, opts)?),
@@ -350,140 +324,7 @@ fn load_parts(
     let mut report = FailureReport::default();
     let mut unwinder = Unwinder::new(&process);
     for (ti, t) in process.core.threads.iter().enumerate() {
-        let (phys, end) = unwinder.walk(t.regs);
-        let walk_problem = match end {
-            WalkEnd::Complete => None,
-            WalkEnd::Limit(n) => Some(format!("stack walk stopped after {n} frames")),
-            WalkEnd::Stuck(why) => Some(format!("stack walk stopped: {why}")),
-        };
-        let walk_complete = walk_problem.is_none();
-        let mut frames: Vec<CrashFrame> = Vec::with_capacity(phys.len());
-        let mut rframes: Vec<Frame> = Vec::new();
-        // Frames whose own stack memory was cut off with the end of a truncated core.
-        let mut lost_frames: Vec<String> = Vec::new();
-        for (k, pf) in phys.iter().enumerate() {
-            // The instruction that faulted (kernel-sent SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP,
-            // the crashing thread's innermost frame): what ran up to it is the statement's.
-            let faulted = ti == 0
-                && k == 0
-                && pf.exact_pc
-                && process
-                    .core
-                    .siginfo
-                    .as_ref()
-                    .is_some_and(|s| s.fault_address.is_some());
-            let (cf, rf) = ctx.frame(pf, t.fs_base, faulted, &mut notices);
-            let mut cf = cf;
-            let sp = pf.regs[crate::core::RSP];
-            if sp.is_some_and(|sp| process.core.is_cut_off(sp))
-                || pf
-                    .cfa
-                    .is_some_and(|c| process.core.is_cut_off(c.wrapping_sub(8)))
-            {
-                lost_frames.push(format!("#{} {}", frames.len(), cf.display_name()));
-                if !rf.is_empty() {
-                    cf.path_note = Some(
-                        "this frame's stack memory is missing from the truncated core: its path \
-                         trace and local coverage are unknown"
-                            .into(),
-                    );
-                }
-            }
-            // Inlined copies' own activations (instrumented before optimization) come first,
-            // innermost first; the crash frame stands for its function's, the last.
-            if !rf.is_empty() {
-                cf.report_frame = Some(rframes.len() + rf.len() - 1);
-                rframes.extend(rf);
-            }
-            frames.push(cf);
-        }
-        // Where library code (or the runtime) called into the program: the outermost program
-        // frame, frames whose next frame out is library code, and frames whose next program
-        // frame out does not call them in the graph (a tail call left no frame).
-        for (i, cf) in frames.iter().enumerate() {
-            let Some(k) = cf.report_frame else { continue };
-            let outer = frames.get(i + 1).and_then(|o| o.report_frame);
-            rframes[k].called_from_outside = match outer {
-                None => true,
-                Some(ko) => {
-                    let f = rframes[k].function;
-                    !rframes[ko]
-                        .point
-                        .iter()
-                        .any(|&p| f.is_some_and(|f| graph.callees(p).contains(&f)))
-                }
-            };
-        }
-        // A frame stopped inside its point node (the crash, or a signal) ran it only partly:
-        // its coverage store (right before the call) may not have happened yet.
-        for f in rframes.iter_mut().filter(|f| f.stopped_at.is_some()) {
-            let point = f.point.clone();
-            for p in &point {
-                if f.local_coverage.get(p) == Some(&false) {
-                    f.local_coverage.remove(p);
-                }
-            }
-        }
-        // Where the walk stopped early, the frames beyond it are unknown — unless it had
-        // already passed the program's entry function into the runtime that called it.
-        let entry_function = graph.program_entry.map(|e| graph.node(e).function);
-        let outer_frames_unknown = !walk_complete
-            && !frames
-                .iter()
-                .rposition(|f| f.report_frame.is_some())
-                .is_some_and(|k| {
-                    frames[k].graph_function == entry_function && k + 1 < frames.len()
-                });
-        if !walk_complete {
-            let sp = phys.last().and_then(|f| f.regs[crate::core::RSP]);
-            let missing = sp.is_some_and(|sp| {
-                process
-                    .core
-                    .cut_off_ranges()
-                    .iter()
-                    .any(|&(a, b)| process.core.same_segment(sp, a) && b > sp)
-            });
-            if missing || !lost_frames.is_empty() {
-                notices.push(format!(
-                    "thread {}: stack memory is missing from the truncated core{}; frames beyond #{} are unknown and the analysis assumes any function may be active there",
-                    t.tid,
-                    if lost_frames.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (frames {})", lost_frames.join(", "))
-                    },
-                    frames.len().saturating_sub(1)
-                ));
-            }
-        } else if !lost_frames.is_empty() {
-            notices.push(format!(
-                "thread {}: stack memory of frames {} is missing from the truncated core; their variables, path traces and local coverage are unknown",
-                t.tid,
-                lost_frames.join(", ")
-            ));
-        }
-        let crashed = ti == 0 && signal.is_some();
-        // The crashing thread is always the report's first, even without program frames
-        // (then the analysis has no crashing walk, rather than taking another thread's).
-        // So is a thread whose stack may hide program frames.
-        let report_thread = (!rframes.is_empty() || crashed || outer_frames_unknown)
-            .then_some(report.threads.len());
-        if report_thread.is_some() {
-            report.threads.push(Thread {
-                id: Some(t.tid as u64),
-                name: None,
-                signal: if crashed { signal.clone() } else { None },
-                frames: rframes,
-                outer_frames_unknown,
-            });
-        }
-        threads.push(CrashThread {
-            tid: t.tid,
-            crashed,
-            frames,
-            walk_problem,
-            report_thread,
-        });
+        threads.push(ctx.thread(ti, t, &mut unwinder, &signal, &mut report, &mut notices));
     }
     for t in &threads {
         if let Some(p) = &t.walk_problem {
@@ -493,7 +334,7 @@ fn load_parts(
     notices.extend(modules_without_lines(&process, &debug, &threads));
     if metadata != Metadata::None {
         report.global_coverage = ctx.global_coverage(&mut notices);
-        // Points of frames stopped mid-node (see above).
+        // Points of frames stopped mid-node (see `Extract::thread`).
         for f in report.threads.iter().flat_map(|t| &t.frames) {
             if f.stopped_at.is_some() {
                 for p in &f.point {
@@ -529,6 +370,38 @@ fn load_parts(
         mapped_bytes,
         linked,
     })
+}
+
+/// What the user should know about the core itself: a minidump's limits, a cut stream, a
+/// truncated core, and the modules' problems (missing or different libraries).
+fn push_core_notices(process: &Process, core_path: &Path, notices: &mut Vec<String>) {
+    if process.core.minidump {
+        notices.push(
+            "minidump: only the memory its writer saved is available (thread stacks, memory \
+             around registers, ranges the program registered): per-frame path traces and local \
+             coverage are read from the stacks; global coverage arrays are unknown unless the \
+             program registered them (see docs/production.md)"
+                .into(),
+        );
+    }
+    if let Some(why) = &process.core.stream_cut {
+        notices.push(format!(
+            "{}: {why}; read as a truncated core",
+            core_path.display()
+        ));
+    }
+    if process.core.truncated_bytes > 0 {
+        notices.push(format!(
+            "the core dump is truncated: {} bytes of memory are missing ({}); values there are shown as unavailable and count as unknown, never as evidence",
+            process.core.truncated_bytes,
+            describe_cut_off(process)
+        ));
+    }
+    for m in &process.modules {
+        if let Some(p) = &m.problem {
+            notices.push(p.clone());
+        }
+    }
 }
 
 /// The program half of a crash: debug info, CSI records and the program graph of the
@@ -942,6 +815,16 @@ struct FramePath {
     note: Option<String>,
 }
 
+/// A thread's frames, as `Extract::thread_frames` reads them from its stack walk.
+struct ThreadFrames {
+    /// One per physical frame, innermost first.
+    frames: Vec<CrashFrame>,
+    /// The report's frames: the program frames' activations (inlined copies' own first).
+    rframes: Vec<Frame>,
+    /// Frames whose own stack memory was cut off with the end of a truncated core.
+    lost_frames: Vec<String>,
+}
+
 struct Extract<'a> {
     process: &'a Process,
     /// Per module of the process.
@@ -1038,6 +921,196 @@ impl<'a> Extract<'a> {
             }
         }
         (named.len() == 1).then(|| named[0])
+    }
+
+    /// One thread of the core (`ti`: its index there, the crashing thread first), its stack
+    /// walked and its frames read. The report gets the thread when it has program frames,
+    /// crashed, or may hide program frames.
+    fn thread(
+        &self,
+        ti: usize,
+        t: &ThreadState,
+        unwinder: &mut Unwinder,
+        signal: &Option<SignalInfo>,
+        report: &mut FailureReport,
+        notices: &mut Vec<String>,
+    ) -> CrashThread {
+        let graph = self.graph;
+        let (phys, end) = unwinder.walk(t.regs);
+        let walk_problem = match end {
+            WalkEnd::Complete => None,
+            WalkEnd::Limit(n) => Some(format!("stack walk stopped after {n} frames")),
+            WalkEnd::Stuck(why) => Some(format!("stack walk stopped: {why}")),
+        };
+        let walk_complete = walk_problem.is_none();
+        let ThreadFrames {
+            frames,
+            mut rframes,
+            lost_frames,
+        } = self.thread_frames(ti, t.fs_base, &phys, notices);
+        // Where library code (or the runtime) called into the program: the outermost program
+        // frame, frames whose next frame out is library code, and frames whose next program
+        // frame out does not call them in the graph (a tail call left no frame).
+        for (i, cf) in frames.iter().enumerate() {
+            let Some(k) = cf.report_frame else { continue };
+            let outer = frames.get(i + 1).and_then(|o| o.report_frame);
+            rframes[k].called_from_outside = match outer {
+                None => true,
+                Some(ko) => {
+                    let f = rframes[k].function;
+                    !rframes[ko]
+                        .point
+                        .iter()
+                        .any(|&p| f.is_some_and(|f| graph.callees(p).contains(&f)))
+                }
+            };
+        }
+        // A frame stopped inside its point node (the crash, or a signal) ran it only partly:
+        // its coverage store (right before the call) may not have happened yet.
+        for f in rframes.iter_mut().filter(|f| f.stopped_at.is_some()) {
+            let point = f.point.clone();
+            for p in &point {
+                if f.local_coverage.get(p) == Some(&false) {
+                    f.local_coverage.remove(p);
+                }
+            }
+        }
+        // Where the walk stopped early, the frames beyond it are unknown — unless it had
+        // already passed the program's entry function into the runtime that called it.
+        let entry_function = graph.program_entry.map(|e| graph.node(e).function);
+        let outer_frames_unknown = !walk_complete
+            && !frames
+                .iter()
+                .rposition(|f| f.report_frame.is_some())
+                .is_some_and(|k| {
+                    frames[k].graph_function == entry_function && k + 1 < frames.len()
+                });
+        let last_sp = phys.last().and_then(|f| f.regs[crate::core::RSP]);
+        notices.extend(self.missing_stack_notice(
+            t.tid,
+            walk_complete,
+            last_sp,
+            frames.len(),
+            &lost_frames,
+        ));
+        let crashed = ti == 0 && signal.is_some();
+        // The crashing thread is always the report's first, even without program frames
+        // (then the analysis has no crashing walk, rather than taking another thread's).
+        // So is a thread whose stack may hide program frames.
+        let report_thread = (!rframes.is_empty() || crashed || outer_frames_unknown)
+            .then_some(report.threads.len());
+        if report_thread.is_some() {
+            report.threads.push(Thread {
+                id: Some(t.tid as u64),
+                name: None,
+                signal: if crashed { signal.clone() } else { None },
+                frames: rframes,
+                outer_frames_unknown,
+            });
+        }
+        CrashThread {
+            tid: t.tid,
+            crashed,
+            frames,
+            walk_problem,
+            report_thread,
+        }
+    }
+
+    /// The frames of a thread's stack walk `phys` (`ti`: the thread's index in the core).
+    fn thread_frames(
+        &self,
+        ti: usize,
+        fs_base: u64,
+        phys: &[crate::unwind::PhysFrame],
+        notices: &mut Vec<String>,
+    ) -> ThreadFrames {
+        let process = self.process;
+        let mut frames: Vec<CrashFrame> = Vec::with_capacity(phys.len());
+        let mut rframes: Vec<Frame> = Vec::new();
+        // Frames whose own stack memory was cut off with the end of a truncated core.
+        let mut lost_frames: Vec<String> = Vec::new();
+        for (k, pf) in phys.iter().enumerate() {
+            // The instruction that faulted (kernel-sent SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP,
+            // the crashing thread's innermost frame): what ran up to it is the statement's.
+            let faulted = ti == 0
+                && k == 0
+                && pf.exact_pc
+                && process
+                    .core
+                    .siginfo
+                    .as_ref()
+                    .is_some_and(|s| s.fault_address.is_some());
+            let (cf, rf) = self.frame(pf, fs_base, faulted, notices);
+            let mut cf = cf;
+            let sp = pf.regs[crate::core::RSP];
+            if sp.is_some_and(|sp| process.core.is_cut_off(sp))
+                || pf
+                    .cfa
+                    .is_some_and(|c| process.core.is_cut_off(c.wrapping_sub(8)))
+            {
+                lost_frames.push(format!("#{} {}", frames.len(), cf.display_name()));
+                if !rf.is_empty() {
+                    cf.path_note = Some(
+                        "this frame's stack memory is missing from the truncated core: its path \
+                         trace and local coverage are unknown"
+                            .into(),
+                    );
+                }
+            }
+            // Inlined copies' own activations (instrumented before optimization) come first,
+            // innermost first; the crash frame stands for its function's, the last.
+            if !rf.is_empty() {
+                cf.report_frame = Some(rframes.len() + rf.len() - 1);
+                rframes.extend(rf);
+            }
+            frames.push(cf);
+        }
+        ThreadFrames {
+            frames,
+            rframes,
+            lost_frames,
+        }
+    }
+
+    /// The notice for a thread whose stack memory is missing from a truncated core: where the
+    /// walk stopped early (`last_sp`: the stack pointer of its last frame of `frames`), that the
+    /// frames beyond are unknown; else which frames lost their memory.
+    fn missing_stack_notice(
+        &self,
+        tid: u32,
+        walk_complete: bool,
+        last_sp: Option<u64>,
+        frames: usize,
+        lost_frames: &[String],
+    ) -> Option<String> {
+        let core = &self.process.core;
+        if !walk_complete {
+            let missing = last_sp.is_some_and(|sp| {
+                core.cut_off_ranges()
+                    .iter()
+                    .any(|&(a, b)| core.same_segment(sp, a) && b > sp)
+            });
+            if missing || !lost_frames.is_empty() {
+                return Some(format!(
+                    "thread {}: stack memory is missing from the truncated core{}; frames beyond #{} are unknown and the analysis assumes any function may be active there",
+                    tid,
+                    if lost_frames.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (frames {})", lost_frames.join(", "))
+                    },
+                    frames.saturating_sub(1)
+                ));
+            }
+        } else if !lost_frames.is_empty() {
+            return Some(format!(
+                "thread {}: stack memory of frames {} is missing from the truncated core; their variables, path traces and local coverage are unknown",
+                tid,
+                lost_frames.join(", ")
+            ));
+        }
+        None
     }
 
     fn frame(
@@ -1253,21 +1326,8 @@ impl<'a> Extract<'a> {
             // Unknown position (a line-0 row: code merged from several lines): every
             // candidate is possible (never guess) — also for the path decoder, which must not
             // end the path before any of them.
-            let gf = self.graph.function(f);
-            point = gf
-                .nodes
-                .iter()
-                .copied()
-                .filter(|&n| {
-                    let k = self.graph.node(n).kind;
-                    if at_call {
-                        k == NodeKind::CallSite
-                    } else {
-                        k != NodeKind::Entry && k != NodeKind::Exit
-                    }
-                })
-                .collect();
-            if !gf.optimized_after {
+            point = self.every_point_candidate(f, at_call);
+            if !self.graph.function(f).optimized_after {
                 notices.push(format!(
                     "{name}: pc {:#x} matches no node of the program graph; using every {} of the function",
                     pc,
@@ -1323,12 +1383,59 @@ impl<'a> Extract<'a> {
             return self.activation(f, name, pc, variables, position, notices);
         }
         rf.point = point;
-        // Local call-site coverage, now that the frame's position is known: the array where it
-        // holds the activation's bits (`cc_local_zeroed_in`), then the call sites without a
-        // probe of their own, then what the position decides.
+        self.local_call_site_coverage(f, variables, at_call, &mut rf);
+        rf.stopped_at = (!at_call)
+            .then(|| {
+                location.map(|l| csi_model::SourcePos {
+                    line: l.line,
+                    column: l.column,
+                })
+            })
+            .flatten();
+        if position_unknown && !at_call {
+            // Stopped somewhere among the points (a line-0 row, or code instrumented before
+            // optimization): any of them may have run only in part, so none's coverage store
+            // is evidence it did not run, and none of their lines surely ran in this
+            // activation (`csi_analysis::project_lines_cut`).
+            rf.stopped_at = Some(csi_model::SourcePos { line: 0, column: 0 });
+        }
+        let steps = self.path_steps(&rf);
+        (rf, steps, path_note)
+    }
+
+    /// Every node of `f` the frame may stand at when its position is unknown: every call site
+    /// (in a call), else every node but the entry and exit.
+    fn every_point_candidate(&self, f: FuncId, at_call: bool) -> Vec<NodeId> {
+        self.graph
+            .function(f)
+            .nodes
+            .iter()
+            .copied()
+            .filter(|&n| {
+                let k = self.graph.node(n).kind;
+                if at_call {
+                    k == NodeKind::CallSite
+                } else {
+                    k != NodeKind::Entry && k != NodeKind::Exit
+                }
+            })
+            .collect()
+    }
+
+    /// The local call-site coverage of the activation `rf` of `f`, now that the frame's
+    /// position is known.
+    fn local_call_site_coverage(
+        &self,
+        f: FuncId,
+        variables: &[Variable],
+        at_call: bool,
+        rf: &mut Frame,
+    ) {
+        // The array where it holds the activation's bits (`cc_local_zeroed_in`), then the
+        // call sites without a probe of their own, then what the position decides.
         let array_holds_bits = self.cc_array_holds_bits(f, &rf.point, at_call);
         if let Some(bytes) = variable_bytes(variables, "__CC_arr").filter(|_| array_holds_bits) {
-            self.read_local_array(f, bytes, "CC", &mut rf);
+            self.read_local_array(f, bytes, "CC", rf);
             for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
                 rf.local_coverage.insert(n, ran);
             }
@@ -1367,21 +1474,10 @@ impl<'a> Extract<'a> {
                 }
             }
         }
-        rf.stopped_at = (!at_call)
-            .then(|| {
-                location.map(|l| csi_model::SourcePos {
-                    line: l.line,
-                    column: l.column,
-                })
-            })
-            .flatten();
-        if position_unknown && !at_call {
-            // Stopped somewhere among the points (a line-0 row, or code instrumented before
-            // optimization): any of them may have run only in part, so none's coverage store
-            // is evidence it did not run, and none of their lines surely ran in this
-            // activation (`csi_analysis::project_lines_cut`).
-            rf.stopped_at = Some(csi_model::SourcePos { line: 0, column: 0 });
-        }
+    }
+
+    /// The activation's path and (single) point as source steps, one per line in a row.
+    fn path_steps(&self, rf: &Frame) -> Vec<PathStep> {
         let mut steps: Vec<PathStep> = rf
             .path
             .iter()
@@ -1405,7 +1501,7 @@ impl<'a> Extract<'a> {
                 steps.truncate(k + 1);
             }
         }
-        (rf, steps, path_note)
+        steps
     }
 
     fn node_file(&self, n: NodeId) -> Option<&str> {
@@ -1478,43 +1574,11 @@ impl<'a> Extract<'a> {
         position_unknown: bool,
     ) -> Result<FramePath, String> {
         let pt = rec.pt.as_ref().ok_or("no path graph")?;
-        let var = |name: &str| {
-            vars.iter()
-                .find(|v| v.name == name && v.inlined_in.is_none())
-                .and_then(|v| v.bytes.clone())
-                .ok_or_else(|| format!("`{name}` is not readable in this frame"))
-        };
-        let int = |b: &[u8]| -> i64 {
-            let mut w = [0u8; 8];
-            let n = b.len().min(8);
-            w[..n].copy_from_slice(&b[..n]);
-            let v = i64::from_le_bytes(w);
-            if n < 8 && n > 0 && b[n - 1] & 0x80 != 0 {
-                v | (!0i64 << (8 * n))
-            } else {
-                v
-            }
-        };
         // Without back edges a live frame has completed no path (csi-cc v1.4.0 stores one
         // only right before `ret`; our csi-cc makes no exit store and gives such functions
         // no ring buffer at all): the buffer, if any, is not read.
         let looping = pt.edges.iter().any(|e| e.back);
-        let (arr, idx) = if looping {
-            let arr_bytes = var("__PT_counter_arr")?;
-            let idx = int(&var("__PT_counter_idx")?);
-            (
-                arr_bytes.chunks_exact(8).map(int).collect::<Vec<i64>>(),
-                idx,
-            )
-        } else {
-            (vec![-1], 0)
-        };
-        let sum = int(&var("__PT_current_path")?);
-        if arr.is_empty() || idx < 0 || idx as usize >= arr.len() {
-            return Err(format!(
-                "ring buffer index {idx} out of range (corrupt frame?)"
-            ));
-        }
+        let PathProbes { arr, idx, sum } = read_path_probes(vars, looping)?;
         let g = self.graph;
         let gf = g.function(f);
         let pg = PathGraph {
@@ -1533,28 +1597,8 @@ impl<'a> Extract<'a> {
             let k = gf.nodes.iter().position(|&x| x == n)?;
             rec.nodes[k].pt_block
         };
-        // The running sum must decode at the current block (Theorem 2.1); a candidate whose
-        // block does not decode cannot be the current point.
-        let mut feasible: Vec<(u32, DecodedPath)> = Vec::new();
-        let mut blocks: Vec<u32> = point.iter().filter_map(|&n| block_of(n)).collect();
-        blocks.sort_unstable();
-        blocks.dedup();
-        for b in blocks {
-            if let Ok(d) = pg.decode_partial(sum, b) {
-                feasible.push((b, d));
-            } else if position_unknown && b == pt.entry {
-                // Stopped at an unknown place, the frame may still be in its entry block
-                // before the sum is set (a stack overflow in the prologue): not ruled out.
-                feasible.push((
-                    b,
-                    DecodedPath {
-                        blocks: vec![pt.entry],
-                        start: PathStart::Entry,
-                        end: csi_model::ballarus::PathEnd::Partial,
-                    },
-                ));
-            }
-        }
+        let blocks: Vec<u32> = point.iter().filter_map(|&n| block_of(n)).collect();
+        let mut feasible = feasible_blocks(&pg, sum, blocks, position_unknown);
         let (cur_block, partial) = match feasible.len() {
             0 if point.is_empty() => {
                 return Err("current position unknown; path not decoded".into())
@@ -1605,7 +1649,7 @@ impl<'a> Extract<'a> {
             });
         }
         let wrapped = *arr.last().unwrap() != -1;
-        let ids = unrotate_ring(&arr, idx as usize);
+        let ids = unrotate_ring(&arr, idx);
         // The entry block has no predecessors, so a frame still in it took no back edge: its
         // ring buffer and running sum may not even be initialised yet (a stack overflow
         // faults in the prologue), and are not used.
@@ -1619,63 +1663,13 @@ impl<'a> Extract<'a> {
         } else {
             partial
         };
-        let mut completed: Vec<DecodedPath> = Vec::new();
-        let mut ok = !in_entry_block;
-        if ok {
-            for r in pg.decode_all(&ids) {
-                match r {
-                    Ok(d) => completed.push(d),
-                    Err(_) => ok = false,
-                }
-            }
-        }
-        // A live frame stores a completed path only on a back edge, and consecutive paths
-        // chain through loop heads; anything else is not this activation's buffer.
-        let chains = |a: &DecodedPath, b_start: PathStart, b_first: Option<&u32>| match &a.end {
-            csi_model::ballarus::PathEnd::BackEdge(heads) => {
-                b_start == PathStart::LoopHead && b_first.is_some_and(|h| heads.contains(h))
-            }
-            _ => false,
+        let (completed, ok) = if in_entry_block {
+            (Vec::new(), false)
+        } else {
+            completed_paths(&pg, &ids, &partial, wrapped)
         };
-        if ok {
-            let mut next = completed
-                .iter()
-                .skip(1)
-                .map(|d| (d.start, d.blocks.first()))
-                .chain(std::iter::once((partial.start, partial.blocks.first())));
-            ok = completed.iter().all(|d| {
-                let (s, f) = next.next().expect("one successor per path");
-                chains(d, s, f)
-            }) && (wrapped
-                || completed
-                    .first()
-                    .is_none_or(|d| d.start == PathStart::Entry));
-        }
-        if !ok {
-            completed.clear();
-        }
         let path_from_partial_only = completed.is_empty();
-        let mut path: Vec<NodeId> = Vec::new();
-        for d in &completed {
-            for b in &d.blocks {
-                path.extend(block_nodes.get(b).into_iter().flatten());
-            }
-        }
-        let (last, before) = partial.blocks.split_last().ok_or("empty partial path")?;
-        for b in before {
-            path.extend(block_nodes.get(b).into_iter().flatten());
-        }
-        let first_point = block_nodes
-            .get(last)
-            .and_then(|ns| ns.iter().position(|n| point.contains(n)))
-            .unwrap_or(0);
-        path.extend(
-            block_nodes
-                .get(last)
-                .into_iter()
-                .flatten()
-                .take(first_point),
-        );
+        let path = path_to_point(&block_nodes, &completed, &partial, &point)?;
         let from_entry = if path_from_partial_only {
             partial.start == PathStart::Entry
                 && (in_entry_block || (!wrapped && ok && ids.is_empty()))
@@ -1941,6 +1935,171 @@ impl<'a> Extract<'a> {
 
 /// Where coverage arrays are read from: (function record, array name, length) → bytes.
 type ArrayBytes<'f> = dyn Fn(usize, &str, usize) -> Option<Vec<u8>> + 'f;
+
+/// A path-traced frame's probes: the ring buffer of completed path ids, its index there, and
+/// the running sum of the current path.
+struct PathProbes {
+    arr: Vec<i64>,
+    idx: usize,
+    sum: i64,
+}
+
+/// Reads a frame's path-trace probes from its variables `vars`; the ring buffer only for a
+/// function with back edges (`looping`), else one empty entry.
+fn read_path_probes(vars: &[Variable], looping: bool) -> Result<PathProbes, String> {
+    let var = |name: &str| {
+        vars.iter()
+            .find(|v| v.name == name && v.inlined_in.is_none())
+            .and_then(|v| v.bytes.clone())
+            .ok_or_else(|| format!("`{name}` is not readable in this frame"))
+    };
+    let (arr, idx) = if looping {
+        let arr_bytes = var("__PT_counter_arr")?;
+        let idx = le_signed(&var("__PT_counter_idx")?);
+        (
+            arr_bytes
+                .chunks_exact(8)
+                .map(le_signed)
+                .collect::<Vec<i64>>(),
+            idx,
+        )
+    } else {
+        (vec![-1], 0)
+    };
+    let sum = le_signed(&var("__PT_current_path")?);
+    if arr.is_empty() || idx < 0 || idx as usize >= arr.len() {
+        return Err(format!(
+            "ring buffer index {idx} out of range (corrupt frame?)"
+        ));
+    }
+    Ok(PathProbes {
+        arr,
+        idx: idx as usize,
+        sum,
+    })
+}
+
+/// A little-endian signed integer of up to 8 bytes, sign-extended.
+fn le_signed(b: &[u8]) -> i64 {
+    let mut w = [0u8; 8];
+    let n = b.len().min(8);
+    w[..n].copy_from_slice(&b[..n]);
+    let v = i64::from_le_bytes(w);
+    if n < 8 && n > 0 && b[n - 1] & 0x80 != 0 {
+        v | (!0i64 << (8 * n))
+    } else {
+        v
+    }
+}
+
+/// The blocks of the point candidates (`blocks`) where the running sum `sum` decodes, each
+/// with its partial path.
+fn feasible_blocks(
+    pg: &PathGraph,
+    sum: i64,
+    mut blocks: Vec<u32>,
+    position_unknown: bool,
+) -> Vec<(u32, DecodedPath)> {
+    // The running sum must decode at the current block (Theorem 2.1); a candidate whose
+    // block does not decode cannot be the current point.
+    let mut feasible: Vec<(u32, DecodedPath)> = Vec::new();
+    blocks.sort_unstable();
+    blocks.dedup();
+    for b in blocks {
+        if let Ok(d) = pg.decode_partial(sum, b) {
+            feasible.push((b, d));
+        } else if position_unknown && b == pg.entry {
+            // Stopped at an unknown place, the frame may still be in its entry block
+            // before the sum is set (a stack overflow in the prologue): not ruled out.
+            feasible.push((
+                b,
+                DecodedPath {
+                    blocks: vec![pg.entry],
+                    start: PathStart::Entry,
+                    end: csi_model::ballarus::PathEnd::Partial,
+                },
+            ));
+        }
+    }
+    feasible
+}
+
+/// The completed paths of the unrotated ring buffer `ids` (oldest first) that led to the
+/// current `partial` path, and whether they are this activation's (else none).
+fn completed_paths(
+    pg: &PathGraph,
+    ids: &[i64],
+    partial: &DecodedPath,
+    wrapped: bool,
+) -> (Vec<DecodedPath>, bool) {
+    let mut completed: Vec<DecodedPath> = Vec::new();
+    let mut ok = true;
+    for r in pg.decode_all(ids) {
+        match r {
+            Ok(d) => completed.push(d),
+            Err(_) => ok = false,
+        }
+    }
+    // A live frame stores a completed path only on a back edge, and consecutive paths
+    // chain through loop heads; anything else is not this activation's buffer.
+    let chains = |a: &DecodedPath, b_start: PathStart, b_first: Option<&u32>| match &a.end {
+        csi_model::ballarus::PathEnd::BackEdge(heads) => {
+            b_start == PathStart::LoopHead && b_first.is_some_and(|h| heads.contains(h))
+        }
+        _ => false,
+    };
+    if ok {
+        let mut next = completed
+            .iter()
+            .skip(1)
+            .map(|d| (d.start, d.blocks.first()))
+            .chain(std::iter::once((partial.start, partial.blocks.first())));
+        ok = completed.iter().all(|d| {
+            let (s, f) = next.next().expect("one successor per path");
+            chains(d, s, f)
+        }) && (wrapped
+            || completed
+                .first()
+                .is_none_or(|d| d.start == PathStart::Entry));
+    }
+    if !ok {
+        completed.clear();
+    }
+    (completed, ok)
+}
+
+/// The nodes that ran before the point (`point`, in the last block of `partial`): those of
+/// the `completed` paths' blocks, then of `partial`'s, up to the point (`block_nodes`: each
+/// PT block's nodes, in order).
+fn path_to_point(
+    block_nodes: &BTreeMap<u32, Vec<NodeId>>,
+    completed: &[DecodedPath],
+    partial: &DecodedPath,
+    point: &[NodeId],
+) -> Result<Vec<NodeId>, String> {
+    let mut path: Vec<NodeId> = Vec::new();
+    for d in completed {
+        for b in &d.blocks {
+            path.extend(block_nodes.get(b).into_iter().flatten());
+        }
+    }
+    let (last, before) = partial.blocks.split_last().ok_or("empty partial path")?;
+    for b in before {
+        path.extend(block_nodes.get(b).into_iter().flatten());
+    }
+    let first_point = block_nodes
+        .get(last)
+        .and_then(|ns| ns.iter().position(|n| point.contains(n)))
+        .unwrap_or(0);
+    path.extend(
+        block_nodes
+            .get(last)
+            .into_iter()
+            .flatten()
+            .take(first_point),
+    );
+    Ok(path)
+}
 
 /// The bytes read for a frame's local `name`, if any: the frame's own variable, not an inlined
 /// copy's of the same name (a function instrumented before optimization has its inlined

@@ -64,28 +64,7 @@ pub fn open(path: &Path) -> Result<CoreFile, DumpError> {
             ranges.push((m.base_address(), m.bytes()));
         }
     }
-    ranges.sort_by_key(|r| r.0);
-    let mut bytes: Vec<u8> = Vec::new();
-    let mut segments: Vec<SegmentSpec> = Vec::new();
-    let mut end_so_far = 0u64;
-    for (base, data) in ranges {
-        // Overlapping ranges (a thread's stack and the memory around its pc): keep the first.
-        let skip = end_so_far.saturating_sub(base).min(data.len() as u64) as usize;
-        let (base, data) = (base + skip as u64, &data[skip..]);
-        if data.is_empty() {
-            continue;
-        }
-        segments.push(SegmentSpec {
-            vaddr: base,
-            memsz: data.len() as u64,
-            offset: bytes.len() as u64,
-            filesz: data.len() as u64,
-            present: data.len() as u64,
-            executable: false,
-        });
-        bytes.extend_from_slice(data);
-        end_so_far = base + data.len() as u64;
-    }
+    let (bytes, mut segments) = saved_memory(ranges);
     // Mappings and auxv from the Linux streams.
     let maps = dump
         .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxMaps as u32)
@@ -108,47 +87,13 @@ pub fn open(path: &Path) -> Result<CoreFile, DumpError> {
         }
         if *writable {
             // Writable memory not in the minidump is unknown (not the file's initial bytes).
-            let mut at = *start;
-            let covered: Vec<(u64, u64)> = segments
-                .iter()
-                .filter(|s| s.vaddr < *end && s.vaddr + s.memsz > *start)
-                .map(|s| (s.vaddr.max(*start), (s.vaddr + s.memsz).min(*end)))
-                .collect();
-            let mut gaps = Vec::new();
-            for (a, b) in covered {
-                if a > at {
-                    gaps.push((at, a));
-                }
-                at = at.max(b);
-            }
-            if at < *end {
-                gaps.push((at, *end));
-            }
-            for (a, b) in gaps {
-                segments.push(SegmentSpec {
-                    vaddr: a,
-                    memsz: b - a,
-                    offset: 0,
-                    filesz: b - a,
-                    present: 0,
-                    executable: false,
-                });
-            }
+            let unsaved = unknown_segments(&segments, *start, *end);
+            segments.extend(unsaved);
         }
     }
     let auxv: Vec<(u64, u64)> = dump
         .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxAuxv as u32)
-        .map(|b| {
-            b.chunks_exact(16)
-                .map(|c| {
-                    (
-                        u64::from_le_bytes(c[..8].try_into().unwrap()),
-                        u64::from_le_bytes(c[8..].try_into().unwrap()),
-                    )
-                })
-                .take_while(|&(k, _)| k != 0)
-                .collect()
-        })
+        .map(parse_auxv)
         .unwrap_or_default();
     // Build ids of the modules, for the match check (the first page of a module is not in a
     // minidump).
@@ -162,9 +107,116 @@ pub fn open(path: &Path) -> Result<CoreFile, DumpError> {
     }
     // Threads: the one the exception names first (the crashing thread).
     let crashing_tid = exception.as_ref().map(|e| e.thread_id);
+    let mut threads = amd64_threads(path, &threads_stream, &system)?;
+    if threads.is_empty() {
+        return Err(bad("no thread with an x86-64 register context".into()));
+    }
+    if let Some(k) = crashing_tid.and_then(|tid| threads.iter().position(|t| t.tid == tid)) {
+        threads.swap(0, k);
+    }
+    let siginfo = exception.as_ref().and_then(linux_signal);
+    if let (Some(s), Some(t)) = (&siginfo, threads.first_mut()) {
+        t.cursig = s.signo;
+    }
+    let command = dump
+        .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxCmdLine as u32)
+        .ok()
+        .map(parse_command_line);
+    Ok(CoreFile::from_parts(
+        path,
+        bytes,
+        segments,
+        threads,
+        siginfo,
+        mappings,
+        auxv,
+        command,
+        module_build_ids,
+    ))
+}
+
+/// The saved memory ranges (base, bytes) concatenated into one buffer, with a present segment
+/// for each.
+fn saved_memory(mut ranges: Vec<(u64, &[u8])>) -> (Vec<u8>, Vec<SegmentSpec>) {
+    ranges.sort_by_key(|r| r.0);
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut segments: Vec<SegmentSpec> = Vec::new();
+    let mut end_so_far = 0u64;
+    for (base, data) in ranges {
+        // Overlapping ranges (a thread's stack and the memory around its pc): keep the first.
+        let skip = end_so_far.saturating_sub(base).min(data.len() as u64) as usize;
+        let (base, data) = (base + skip as u64, &data[skip..]);
+        if data.is_empty() {
+            continue;
+        }
+        segments.push(SegmentSpec {
+            vaddr: base,
+            memsz: data.len() as u64,
+            offset: bytes.len() as u64,
+            filesz: data.len() as u64,
+            present: data.len() as u64,
+            executable: false,
+        });
+        bytes.extend_from_slice(data);
+        end_so_far = base + data.len() as u64;
+    }
+    (bytes, segments)
+}
+
+/// Segments of unknown memory (not present) for the parts of the mapping `start..end` that no
+/// segment of `segments` covers.
+fn unknown_segments(segments: &[SegmentSpec], start: u64, end: u64) -> Vec<SegmentSpec> {
+    let mut at = start;
+    let covered: Vec<(u64, u64)> = segments
+        .iter()
+        .filter(|s| s.vaddr < end && s.vaddr + s.memsz > start)
+        .map(|s| (s.vaddr.max(start), (s.vaddr + s.memsz).min(end)))
+        .collect();
+    let mut gaps = Vec::new();
+    for (a, b) in covered {
+        if a > at {
+            gaps.push((at, a));
+        }
+        at = at.max(b);
+    }
+    if at < end {
+        gaps.push((at, end));
+    }
+    gaps.into_iter()
+        .map(|(a, b)| SegmentSpec {
+            vaddr: a,
+            memsz: b - a,
+            offset: 0,
+            filesz: b - a,
+            present: 0,
+            executable: false,
+        })
+        .collect()
+}
+
+/// The auxiliary vector (`LinuxAuxv` stream): (key, value) pairs up to `AT_NULL`.
+fn parse_auxv(b: &[u8]) -> Vec<(u64, u64)> {
+    b.chunks_exact(16)
+        .map(|c| {
+            (
+                u64::from_le_bytes(c[..8].try_into().unwrap()),
+                u64::from_le_bytes(c[8..].try_into().unwrap()),
+            )
+        })
+        .take_while(|&(k, _)| k != 0)
+        .collect()
+}
+
+/// The threads that have a register context, in the minidump's order; an error for a
+/// non-x86-64 context.
+fn amd64_threads(
+    path: &Path,
+    threads_stream: &MinidumpThreadList,
+    system: &MinidumpSystemInfo,
+) -> Result<Vec<ThreadState>, DumpError> {
     let mut threads = Vec::new();
     for t in &threads_stream.threads {
-        let Some(ctx) = t.context(&system, None) else {
+        let Some(ctx) = t.context(system, None) else {
             continue;
         };
         let MinidumpRawContext::Amd64(c) = &ctx.raw else {
@@ -190,46 +242,27 @@ pub fn open(path: &Path) -> Result<CoreFile, DumpError> {
             fs_base: 0,
         });
     }
-    if threads.is_empty() {
-        return Err(bad("no thread with an x86-64 register context".into()));
-    }
-    if let Some(k) = crashing_tid.and_then(|tid| threads.iter().position(|t| t.tid == tid)) {
-        threads.swap(0, k);
-    }
-    // A Linux signal (writers store the signal number as the exception code; a requested dump
-    // has code 0xffffffff).
-    let siginfo = exception.as_ref().and_then(|e| {
-        let code = e.raw.exception_record.exception_code;
-        (1..=64).contains(&code).then(|| SigInfo {
-            signo: code as i32,
-            code: e.raw.exception_record.exception_flags as i32,
-            fault_address: matches!(code, 4 | 5 | 7 | 8 | 11)
-                .then_some(e.raw.exception_record.exception_address),
-            sender_pid: None,
-        })
-    });
-    if let (Some(s), Some(t)) = (&siginfo, threads.first_mut()) {
-        t.cursig = s.signo;
-    }
-    let command = dump
-        .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxCmdLine as u32)
-        .ok()
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        });
-    Ok(CoreFile::from_parts(
-        path,
-        bytes,
-        segments,
-        threads,
-        siginfo,
-        mappings,
-        auxv,
-        command,
-        module_build_ids,
-    ))
+    Ok(threads)
+}
+
+/// A Linux signal (writers store the signal number as the exception code; a requested dump
+/// has code 0xffffffff).
+fn linux_signal(e: &MinidumpException) -> Option<SigInfo> {
+    let code = e.raw.exception_record.exception_code;
+    (1..=64).contains(&code).then(|| SigInfo {
+        signo: code as i32,
+        code: e.raw.exception_record.exception_flags as i32,
+        fault_address: matches!(code, 4 | 5 | 7 | 8 | 11)
+            .then_some(e.raw.exception_record.exception_address),
+        sender_pid: None,
+    })
+}
+
+/// The command line (`LinuxCmdLine` stream: NUL-separated arguments), space-joined.
+fn parse_command_line(b: &[u8]) -> String {
+    b.split(|&c| c == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
 }

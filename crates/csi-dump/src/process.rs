@@ -385,6 +385,174 @@ pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// The module of one file the core maps (`maps`: its mappings (start, end, offset)). The
+/// executable's image is attached later (`attach_exe_image`); a library is mapped from this
+/// machine and checked against the build id in the core.
+fn file_module(
+    path: String,
+    maps: Vec<(u64, u64, u64)>,
+    is_exe: bool,
+    exe: &Path,
+    core: &CoreFile,
+    search: &LibrarySearch,
+    notices: &mut Vec<String>,
+) -> Module {
+    let start = maps.iter().map(|m| m.0).min().unwrap_or(0);
+    let end = maps.iter().map(|m| m.1).max().unwrap_or(0);
+    let base = maps
+        .iter()
+        .filter(|m| m.2 == 0)
+        .map(|m| m.0)
+        .min()
+        .unwrap_or(start);
+    let core_build_id = memory_build_id(core, base);
+    let (file, bytes, problem) = if is_exe {
+        (Some(exe.to_path_buf()), None, None)
+    } else {
+        match map_library(&path, exe, core_build_id.as_deref(), search, notices) {
+            Ok((f, m)) => (Some(f), Some(ImageBytes::File(m)), None),
+            Err(e) => (None, None, Some(format!("cannot read {path}: {e}"))),
+        }
+    };
+    let mut m = Module {
+        // The executable as the user named it (the core may name a build path).
+        name: if is_exe {
+            exe.display().to_string()
+        } else {
+            path
+        },
+        file,
+        bytes,
+        start,
+        end,
+        bias: base,
+        maps,
+        build_id: None,
+        core_build_id,
+        unwind: None,
+        problem,
+        debug_file: None,
+        debug_source: crate::debug_files::DebugSource::None,
+    };
+    if is_exe {
+        return m;
+    }
+    if let Some(b) = &m.bytes {
+        if ElfFile64::<LE>::parse(&**b).is_err() {
+            // Not an ELF image (a mapped data file): keep only for memory reads.
+            m.bytes = None;
+        } else {
+            m.build_id = file_build_id(b);
+            m.bias = base.wrapping_sub(first_load_vaddr(b).unwrap_or(0));
+            if m.mismatched() {
+                m.problem = Some(format!(
+                    "{} on this machine differs from the one the program ran with \
+                     (build id {} vs {}); frames inside it may be wrong",
+                    m.name,
+                    hex(m.build_id.as_deref().unwrap_or(&[])),
+                    hex(m.core_build_id.as_deref().unwrap_or(&[]))
+                ));
+            } else {
+                m.unwind = unwind_sections(b);
+            }
+        }
+    }
+    m
+}
+
+/// The match check of the executable `exe` (its module `m` in the core) against the core:
+/// build ids when both exist, else entry point (`entry_bias`: the core's entry point minus
+/// the executable's) and file name.
+fn check_core_ran_exe(
+    core: &CoreFile,
+    exe: &Path,
+    m: &Module,
+    exe_build_id: &Option<Vec<u8>>,
+    entry_bias: u64,
+    exe_bytes: &[u8],
+) -> Result<(), DumpError> {
+    match (exe_build_id, &m.core_build_id) {
+        (Some(a), Some(b)) if a != b => Err(DumpError::Mismatch {
+            core: core.path.clone(),
+            exe: exe.to_path_buf(),
+            why: format!(
+                "build id {} in the core, {} in the executable",
+                hex(b),
+                hex(a)
+            ),
+        }),
+        (Some(_), Some(_)) => Ok(()),
+        _ => {
+            let same_name = Path::new(&m.name).file_name() == exe.file_name();
+            let expect_bias = m
+                .start
+                .wrapping_sub(first_load_vaddr(exe_bytes).unwrap_or(0));
+            if !same_name || entry_bias != expect_bias {
+                return Err(DumpError::Mismatch {
+                    core: core.path.clone(),
+                    exe: exe.to_path_buf(),
+                    why: format!(
+                        "the core ran {} and neither has a build id to compare",
+                        m.name
+                    ),
+                });
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Gives the executable's module its image (the file the user named), with the bias, build
+/// id and unwind sections from it.
+fn attach_exe_image(m: &mut Module, exe_bytes: ImageBytes, exe_build_id: Option<Vec<u8>>) {
+    let unwind = unwind_sections(&exe_bytes);
+    let first = first_load_vaddr(&exe_bytes).unwrap_or(0);
+    m.bias = m
+        .maps
+        .iter()
+        .filter(|x| x.2 == 0)
+        .map(|x| x.0)
+        .min()
+        .unwrap_or(m.start)
+        .wrapping_sub(first);
+    m.build_id = exe_build_id;
+    m.unwind = unwind;
+    m.bytes = Some(exe_bytes);
+}
+
+/// The vDSO's module, read from the core's memory at `AT_SYSINFO_EHDR` (it lives only in
+/// memory); `None` without one or when that memory is not an ELF image.
+fn vdso_module(core: &CoreFile) -> Option<Module> {
+    let vdso = core.auxv(AT_SYSINFO_EHDR)?;
+    let bytes = core.memory(vdso, 1 << 16).to_vec();
+    let elf = ElfFile64::<LE>::parse(&*bytes).ok()?;
+    let size = elf
+        .segments()
+        .map(|s| {
+            use object::ObjectSegment;
+            s.address().saturating_add(s.size())
+        })
+        .max()
+        .unwrap_or(bytes.len() as u64);
+    let first = first_load_vaddr(&bytes).unwrap_or(0);
+    // Its headers come from the core, so any values (a corrupt core): saturate.
+    Some(Module {
+        name: "[vdso]".into(),
+        file: None,
+        start: vdso,
+        end: vdso.saturating_add(size.max(bytes.len() as u64)),
+        bias: vdso.wrapping_sub(first),
+        maps: vec![(vdso, vdso.saturating_add(bytes.len() as u64), 0)],
+        build_id: None,
+        core_build_id: None,
+        unwind: unwind_sections(&bytes),
+        bytes: Some(ImageBytes::Owned(bytes)),
+        problem: None,
+        debug_file: None,
+        debug_source: crate::debug_files::DebugSource::None,
+    })
+}
+
 impl Process {
     /// Opens the process image of `core`, with `exe` as its executable. Refuses a core that
     /// another executable produced.
@@ -419,67 +587,19 @@ impl Process {
         let mut modules: Vec<Module> = Vec::new();
         let mut exe_index = None;
         for (path, maps) in by_path {
-            let start = maps.iter().map(|m| m.0).min().unwrap_or(0);
-            let end = maps.iter().map(|m| m.1).max().unwrap_or(0);
-            let base = maps
-                .iter()
-                .filter(|m| m.2 == 0)
-                .map(|m| m.0)
-                .min()
-                .unwrap_or(start);
             let is_exe = Some(&path) == exe_path_in_core.as_ref();
-            let core_build_id = memory_build_id(&core, base);
-            let (file, bytes, problem) = if is_exe {
-                (Some(exe.to_path_buf()), None, None)
-            } else {
-                match map_library(&path, exe, core_build_id.as_deref(), search, &mut notices) {
-                    Ok((f, m)) => (Some(f), Some(ImageBytes::File(m)), None),
-                    Err(e) => (None, None, Some(format!("cannot read {path}: {e}"))),
-                }
-            };
-            let mut m = Module {
-                // The executable as the user named it (the core may name a build path).
-                name: if is_exe {
-                    exe.display().to_string()
-                } else {
-                    path
-                },
-                file,
-                bytes,
-                start,
-                end,
-                bias: base,
-                maps,
-                build_id: None,
-                core_build_id,
-                unwind: None,
-                problem,
-                debug_file: None,
-                debug_source: crate::debug_files::DebugSource::None,
-            };
             if is_exe {
                 exe_index = Some(modules.len());
-            } else if let Some(b) = &m.bytes {
-                if ElfFile64::<LE>::parse(&**b).is_err() {
-                    // Not an ELF image (a mapped data file): keep only for memory reads.
-                    m.bytes = None;
-                } else {
-                    m.build_id = file_build_id(b);
-                    m.bias = base.wrapping_sub(first_load_vaddr(b).unwrap_or(0));
-                    if m.mismatched() {
-                        m.problem = Some(format!(
-                            "{} on this machine differs from the one the program ran with \
-                             (build id {} vs {}); frames inside it may be wrong",
-                            m.name,
-                            hex(m.build_id.as_deref().unwrap_or(&[])),
-                            hex(m.core_build_id.as_deref().unwrap_or(&[]))
-                        ));
-                    } else {
-                        m.unwind = unwind_sections(b);
-                    }
-                }
             }
-            modules.push(m);
+            modules.push(file_module(
+                path,
+                maps,
+                is_exe,
+                exe,
+                &core,
+                search,
+                &mut notices,
+            ));
         }
         let Some(exe_index) = exe_index else {
             return Err(DumpError::Mismatch {
@@ -491,88 +611,18 @@ impl Process {
             });
         };
         // The match check: build ids when both exist, else entry point and file name.
-        {
-            let m = &modules[exe_index];
-            let entry = entry.unwrap_or(0);
-            let bias = entry.wrapping_sub(exe_entry);
-            match (&exe_build_id, &m.core_build_id) {
-                (Some(a), Some(b)) if a != b => {
-                    return Err(DumpError::Mismatch {
-                        core: core.path.clone(),
-                        exe: exe.to_path_buf(),
-                        why: format!(
-                            "build id {} in the core, {} in the executable",
-                            hex(b),
-                            hex(a)
-                        ),
-                    })
-                }
-                (Some(_), Some(_)) => {}
-                _ => {
-                    let same_name = Path::new(&m.name).file_name() == exe.file_name();
-                    let expect_bias = m
-                        .start
-                        .wrapping_sub(first_load_vaddr(&exe_bytes).unwrap_or(0));
-                    if !same_name || bias != expect_bias {
-                        return Err(DumpError::Mismatch {
-                            core: core.path.clone(),
-                            exe: exe.to_path_buf(),
-                            why: format!(
-                                "the core ran {} and neither has a build id to compare",
-                                m.name
-                            ),
-                        });
-                    }
-                }
-            }
-        }
-        {
-            let unwind = unwind_sections(&exe_bytes);
-            let first = first_load_vaddr(&exe_bytes).unwrap_or(0);
-            let m = &mut modules[exe_index];
-            m.bias = m
-                .maps
-                .iter()
-                .filter(|x| x.2 == 0)
-                .map(|x| x.0)
-                .min()
-                .unwrap_or(m.start)
-                .wrapping_sub(first);
-            m.build_id = exe_build_id;
-            m.unwind = unwind;
-            m.bytes = Some(exe_bytes);
-        }
+        let entry_bias = entry.unwrap_or(0).wrapping_sub(exe_entry);
+        check_core_ran_exe(
+            &core,
+            exe,
+            &modules[exe_index],
+            &exe_build_id,
+            entry_bias,
+            &exe_bytes,
+        )?;
+        attach_exe_image(&mut modules[exe_index], exe_bytes, exe_build_id);
         // The vDSO lives only in memory.
-        if let Some(vdso) = core.auxv(AT_SYSINFO_EHDR) {
-            let bytes = core.memory(vdso, 1 << 16).to_vec();
-            if let Ok(elf) = ElfFile64::<LE>::parse(&*bytes) {
-                let size = elf
-                    .segments()
-                    .map(|s| {
-                        use object::ObjectSegment;
-                        s.address().saturating_add(s.size())
-                    })
-                    .max()
-                    .unwrap_or(bytes.len() as u64);
-                let first = first_load_vaddr(&bytes).unwrap_or(0);
-                // Its headers come from the core, so any values (a corrupt core): saturate.
-                modules.push(Module {
-                    name: "[vdso]".into(),
-                    file: None,
-                    start: vdso,
-                    end: vdso.saturating_add(size.max(bytes.len() as u64)),
-                    bias: vdso.wrapping_sub(first),
-                    maps: vec![(vdso, vdso.saturating_add(bytes.len() as u64), 0)],
-                    build_id: None,
-                    core_build_id: None,
-                    unwind: unwind_sections(&bytes),
-                    bytes: Some(ImageBytes::Owned(bytes)),
-                    problem: None,
-                    debug_file: None,
-                    debug_source: crate::debug_files::DebugSource::None,
-                });
-            }
-        }
+        modules.extend(vdso_module(&core));
         let mut process = Process {
             search: search.clone(),
             notices,
