@@ -1,33 +1,17 @@
 //! The functions of a file as plain data (csi-ide's function_spans) on the checked-in
 //! null_deref crashes: the session's 1-based lines, the counts the code lenses show.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use csi_ide::function_spans::function_spans;
 use csi_ide::session::Session;
-use csi_ide::source::SourcePaths;
 use csi_ide::views::function_frames;
 use csi_ide::LineCounts;
 
 const KEYS: &[&str] = &["./src/null_deref.c"];
 
-fn root() -> PathBuf {
-    std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).unwrap()
-}
-
 fn open(dir: &str) -> Session {
-    let sources = SourcePaths {
-        root: Some(root()),
-        ..Default::default()
-    };
-    let dir = root().join("fixtures/crashes").join(dir);
-    Session::open_crash(
-        &dir.join("null_deref"),
-        &dir.join("core"),
-        &Default::default(),
-        &sources,
-    )
-    .unwrap()
+    common::open("null_deref", dir)
 }
 
 fn spans(s: &Session) -> Vec<(&str, u32, u32, LineCounts)> {

@@ -2,32 +2,16 @@
 //! crash: the same facts tests/lsp.rs sees as hints, lenses and hovers, here with the session's
 //! 1-based lines and no LSP in between.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use csi_ide::session::{Selection, Session};
-use csi_ide::source::SourcePaths;
 use csi_ide::views::*;
 use csi_model::{Coverage, LineStatus};
 
 const KEYS: &[&str] = &["./src/null_deref.c"];
 
-fn root() -> PathBuf {
-    std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).unwrap()
-}
-
 fn null_deref() -> Session {
-    let sources = SourcePaths {
-        root: Some(root()),
-        ..Default::default()
-    };
-    let dir = root().join("fixtures/crashes/null_deref/realistic-O0");
-    Session::open_crash(
-        &dir.join("null_deref"),
-        &dir.join("core"),
-        &Default::default(),
-        &sources,
-    )
-    .unwrap()
+    common::open("null_deref", "null_deref/realistic-O0")
 }
 
 fn counts(must: usize, may: usize, never: usize) -> LineCounts {
