@@ -170,148 +170,12 @@ pub fn number_with_breaks(
         )));
     }
     let exit = n as u32;
-    let mut succ: Vec<Vec<u32>> = Vec::with_capacity(n);
-    // Probability of each (deduplicated) successor edge.
-    let mut prob: Vec<Vec<f64>> = Vec::with_capacity(n);
-    for (u, s) in succs.iter().enumerate() {
-        let mut v: Vec<u32> = Vec::new();
-        let mut p: Vec<f64> = Vec::new();
-        let given = probs
-            .get(u)
-            .filter(|p| p.len() == s.len() && p.iter().all(|x| x.is_finite() && *x >= 0.0))
-            .filter(|p| p.iter().sum::<f64>() > 0.0);
-        for (k, &t) in s.iter().enumerate() {
-            if t as usize >= n {
-                return Err(BallLarusError::Malformed(format!(
-                    "edge {u} -> {t}: no such block"
-                )));
-            }
-            let pk = given.map_or(1.0, |g| g[k]);
-            match v.iter().position(|&x| x == t) {
-                Some(i) => p[i] += pk,
-                None => {
-                    v.push(t);
-                    p.push(pk);
-                }
-            }
-        }
-        let total: f64 = p.iter().sum();
-        for x in &mut p {
-            *x /= total;
-        }
-        succ.push(v);
-        prob.push(p);
-    }
-    // The breaks that leave a block reachable from the entry.
-    let mut reach = vec![false; n];
-    let mut todo = vec![entry];
-    while let Some(u) = todo.pop() {
-        if !std::mem::replace(&mut reach[u as usize], true) {
-            todo.extend(succ[u as usize].iter().copied());
-        }
-    }
-    let breaks: BTreeSet<(u32, u32)> = breaks
-        .iter()
-        .copied()
-        .filter(|&(u, t)| (u as usize) < n && reach[u as usize] && succ[u as usize].contains(&t))
-        .collect();
-    // Iterative DFS over the edges that are not breaks, from the break targets and then from
-    // the entry (so the entry comes last in postorder): retreating edges (target on the
-    // stack) are back edges; the breaks are back edges too. The DFS postorder is a reverse
-    // topological order of what remains. Without breaks this is one DFS from the entry.
-    let mut state = vec![0u8; n]; // 0 white, 1 on stack, 2 done
-    let mut back: BTreeSet<(u32, u32)> = BTreeSet::new();
-    let mut postorder = Vec::with_capacity(n);
-    let roots: Vec<u32> = breaks
-        .iter()
-        .map(|&(_, t)| t)
-        .filter(|&t| t != entry)
-        .collect::<BTreeSet<u32>>()
-        .into_iter()
-        .chain(std::iter::once(entry))
-        .collect();
-    for root in roots {
-        if state[root as usize] != 0 {
-            continue;
-        }
-        let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
-        state[root as usize] = 1;
-        while let Some(&mut (u, ref mut i)) = stack.last_mut() {
-            if let Some(&t) = succ[u as usize].get(*i) {
-                *i += 1;
-                if breaks.contains(&(u, t)) {
-                    continue;
-                }
-                match state[t as usize] {
-                    0 => {
-                        state[t as usize] = 1;
-                        stack.push((t, 0));
-                    }
-                    1 => {
-                        back.insert((u, t));
-                    }
-                    _ => {}
-                }
-            } else {
-                state[u as usize] = 2;
-                postorder.push(u);
-                stack.pop();
-            }
-        }
-    }
-    back.extend(breaks.iter().copied());
-    let reachable: Vec<bool> = state.iter().map(|&s| s == 2).collect();
-
-    // DAG out-edges in numbering order: phony exit first, then real successors / real exit;
-    // at the entry, phony roots (one per loop head) after the real successors.
-    #[derive(Clone, Copy)]
-    enum Out {
-        PhonyExit,
-        Real(u32),
-        RealExit,
-        PhonyRoot(u32),
-    }
-    let mut outs: Vec<Vec<Out>> = vec![Vec::new(); n];
+    let (succ, prob) = deduplicated_successors(succs, probs)?;
+    let breaks = reachable_breaks(entry, &succ, breaks);
+    let (back, postorder, reachable) = back_edges_and_postorder(entry, &succ, &breaks);
     let heads: BTreeSet<u32> = back.iter().map(|&(_, h)| h).collect();
-    for &u in &postorder {
-        let o = &mut outs[u as usize];
-        if back.iter().any(|&(a, _)| a == u) {
-            o.push(Out::PhonyExit);
-        }
-        for &t in &succ[u as usize] {
-            if !back.contains(&(u, t)) {
-                o.push(Out::Real(t));
-            }
-        }
-        if succ[u as usize].is_empty() {
-            o.push(Out::RealExit);
-        }
-        if u == entry {
-            o.extend(heads.iter().map(|&h| Out::PhonyRoot(h)));
-        }
-    }
-    // Postorder of the DFS is a reverse topological order of the DAG (back edges removed);
-    // phony roots go from the entry, which comes last in postorder, so the order still holds.
-    let mut np = vec![0u64; n];
-    let mut weight_of: HashMap<(u32, u8, u32), i64> = HashMap::new(); // (u, kind, target)
-    for &u in &postorder {
-        let mut total: u64 = 0;
-        for o in &outs[u as usize] {
-            let (key, paths) = match *o {
-                Out::PhonyExit => ((u, 0, exit), 1),
-                Out::Real(t) => ((u, 1, t), np[t as usize]),
-                Out::RealExit => ((u, 2, exit), 1),
-                Out::PhonyRoot(h) => ((u, 3, h), np[h as usize]),
-            };
-            weight_of.insert(key, total as i64);
-            total = total
-                .checked_add(paths)
-                .filter(|&t| t <= MAX_PATHS)
-                .ok_or(BallLarusError::TooManyPaths)?;
-        }
-        np[u as usize] = total;
-    }
-    let mut order: Vec<u32> = postorder.clone();
+    let (np, weight_of) = path_weights(entry, exit, &succ, &back, &heads, &postorder)?;
+    let mut order: Vec<u32> = postorder;
     order.reverse();
     let psi = potential(entry, exit, &order, &succ, &prob, &back, &heads, &weight_of);
     let mut increments = BTreeMap::new();
@@ -373,6 +237,190 @@ pub fn number_with_breaks(
         num_paths: np[entry as usize],
         graph: PathGraph { entry, exit, edges },
     })
+}
+
+/// Each block's successors without repeats, with the probability of each (the given ones
+/// when they are usable, else uniform; a repeated successor's probabilities summed).
+#[allow(clippy::type_complexity)]
+fn deduplicated_successors(
+    succs: &[Vec<u32>],
+    probs: &[Vec<f64>],
+) -> Result<(Vec<Vec<u32>>, Vec<Vec<f64>>), BallLarusError> {
+    let n = succs.len();
+    let mut succ: Vec<Vec<u32>> = Vec::with_capacity(n);
+    // Probability of each (deduplicated) successor edge.
+    let mut prob: Vec<Vec<f64>> = Vec::with_capacity(n);
+    for (u, s) in succs.iter().enumerate() {
+        let mut v: Vec<u32> = Vec::new();
+        let mut p: Vec<f64> = Vec::new();
+        let given = probs
+            .get(u)
+            .filter(|p| p.len() == s.len() && p.iter().all(|x| x.is_finite() && *x >= 0.0))
+            .filter(|p| p.iter().sum::<f64>() > 0.0);
+        for (k, &t) in s.iter().enumerate() {
+            if t as usize >= n {
+                return Err(BallLarusError::Malformed(format!(
+                    "edge {u} -> {t}: no such block"
+                )));
+            }
+            let pk = given.map_or(1.0, |g| g[k]);
+            match v.iter().position(|&x| x == t) {
+                Some(i) => p[i] += pk,
+                None => {
+                    v.push(t);
+                    p.push(pk);
+                }
+            }
+        }
+        let total: f64 = p.iter().sum();
+        for x in &mut p {
+            *x /= total;
+        }
+        succ.push(v);
+        prob.push(p);
+    }
+    Ok((succ, prob))
+}
+
+/// The breaks that leave a block reachable from the entry (and are edges).
+fn reachable_breaks(
+    entry: u32,
+    succ: &[Vec<u32>],
+    breaks: &BTreeSet<(u32, u32)>,
+) -> BTreeSet<(u32, u32)> {
+    let n = succ.len();
+    let mut reach = vec![false; n];
+    let mut todo = vec![entry];
+    while let Some(u) = todo.pop() {
+        if !std::mem::replace(&mut reach[u as usize], true) {
+            todo.extend(succ[u as usize].iter().copied());
+        }
+    }
+    breaks
+        .iter()
+        .copied()
+        .filter(|&(u, t)| (u as usize) < n && reach[u as usize] && succ[u as usize].contains(&t))
+        .collect()
+}
+
+/// Iterative DFS over the edges that are not breaks, from the break targets and then from
+/// the entry (so the entry comes last in postorder): retreating edges (target on the stack)
+/// are back edges; the breaks are back edges too. The DFS postorder is a reverse topological
+/// order of what remains. Without breaks this is one DFS from the entry. Returns the back
+/// edges, the postorder and which blocks the DFS reached.
+fn back_edges_and_postorder(
+    entry: u32,
+    succ: &[Vec<u32>],
+    breaks: &BTreeSet<(u32, u32)>,
+) -> (BTreeSet<(u32, u32)>, Vec<u32>, Vec<bool>) {
+    let n = succ.len();
+    let mut state = vec![0u8; n]; // 0 white, 1 on stack, 2 done
+    let mut back: BTreeSet<(u32, u32)> = BTreeSet::new();
+    let mut postorder = Vec::with_capacity(n);
+    let roots: Vec<u32> = breaks
+        .iter()
+        .map(|&(_, t)| t)
+        .filter(|&t| t != entry)
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .chain(std::iter::once(entry))
+        .collect();
+    for root in roots {
+        if state[root as usize] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
+        state[root as usize] = 1;
+        while let Some(&mut (u, ref mut i)) = stack.last_mut() {
+            if let Some(&t) = succ[u as usize].get(*i) {
+                *i += 1;
+                if breaks.contains(&(u, t)) {
+                    continue;
+                }
+                match state[t as usize] {
+                    0 => {
+                        state[t as usize] = 1;
+                        stack.push((t, 0));
+                    }
+                    1 => {
+                        back.insert((u, t));
+                    }
+                    _ => {}
+                }
+            } else {
+                state[u as usize] = 2;
+                postorder.push(u);
+                stack.pop();
+            }
+        }
+    }
+    back.extend(breaks.iter().copied());
+    let reachable: Vec<bool> = state.iter().map(|&s| s == 2).collect();
+    (back, postorder, reachable)
+}
+
+/// A DAG out-edge of a block, in numbering order: phony exit first, then real successors /
+/// real exit; at the entry, phony roots (one per loop head) after the real successors.
+#[derive(Clone, Copy)]
+enum Out {
+    PhonyExit,
+    Real(u32),
+    RealExit,
+    PhonyRoot(u32),
+}
+
+/// Ball–Larus path counts per block and each DAG edge's weight, keyed (block, kind, target)
+/// with kind 0 phony exit, 1 real edge, 2 real exit, 3 phony root.
+#[allow(clippy::type_complexity)]
+fn path_weights(
+    entry: u32,
+    exit: u32,
+    succ: &[Vec<u32>],
+    back: &BTreeSet<(u32, u32)>,
+    heads: &BTreeSet<u32>,
+    postorder: &[u32],
+) -> Result<(Vec<u64>, HashMap<(u32, u8, u32), i64>), BallLarusError> {
+    let n = succ.len();
+    let mut outs: Vec<Vec<Out>> = vec![Vec::new(); n];
+    for &u in postorder {
+        let o = &mut outs[u as usize];
+        if back.iter().any(|&(a, _)| a == u) {
+            o.push(Out::PhonyExit);
+        }
+        for &t in &succ[u as usize] {
+            if !back.contains(&(u, t)) {
+                o.push(Out::Real(t));
+            }
+        }
+        if succ[u as usize].is_empty() {
+            o.push(Out::RealExit);
+        }
+        if u == entry {
+            o.extend(heads.iter().map(|&h| Out::PhonyRoot(h)));
+        }
+    }
+    // Postorder of the DFS is a reverse topological order of the DAG (back edges removed);
+    // phony roots go from the entry, which comes last in postorder, so the order still holds.
+    let mut np = vec![0u64; n];
+    let mut weight_of: HashMap<(u32, u8, u32), i64> = HashMap::new(); // (u, kind, target)
+    for &u in postorder {
+        let mut total: u64 = 0;
+        for o in &outs[u as usize] {
+            let (key, paths) = match *o {
+                Out::PhonyExit => ((u, 0, exit), 1),
+                Out::Real(t) => ((u, 1, t), np[t as usize]),
+                Out::RealExit => ((u, 2, exit), 1),
+                Out::PhonyRoot(h) => ((u, 3, h), np[h as usize]),
+            };
+            weight_of.insert(key, total as i64);
+            total = total
+                .checked_add(paths)
+                .filter(|&t| t <= MAX_PATHS)
+                .ok_or(BallLarusError::TooManyPaths)?;
+        }
+        np[u as usize] = total;
+    }
+    Ok((np, weight_of))
 }
 
 /// The potential `ψ` (indexed by block; the virtual exit's is 0) of a maximum-weight spanning
