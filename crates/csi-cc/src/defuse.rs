@@ -259,9 +259,28 @@ pub(crate) unsafe fn fill(
     let names = Names::new(f);
     cfg.params = Some(LLVMCountParams(f));
     cfg.escaped = Some(escaped_allocas(f, &names));
-    // Statement groups, in instruction order.
+    let (unit_of, mut groups) = statement_groups(f, node_of, cfg.nodes.len());
+    for bb in blocks(f) {
+        for i in instructions(bb) {
+            if let Some(&unit) = unit_of.get(&i) {
+                instruction_sets(i, unit, &mut groups, &names, &unit_of, cfg);
+            }
+        }
+    }
+    define_referenced_values(&mut groups, cfg, &names, &unit_of);
+    store_sets(cfg, groups);
+}
+
+/// Statement groups, in instruction order: each node's instructions split where the line
+/// changes; `unit_of` maps an instruction to its (node, group).
+#[allow(clippy::type_complexity)]
+unsafe fn statement_groups(
+    f: LLVMValueRef,
+    node_of: &HashMap<LLVMValueRef, u32>,
+    nodes: usize,
+) -> (HashMap<LLVMValueRef, Unit>, Vec<Vec<Sets>>) {
     let mut unit_of: HashMap<LLVMValueRef, Unit> = HashMap::new();
-    let mut groups: Vec<Vec<Sets>> = (0..cfg.nodes.len()).map(|_| Vec::new()).collect();
+    let mut groups: Vec<Vec<Sets>> = (0..nodes).map(|_| Vec::new()).collect();
     for bb in blocks(f) {
         for i in instructions(bb) {
             let Some(&n) = node_of.get(&i) else { continue };
@@ -281,93 +300,105 @@ pub(crate) unsafe fn fill(
             unit_of.insert(i, (n, gs.len() as u32 - 1));
         }
     }
-    for bb in blocks(f) {
-        for i in instructions(bb) {
-            let Some(&unit) = unit_of.get(&i) else {
-                continue;
-            };
-            let (n, g) = unit;
-            let sets = &mut groups[n as usize][g as usize];
-            let op = LLVMGetInstructionOpcode(i);
-            let use_loc = |sets: &mut Sets, p: LLVMValueRef| match names.location(p) {
-                Location::Named { name, .. } => push(&mut sets.uses, name),
-                Location::Constant => {}
-                Location::Unknown => push(&mut sets.uses, "*".into()),
-            };
-            let def_loc = |sets: &mut Sets, p: LLVMValueRef, whole: bool| match names.location(p) {
-                Location::Named { name, exact } if exact && whole => {
-                    push(&mut sets.must_defs, name)
-                }
-                Location::Named { name, .. } => push(&mut sets.may_defs, name),
-                // Writing read-only memory faults; it defines nothing another load reads.
-                Location::Constant => {}
-                Location::Unknown => push(&mut sets.may_defs, "*".into()),
-            };
-            // SSA inputs from other statement groups (the address operands of loads and stores
-            // too: a pointer computed elsewhere is a dependence on that computation).
-            let ops = LLVMGetNumOperands(i).max(0) as u32;
-            let is_call = crate::instrument::is_call(i);
-            for k in 0..ops {
-                let o = LLVMGetOperand(i, k);
-                if o.is_null() {
-                    continue;
-                }
-                if let Some(s) = names.value(o, unit, &unit_of) {
-                    push(&mut sets.uses, s);
+    (unit_of, groups)
+}
+
+/// What instruction `i` of statement group `unit` uses and defines, added to its group's
+/// sets (a call site's actuals to its node's call record).
+unsafe fn instruction_sets(
+    i: LLVMValueRef,
+    unit: Unit,
+    groups: &mut [Vec<Sets>],
+    names: &Names,
+    unit_of: &HashMap<LLVMValueRef, Unit>,
+    cfg: &mut CfgFunction,
+) {
+    let (n, g) = unit;
+    let sets = &mut groups[n as usize][g as usize];
+    let op = LLVMGetInstructionOpcode(i);
+    let use_loc = |sets: &mut Sets, p: LLVMValueRef| match names.location(p) {
+        Location::Named { name, .. } => push(&mut sets.uses, name),
+        Location::Constant => {}
+        Location::Unknown => push(&mut sets.uses, "*".into()),
+    };
+    let def_loc = |sets: &mut Sets, p: LLVMValueRef, whole: bool| match names.location(p) {
+        Location::Named { name, exact } if exact && whole => push(&mut sets.must_defs, name),
+        Location::Named { name, .. } => push(&mut sets.may_defs, name),
+        // Writing read-only memory faults; it defines nothing another load reads.
+        Location::Constant => {}
+        Location::Unknown => push(&mut sets.may_defs, "*".into()),
+    };
+    // SSA inputs from other statement groups (the address operands of loads and stores
+    // too: a pointer computed elsewhere is a dependence on that computation).
+    let ops = LLVMGetNumOperands(i).max(0) as u32;
+    let is_call = crate::instrument::is_call(i);
+    for k in 0..ops {
+        let o = LLVMGetOperand(i, k);
+        if o.is_null() {
+            continue;
+        }
+        if let Some(s) = names.value(o, unit, unit_of) {
+            push(&mut sets.uses, s);
+        }
+    }
+    match op {
+        LLVMOpcode::LLVMLoad => use_loc(sets, LLVMGetOperand(i, 0)),
+        LLVMOpcode::LLVMStore => def_loc(sets, LLVMGetOperand(i, 1), true),
+        LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => {
+            use_loc(sets, LLVMGetOperand(i, 0));
+            def_loc(sets, LLVMGetOperand(i, 0), false);
+        }
+        LLVMOpcode::LLVMVAArg => {
+            push(&mut sets.uses, "*".into());
+            push(&mut sets.may_defs, "*".into());
+        }
+        // The returned value's inputs are already the group's uses.
+        LLVMOpcode::LLVMRet if ops > 0 => push(&mut sets.must_defs, "$ret".into()),
+        _ => {}
+    }
+    if is_call {
+        let callee = LLVMGetCalledValue(i);
+        if !LLVMIsAInlineAsm(callee).is_null() {
+            push(&mut sets.uses, "*".into());
+            push(&mut sets.may_defs, "*".into());
+            return;
+        }
+        match intrinsic_kind(i) {
+            Some(Intrinsic::Ignored) => {}
+            Some(Intrinsic::Memory) => {
+                let name = value_name(callee);
+                def_loc(sets, LLVMGetOperand(i, 0), false);
+                if !name.starts_with("llvm.memset") {
+                    use_loc(sets, LLVMGetOperand(i, 1));
                 }
             }
-            match op {
-                LLVMOpcode::LLVMLoad => use_loc(sets, LLVMGetOperand(i, 0)),
-                LLVMOpcode::LLVMStore => def_loc(sets, LLVMGetOperand(i, 1), true),
-                LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => {
-                    use_loc(sets, LLVMGetOperand(i, 0));
-                    def_loc(sets, LLVMGetOperand(i, 0), false);
+            Some(Intrinsic::Other) => {
+                for k in 0..LLVMGetNumArgOperands(i) {
+                    let a = LLVMGetOperand(i, k);
+                    if is_pointer(a) {
+                        use_loc(sets, a);
+                        def_loc(sets, a, false);
+                    }
                 }
-                LLVMOpcode::LLVMVAArg => {
-                    push(&mut sets.uses, "*".into());
-                    push(&mut sets.may_defs, "*".into());
-                }
-                // The returned value's inputs are already the group's uses.
-                LLVMOpcode::LLVMRet if ops > 0 => push(&mut sets.must_defs, "$ret".into()),
-                _ => {}
             }
-            if is_call {
-                let callee = LLVMGetCalledValue(i);
-                if !LLVMIsAInlineAsm(callee).is_null() {
-                    push(&mut sets.uses, "*".into());
-                    push(&mut sets.may_defs, "*".into());
-                    continue;
-                }
-                match intrinsic_kind(i) {
-                    Some(Intrinsic::Ignored) => {}
-                    Some(Intrinsic::Memory) => {
-                        let name = value_name(callee);
-                        def_loc(sets, LLVMGetOperand(i, 0), false);
-                        if !name.starts_with("llvm.memset") {
-                            use_loc(sets, LLVMGetOperand(i, 1));
-                        }
-                    }
-                    Some(Intrinsic::Other) => {
-                        for k in 0..LLVMGetNumArgOperands(i) {
-                            let a = LLVMGetOperand(i, k);
-                            if is_pointer(a) {
-                                use_loc(sets, a);
-                                def_loc(sets, a, false);
-                            }
-                        }
-                    }
-                    None => {
-                        // A call site: its node ends here, the call's effects are the callee's.
-                        if let Some(call) = cfg.nodes[n as usize].call.as_mut() {
-                            fill_call(call, i, &names);
-                        }
-                    }
+            None => {
+                // A call site: its node ends here, the call's effects are the callee's.
+                if let Some(call) = cfg.nodes[n as usize].call.as_mut() {
+                    fill_call(call, i, names);
                 }
             }
         }
     }
-    // Each SSA value referenced from elsewhere is must-defined by the group computing it,
-    // except a call's result, which its call's actual-out defines.
+}
+
+/// Each SSA value referenced from elsewhere is must-defined by the group computing it,
+/// except a call's result, which its call's actual-out defines.
+unsafe fn define_referenced_values(
+    groups: &mut [Vec<Sets>],
+    cfg: &CfgFunction,
+    names: &Names,
+    unit_of: &HashMap<LLVMValueRef, Unit>,
+) {
     let mut referenced = BTreeSet::new();
     for (n, gs) in groups.iter().enumerate() {
         let args = cfg.nodes[n]
@@ -392,6 +423,10 @@ pub(crate) unsafe fn fill(
             );
         }
     }
+}
+
+/// The groups' sets as the nodes' (sorted), and as statements where a node has several.
+fn store_sets(cfg: &mut CfgFunction, groups: Vec<Vec<Sets>>) {
     for (node, gs) in cfg.nodes.iter_mut().zip(groups) {
         for g in &gs {
             for u in &g.uses {
