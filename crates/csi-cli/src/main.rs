@@ -270,6 +270,22 @@ fn bundled_crash() -> Result<(PathBuf, PathBuf), Failure> {
 
 /// For a stripped executable without a debug file: where csi looked and what failed, so the
 /// one error line says what to do.
+/// The one-line error for a crash without CSI metadata: what cannot be done, and why.
+fn no_metadata(c: &csi_dump::Crash, what: &str) -> Failure {
+    Failure::BadInput(format!(
+        "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: {what}{}",
+        c.exe.display(),
+        stripped_hint(c)
+    ))
+}
+
+/// The crash's notices on stderr, before its answer.
+fn print_notices(c: &csi_dump::Crash) {
+    for n in &c.notices {
+        eprintln!("csi: note: {n}");
+    }
+}
+
 fn stripped_hint(c: &csi_dump::Crash) -> String {
     if !c
         .notices
@@ -470,15 +486,12 @@ fn run_analyze_crash(crash: &CrashArgs, format: Format, stack_only: bool) -> Res
     let mut c = open_crash(crash)?;
     // Nothing to analyse is one line of error; notices only go with an answer.
     let Some(cov) = analyse_crash(&mut c, stack_only)? else {
-        return Err(Failure::BadInput(format!(
-            "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to analyse; `csi show` prints the stack{}",
-            c.exe.display(),
-            stripped_hint(&c)
-        )));
+        return Err(no_metadata(
+            &c,
+            "nothing to analyse; `csi show` prints the stack",
+        ));
     };
-    for n in &c.notices {
-        eprintln!("csi: note: {n}");
-    }
+    print_notices(&c);
     let active = active_nodes_edges(&c.graph, &c.report);
     let sources = output::source_paths(crash.substitute_paths.clone());
     let inputs = output::Inputs {
@@ -528,15 +541,9 @@ fn run_analyze_report(
 fn run_slice(crash: CrashArgs, req: &slice::SliceRequest, format: Format) -> Result<(), Failure> {
     let c = open_crash(&crash)?;
     if c.metadata == csi_dump::Metadata::None {
-        return Err(Failure::BadInput(format!(
-            "{}: no CSI metadata (.debug_CSI_CFG) and no --graphml: nothing to slice{}",
-            c.exe.display(),
-            stripped_hint(&c)
-        )));
+        return Err(no_metadata(&c, "nothing to slice"));
     }
-    for n in &c.notices {
-        eprintln!("csi: note: {n}");
-    }
+    print_notices(&c);
     let cov = best_effort_coverage(&c.graph, &c.report)?;
     let (pair, st) = slice::run(&c, &cov, req)?;
     match format {
