@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-cc-probes=all|placed] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -23,6 +23,8 @@ const CSI_OPTIONS: &str =
   --csi-schema=FILE     per-function schemes, lines `function;{CC,PT}`
   --csi-pt-size=N       ring buffer of completed paths per frame (default 10)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
+  --csi-bb-probes=P     `placed` (default: a block's probe only where the blocks it dominates
+                        cannot tell, the dissertation's ch. 4) or `all` basic-block probes
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -425,6 +427,7 @@ struct CsiOptions {
     pt_size: u32,
     verbose: bool,
     cc_all_probes: bool,
+    bb_all_probes: bool,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
     compress_metadata: bool,
@@ -442,6 +445,7 @@ impl CsiOptions {
             pt_size: 10,
             verbose: false,
             cc_all_probes: false,
+            bb_all_probes: false,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
@@ -460,6 +464,8 @@ impl CsiOptions {
                 };
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
                 o.cc_all_probes = either(v, "--csi-cc-probes", "all", "placed");
+            } else if let Some(v) = a.strip_prefix("--csi-bb-probes=") {
+                o.bb_all_probes = either(v, "--csi-bb-probes", "all", "placed");
             } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
                 o.before_optimization = either(
                     v,
@@ -661,6 +667,7 @@ impl Steps<'_> {
             per_function: self.per_function.clone(),
             pt_size: self.csi.pt_size,
             cc_all_probes: self.csi.cc_all_probes,
+            bb_all_probes: self.csi.bb_all_probes,
             compress_metadata: self.csi.compress_metadata,
             source: src.clone(),
             optimized: optimized && !instrument_first,

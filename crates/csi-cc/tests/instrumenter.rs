@@ -334,6 +334,9 @@ fn compressed_metadata_reads_as_the_text() {
         ok(
             &run(Command::new(csi_cxx())
                 .arg("--csi-scheme=all")
+                // Text metadata probes every block (`.debug_BBC` cannot say a slot is
+                // implied): so does the compressed build here, for identical records.
+                .arg("--csi-bb-probes=all")
                 .arg(format!("--csi-metadata={format}"))
                 .args(["-O0", "-c"])
                 .arg(src)
@@ -372,6 +375,76 @@ fn compressed_metadata_reads_as_the_text() {
     for name in [".debug_PT", ".debug_CC", ".debug_BBC", ".debug_FC"] {
         assert!(!section(&text, name).is_empty(), "{name}");
         assert!(section(&zstd, name).is_empty(), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Basic-block coverage probes only the blocks the dissertation's dominator-based placement
+/// keeps (ch. 4): never a block that can end an activation (a call, a return), and in every
+/// loop of `loops.c` fewer blocks than there are; `--csi-bb-probes=all` and the text
+/// metadata (csi-cc v1.4.0's `.debug_BBC` cannot say a slot is implied) probe every block.
+#[test]
+fn block_probes_are_placed_by_dominators() {
+    let d = scratch();
+    let build = |name: &str, extra: &[&str]| {
+        let exe = d.join(name);
+        ok(
+            &run(Command::new(CSI_CC)
+                .arg("--csi-scheme=bb")
+                .args(extra)
+                .arg(fixture("loops.c"))
+                .arg("-o")
+                .arg(&exe)),
+            name,
+        );
+        parse_cfg(&section(&exe, ".debug_CSI_CFG"), name).unwrap()
+    };
+    for opt in ["-O0", "-O2"] {
+        let placed = build(&format!("placed{opt}"), &[opt]);
+        let unprobed: usize = placed.iter().map(|f| f.bbc_unprobed.len()).sum();
+        let blocks: usize = placed
+            .iter()
+            .filter(|f| f.bbc.is_some())
+            .map(|f| {
+                f.nodes
+                    .iter()
+                    .filter_map(|n| n.block)
+                    .max()
+                    .map_or(0, |b| b as usize + 1)
+            })
+            .sum();
+        assert!(
+            unprobed * 5 >= blocks,
+            "{opt}: {unprobed} of {blocks} blocks unprobed"
+        );
+        for f in &placed {
+            for &k in &f.bbc_unprobed {
+                let nodes = f
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| n.block == Some(k));
+                for (i, n) in nodes {
+                    assert!(n.call.is_none(), "{} block {k}: a call", f.name);
+                    // Node 1 is the function's synthetic exit: a return leads there.
+                    let out: Vec<u32> = f
+                        .edges
+                        .iter()
+                        .filter(|e| e[0] as usize == i)
+                        .map(|e| e[1])
+                        .collect();
+                    assert!(
+                        !out.is_empty() && !out.contains(&1),
+                        "{} block {k}: {out:?}",
+                        f.name
+                    );
+                }
+            }
+        }
+        let all = build(&format!("all{opt}"), &[opt, "--csi-bb-probes=all"]);
+        assert!(all.iter().all(|f| f.bbc_unprobed.is_empty()), "{opt}");
+        let text = build(&format!("text{opt}"), &[opt, "--csi-metadata=text"]);
+        assert!(text.iter().all(|f| f.bbc_unprobed.is_empty()), "{opt}");
     }
     let _ = std::fs::remove_dir_all(&d);
 }

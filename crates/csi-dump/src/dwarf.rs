@@ -26,6 +26,8 @@ pub struct SourceLoc {
 #[derive(Clone, Debug)]
 pub struct InlineFrame {
     pub function: Option<String>,
+    /// The inlined subprogram's linkage name (mangled in C++), when it has one.
+    pub linkage_name: Option<String>,
     pub location: Option<SourceLoc>,
 }
 
@@ -86,6 +88,8 @@ pub struct DebugInfo {
     pub inlined: std::collections::HashSet<String>,
     /// Declaration lines of out-of-line functions, by name (several for same-named statics).
     pub decl_lines: HashMap<String, Vec<u32>>,
+    /// `(unit, DW_AT_call_file, DW_AT_call_line)` of every inlined call with code.
+    inlined_calls: Vec<(usize, u64, u32)>,
 }
 
 impl DebugInfo {
@@ -116,6 +120,31 @@ impl DebugInfo {
                 let base = name.rsplit('/').next().unwrap_or(&name).to_string();
                 out.insert((base, line));
             }
+        }
+        out
+    }
+}
+
+impl DebugInfo {
+    /// `(file name without directories, line)` of every inlined call with code: the line
+    /// of a call whose callee was inlined has the callee's code (under the callee's lines),
+    /// possibly no row of its own (`printf("%d", f(x))` after the `printf` was found
+    /// unreachable), and a frame in the inlined code stands at that line in its caller.
+    pub fn inlined_call_lines(&self) -> std::collections::HashSet<(String, u32)> {
+        let mut out = std::collections::HashSet::new();
+        for &(ui, file, line) in &self.inlined_calls {
+            let unit = &self.units[ui];
+            let Some(program) = &unit.line_program else {
+                continue;
+            };
+            let Some(entry) = program.header().file(file) else {
+                continue;
+            };
+            let Ok(name) = self.dwarf.attr_string(unit, entry.path_name()) else {
+                continue;
+            };
+            let name = name.to_string_lossy().unwrap_or_default();
+            out.insert((name.rsplit('/').next().unwrap_or(&name).to_string(), line));
         }
         out
     }
@@ -243,6 +272,7 @@ impl DebugInfo {
         let mut subprograms = Vec::new();
         let mut globals: HashMap<String, Vec<(usize, UnitOffset<usize>)>> = HashMap::new();
         let mut inlined_offsets: Vec<(usize, UnitOffset<usize>)> = Vec::new();
+        let mut inlined_calls: Vec<(usize, u64, u32)> = Vec::new();
         let mut decl_offsets: Vec<(usize, UnitOffset<usize>, u32)> = Vec::new();
         for (ui, unit) in units.iter().enumerate() {
             let mut entries = unit.entries();
@@ -269,6 +299,21 @@ impl DebugInfo {
                             e.attr_value(gimli::DW_AT_abstract_origin)
                         {
                             inlined_offsets.push((ui, o));
+                        }
+                        let file = e.attr_value(gimli::DW_AT_call_file).and_then(|a| match a {
+                            AttributeValue::FileIndex(i) => Some(i),
+                            a => a.udata_value(),
+                        });
+                        let line = e
+                            .attr_value(gimli::DW_AT_call_line)
+                            .and_then(|a| a.udata_value());
+                        let has_code = dwarf
+                            .die_ranges(unit, e)
+                            .ok()
+                            .and_then(|mut r| r.next().ok().flatten())
+                            .is_some();
+                        if let (Some(file), Some(line), true) = (file, line, has_code) {
+                            inlined_calls.push((ui, file, line as u32));
                         }
                     }
                     gimli::DW_TAG_variable if depth == 1 => {
@@ -298,6 +343,7 @@ impl DebugInfo {
             globals,
             inlined: Default::default(),
             decl_lines: HashMap::new(),
+            inlined_calls,
         };
         for (ui, o, line) in decl_offsets {
             let unit = &info.units[ui];
@@ -356,12 +402,13 @@ impl DebugInfo {
                 let e = u.entry(o).ok()?;
                 self.die_name(u, &e)
             });
+            let raw = f
+                .function
+                .as_ref()
+                .and_then(|n| n.raw_name().ok().map(|s| s.into_owned()));
             out.push(InlineFrame {
-                function: own_name.or_else(|| {
-                    f.function
-                        .as_ref()
-                        .and_then(|n| n.raw_name().ok().map(|s| s.into_owned()))
-                }),
+                function: own_name.or_else(|| raw.clone()),
+                linkage_name: raw,
                 location: f.location.and_then(|l| {
                     Some(SourceLoc {
                         file: l.file?.to_string(),

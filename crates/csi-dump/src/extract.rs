@@ -195,7 +195,10 @@ impl Crash {
             file_of(mi)?.bytes_at(vaddr, n).map(<[u8]>::to_vec)
         };
         let mut ignored = Vec::new();
-        Some(ctx.coverage_from(&bytes_of, &mut ignored))
+        let mut coverage = ctx.coverage_from(&bytes_of, &mut ignored);
+        // Activations may have been in progress when the run wrote its coverage (SIGUSR2).
+        ctx.derive_unprobed_global(&mut coverage, None);
+        Some(coverage)
     }
 
     /// Values of global variables by name, formatted like frame variables (`None` when unknown
@@ -344,6 +347,7 @@ fn load_parts(
                 }
             }
         }
+        ctx.derive_unprobed_global(&mut report.global_coverage, Some(&report.threads));
         if report.threads.first().is_none_or(|t| t.frames.is_empty()) {
             notices.push(
                 "the crashing thread has no frame in the program; the analysis uses the other threads and coverage only"
@@ -1262,7 +1266,7 @@ impl<'a> Extract<'a> {
                 continue;
             };
             let Some(g) = self
-                .graph_function(name, None, cu, object)
+                .graph_function(name, inl.linkage_name.as_deref(), cu, object)
                 .filter(|&g| self.graph.function(g).optimized_after)
             else {
                 continue;
@@ -1383,6 +1387,11 @@ impl<'a> Extract<'a> {
             return self.activation(f, name, pc, variables, position, notices);
         }
         rf.point = point;
+        if variable_bytes(variables, "__BBC_arr").is_some() {
+            let activation = [rf.point.clone()];
+            let derived = self.unprobed_blocks(f, &rf.local_coverage, Some(&activation));
+            rf.local_coverage.extend(derived);
+        }
         self.local_call_site_coverage(f, variables, at_call, &mut rf);
         rf.stopped_at = (!at_call)
             .then(|| {
@@ -1708,7 +1717,11 @@ impl<'a> Extract<'a> {
                     missing += 1;
                     continue;
                 };
+                let unprobed = self.unprobed_slots(fi, prefix);
                 for (k, &b) in bytes.iter().enumerate() {
+                    if unprobed.contains(&(k as u32)) {
+                        continue;
+                    }
                     if let Some(&node) = labels.get(format!("{prefix}{k}").as_str()) {
                         out.insert(node, b != 0);
                     }
@@ -1908,10 +1921,107 @@ impl<'a> Extract<'a> {
     /// A local coverage array's bytes as the frame's bits of the nodes labelled
     /// `<prefix><slot>`.
     fn read_local_array(&self, f: FuncId, bytes: &[u8], prefix: &str, rf: &mut Frame) {
+        let unprobed = self.unprobed_slots(f as usize, prefix);
         for (k, &b) in bytes.iter().enumerate() {
+            if unprobed.contains(&(k as u32)) {
+                continue;
+            }
             if let Some(&n) = self.labels[f as usize].get(format!("{prefix}{k}").as_str()) {
                 rf.local_coverage.insert(n, b != 0);
             }
+        }
+    }
+
+    /// The slots of array `prefix` (`BBC`) of function record `fi` that no probe stores
+    /// into (`bbc_unprobed`): their bytes say nothing.
+    fn unprobed_slots(&self, fi: usize, prefix: &str) -> &[u32] {
+        match self.cfg.get(fi) {
+            Some(rec) if prefix == "BBC" => &rec.bbc_unprobed,
+            _ => &[],
+        }
+    }
+
+    /// The coverage of `f`'s blocks without a probe (`bbc_unprobed`) from the probed blocks'
+    /// coverage in `known` and the positions of `f`'s activations in progress (`live`, each
+    /// activation's candidate points; `None` when some may be unseen) —
+    /// `BlockGraph::derive_unprobed`, over the same block graph csi-cc placed the probes on.
+    fn unprobed_blocks(
+        &self,
+        f: FuncId,
+        known: &BTreeMap<NodeId, bool>,
+        live: Option<&[Vec<NodeId>]>,
+    ) -> Vec<(NodeId, bool)> {
+        let Some(rec) = self
+            .cfg
+            .get(f as usize)
+            .filter(|r| r.bbc.is_some() && !r.bbc_unprobed.is_empty())
+        else {
+            return Vec::new();
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
+        let n = blocks.len();
+        if gnodes.len() != rec.nodes.len() || rec.bbc_unprobed.iter().any(|&k| k as usize >= n) {
+            return Vec::new();
+        }
+        let labels = &self.labels[f as usize];
+        let node_of = |k: usize| labels.get(format!("BBC{k}").as_str()).copied();
+        let mut probed = vec![true; n];
+        for &k in &rec.bbc_unprobed {
+            probed[k as usize] = false;
+        }
+        let bits: Vec<Option<bool>> = (0..n)
+            .map(|k| node_of(k).and_then(|node| known.get(&node).copied()))
+            .collect();
+        let index: HashMap<NodeId, usize> =
+            gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect();
+        // An activation at a point without a block (or unknown to the record) may be anywhere.
+        let live: Option<Vec<Vec<usize>>> = live.map(|acts| {
+            acts.iter()
+                .map(|points| {
+                    points
+                        .iter()
+                        .map(|p| rec.nodes[*index.get(p)?].block.map(|b| b as usize))
+                        .collect::<Option<Vec<usize>>>()
+                        .unwrap_or_default()
+                })
+                .collect()
+        });
+        let derived = blocks.derive_unprobed(&probed, &bits, live.as_deref());
+        rec.bbc_unprobed
+            .iter()
+            .filter_map(|&k| Some((node_of(k as usize)?, derived[k as usize]?)))
+            .collect()
+    }
+
+    /// Global coverage of the blocks without a probe, in every function, from the probed
+    /// blocks' global coverage in `coverage` and the activations in progress: the report's
+    /// frames when `threads` holds every one (`None`: a passing run's coverage, or unknown).
+    fn derive_unprobed_global(
+        &self,
+        coverage: &mut BTreeMap<NodeId, bool>,
+        threads: Option<&[csi_model::report::Thread]>,
+    ) {
+        // A thread whose walk stopped early, or a frame of an unknown function, may hide an
+        // activation of any function.
+        let threads = threads.filter(|ts| {
+            ts.iter()
+                .all(|t| !t.outer_frames_unknown && t.frames.iter().all(|f| f.function.is_some()))
+        });
+        for (fi, rec) in self.cfg.iter().enumerate() {
+            if rec.bbc_unprobed.is_empty() {
+                continue;
+            }
+            let f = fi as FuncId;
+            let live: Option<Vec<Vec<NodeId>>> = threads.map(|ts| {
+                ts.iter()
+                    .flat_map(|t| &t.frames)
+                    .filter(|fr| fr.function == Some(f))
+                    .map(|fr| fr.point.clone())
+                    .collect()
+            });
+            let derived = self.unprobed_blocks(f, coverage, live.as_deref());
+            coverage.extend(derived);
         }
     }
 
@@ -2144,8 +2254,10 @@ fn record_blocks(rec: &CfgFunction) -> BlockGraph {
 /// that is all `while (1) {` compiles to, a jump to the next block), so such a line never
 /// executes an instruction, and a node holding it must not make it "must". Lines are matched
 /// by file name without directories, so a line is dropped only when no file of that name has
-/// code there. Frames never stop on such a line (a pc always has a row), so locating frames is
-/// unaffected.
+/// code there. Frames never stop on such a line (a pc always has a row), except a caller's
+/// frame standing at the line of a call inlined into it whose line kept no row of its own
+/// (`DebugInfo::inlined_call_lines`): those positions stay, weak (the line's own code may be
+/// gone; the callee's runs under the callee's lines), so the frame is located.
 fn keep_positions_with_code(
     graph: &mut ProgramGraph,
     module_of: &[usize],
@@ -2155,6 +2267,10 @@ fn keep_positions_with_code(
     let with_code: Vec<Option<std::collections::HashSet<(String, u32)>>> = debug
         .iter()
         .map(|d| d.as_ref().map(|d| d.lines_with_code()))
+        .collect();
+    let inlined_calls: Vec<Option<std::collections::HashSet<(String, u32)>>> = debug
+        .iter()
+        .map(|d| d.as_ref().map(|d| d.inlined_call_lines()))
         .collect();
     // Per function where DWARF knows it: an IR instruction can compile to nothing in its
     // function (a dead load of an empty base's address in a C++ constructor at -O0) while
@@ -2199,14 +2315,26 @@ fn keep_positions_with_code(
         if keep.iter().all(|&x| x) {
             continue;
         }
+        let call_line = |p: &csi_model::SourcePos| {
+            inlined_calls
+                .get(m)
+                .and_then(|c| c.as_ref())
+                .is_some_and(|c| c.contains(&(base.clone(), p.line)))
+        };
+        let made_weak: Vec<bool> = n
+            .positions
+            .iter()
+            .zip(&keep)
+            .map(|(p, &k)| !k && call_line(p))
+            .collect();
         let n = &mut graph.nodes[k];
         let scopes = std::mem::take(&mut n.scopes);
         let weak = std::mem::take(&mut n.weak);
         let anchored = std::mem::take(&mut n.anchored);
         let positions = std::mem::take(&mut n.positions);
         for (i, p) in positions.into_iter().enumerate() {
-            if keep[i] {
-                if weak.contains(&(i as u32)) {
+            if keep[i] || made_weak[i] {
+                if weak.contains(&(i as u32)) || made_weak[i] {
                     n.weak.push(n.positions.len() as u32);
                 }
                 if anchored.contains(&(i as u32)) {

@@ -334,6 +334,124 @@ impl BlockGraph {
     }
 }
 
+impl BlockGraph {
+    /// The immediate-dominator tree's children of every block, and the reachable blocks in
+    /// an order where every block comes after its children (a postorder of the tree).
+    fn dominator_tree(&self) -> (Vec<Vec<usize>>, Vec<usize>) {
+        let n = self.len();
+        let mut children = vec![Vec::new(); n];
+        for b in 1..n {
+            if let Some(d) = self.idom[b].filter(|&d| d != b) {
+                children[d].push(b);
+            }
+        }
+        let mut post = Vec::with_capacity(n);
+        if n > 0 {
+            let mut stack = vec![(0usize, 0usize)];
+            while let Some(&mut (b, ref mut k)) = stack.last_mut() {
+                if let Some(&c) = children[b].get(*k) {
+                    *k += 1;
+                    stack.push((c, 0));
+                } else {
+                    post.push(b);
+                    stack.pop();
+                }
+            }
+        }
+        (children, post)
+    }
+
+    /// The blocks whose coverage probe the dissertation's dominator-based placement keeps
+    /// (ch. 4, Fig. 4.4, with every block desired and probeable and a stop possible in any
+    /// block — I = D = X = V — plus Fig. 4.1b's summary vertex q after every block that can
+    /// end an activation, `ends`: no successor, or a call, which may not come back — `exit`,
+    /// an exception, `longjmp`). With D = V the bottom-up pass has covered every child of
+    /// `v` before `v`, so `v` needs a probe of its own iff a path from `v` that avoids its
+    /// dominator-tree children reaches q or a block `v` does not dominate; a successor that
+    /// `v` dominates is `v` itself or a child, so that is `v`'s own edge: `v` ends an
+    /// activation or has an edge to a block it does not dominate (Tikir and Hollingsworth's
+    /// rule, the special case the dissertation names). Unreachable blocks keep their probes
+    /// (they never run). What this guarantees, and how the reader uses it:
+    /// [`derive_unprobed`](Self::derive_unprobed).
+    pub fn coverage_probes(&self, ends: &[bool]) -> Vec<bool> {
+        (0..self.len())
+            .map(|v| {
+                !self.reachable(v)
+                    || ends[v]
+                    || self.succs[v]
+                        .iter()
+                        .any(|&s| !self.dominates(v, s as usize))
+            })
+            .collect()
+    }
+
+    /// The coverage of the blocks without a probe (`!probed[b]`, placed by
+    /// [`coverage_probes`](Self::coverage_probes)) from the probed blocks' bits (`bits[b]`,
+    /// `None`: unknown) and the activations of the function still in progress (`live`: per
+    /// activation the blocks it may stand in, empty when anywhere; `None` when some may be
+    /// unseen — a passing run's coverage file, a stack walk that stopped early). Probed
+    /// blocks keep their bits.
+    ///
+    /// Every block `u` that `v` dominates runs its probe on entry, and an execution that
+    /// entered `v` and is no longer inside `v`'s dominator subtree left it through a probed
+    /// block (an edge to a block `v` does not dominate starts at a block that does not
+    /// dominate that target either) or ended in one (`ends`). So `v` ran if a probed block
+    /// it dominates ran, or if an activation stands only in blocks it dominates; it did not
+    /// if every probed block it dominates did not run and no activation may stand in a
+    /// block it dominates; otherwise unknown.
+    pub fn derive_unprobed(
+        &self,
+        probed: &[bool],
+        bits: &[Option<bool>],
+        live: Option<&[Vec<usize>]>,
+    ) -> Vec<Option<bool>> {
+        let n = self.len();
+        let (children, post) = self.dominator_tree();
+        let mut any_ran = vec![false; n];
+        let mut none_ran = vec![true; n];
+        for &v in &post {
+            let own = bits.get(v).copied().flatten();
+            any_ran[v] =
+                (probed[v] && own == Some(true)) || children[v].iter().any(|&c| any_ran[c]);
+            none_ran[v] =
+                (!probed[v] || own == Some(false)) && children[v].iter().all(|&c| none_ran[c]);
+        }
+        // Per block: some activation stands only in its subtree / may stand in it.
+        let mut only_inside = vec![false; n];
+        let mut maybe_inside = vec![live.is_none(); n];
+        for at in live.unwrap_or(&[]) {
+            if at.is_empty() {
+                maybe_inside.iter_mut().for_each(|m| *m = true);
+                continue;
+            }
+            let mut count = vec![0usize; n];
+            for &b in at {
+                if b < n {
+                    count[b] += 1;
+                }
+            }
+            for &v in &post {
+                count[v] += children[v].iter().map(|&c| count[c]).sum::<usize>();
+                only_inside[v] |= count[v] == at.len();
+                maybe_inside[v] |= count[v] > 0;
+            }
+        }
+        (0..n)
+            .map(|v| {
+                if probed[v] || !self.reachable(v) {
+                    bits.get(v).copied().flatten()
+                } else if any_ran[v] || only_inside[v] {
+                    Some(true)
+                } else if none_ran[v] && !maybe_inside[v] {
+                    Some(false)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,5 +610,87 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The dominator-based placement with the derivation is exact where it answers: random
+    /// activations (walks from the entry that end in a block that `ends` or stay live in
+    /// some block) over random graphs; every answer for an unprobed block equals whether an
+    /// activation entered it, given exact or blurred (candidate sets) live positions.
+    #[test]
+    fn unprobed_blocks_are_derived_soundly() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |m: u64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % m.max(1)
+        };
+        let mut decided = 0usize;
+        for (i, succs) in graphs().enumerate() {
+            let g = BlockGraph::new(succs.clone());
+            let n = g.len();
+            let ends: Vec<bool> = (0..n)
+                .map(|b| succs[b].is_empty() || (b + i) % 4 == 0)
+                .collect();
+            let probed = g.coverage_probes(&ends);
+            for _ in 0..20 {
+                let mut ran = vec![false; n];
+                let mut live: Vec<Vec<usize>> = Vec::new();
+                for _ in 0..1 + next(3) {
+                    let mut b = 0usize;
+                    ran[b] = true;
+                    loop {
+                        if ends[b] && next(3) == 0 {
+                            break; // the activation ended here
+                        }
+                        if succs[b].is_empty() || next(4) == 0 {
+                            let mut at = vec![b];
+                            if next(3) == 0 {
+                                at.push(next(n as u64) as usize); // a blurred position
+                            }
+                            live.push(at);
+                            break;
+                        }
+                        b = succs[b][next(succs[b].len() as u64) as usize] as usize;
+                        ran[b] = true;
+                    }
+                }
+                let bits: Vec<Option<bool>> = (0..n).map(|b| probed[b].then_some(ran[b])).collect();
+                for view in [Some(live.as_slice()), None] {
+                    let got = g.derive_unprobed(&probed, &bits, view);
+                    for b in (0..n).filter(|&b| !probed[b]) {
+                        if let Some(r) = got[b] {
+                            assert_eq!(
+                                r, ran[b],
+                                "{succs:?} ends {ends:?} live {live:?} block {b}"
+                            );
+                            decided += 1;
+                        }
+                        if view.is_none() {
+                            assert_ne!(got[b], Some(false), "{succs:?} {b}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(decided > 10_000, "{decided}");
+    }
+
+    #[test]
+    fn a_loop_head_and_a_branch_need_no_probe() {
+        // 0 -> 1; 1 (loop head) -> 2, 4; 2 (branch) -> 3, 5; 3 -> 1; 5 -> 1; 4 returns.
+        let g = BlockGraph::new(vec![
+            vec![1],
+            vec![2, 4],
+            vec![3, 5],
+            vec![1],
+            vec![],
+            vec![1],
+        ]);
+        let ends = [false, false, false, false, true, false];
+        assert_eq!(
+            g.coverage_probes(&ends),
+            [false, false, false, true, true, true]
+        );
     }
 }

@@ -69,6 +69,29 @@ pub(super) unsafe fn quiet_instruction(i: LLVMValueRef) -> bool {
     }
 }
 
+/// Blocks that can end an activation other than by a crash inside them (which leaves the
+/// frame live): no successor (a return, `unreachable`, `resume`), or a call — the callee may
+/// not come back (`exit`, an exception, `longjmp`, `pthread_exit`). Calls of LLVM intrinsics
+/// come back. For the block-coverage placement (`BlockGraph::coverage_probes`).
+pub(super) unsafe fn ends_activation(bbs: &[LLVMBasicBlockRef], succs: &[Vec<u32>]) -> Vec<bool> {
+    bbs.iter()
+        .zip(succs)
+        .map(|(&b, s)| {
+            s.is_empty()
+                || instructions(b).into_iter().any(|i| {
+                    is_call(i) && {
+                        let callee = LLVMGetCalledValue(i);
+                        let mut len = 0usize;
+                        let p = LLVMGetValueName2(callee, &mut len);
+                        LLVMIsAFunction(callee).is_null()
+                            || !std::slice::from_raw_parts(p as *const u8, len)
+                                .starts_with(b"llvm.")
+                    }
+                })
+        })
+        .collect()
+}
+
 impl BlockFacts {
     pub(super) unsafe fn new(succs: &[Vec<u32>], bbs: &[LLVMBasicBlockRef]) -> Self {
         let quiet = bbs

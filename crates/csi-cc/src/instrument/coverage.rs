@@ -25,8 +25,8 @@ type Local = (LLVMValueRef, LLVMTypeRef);
 pub(super) struct CoverageArrays {
     /// `__CC_arr_*` and the local `__CC_arr`, if it has one.
     pub(super) cc: Option<(Global, Option<Local>)>,
-    /// `__BBC_arr_*` and the local `__BBC_arr`.
-    pub(super) bbc: Option<(Global, Local)>,
+    /// `__BBC_arr_*`, the local `__BBC_arr`, and which blocks get a probe.
+    pub(super) bbc: Option<(Global, Local, Vec<bool>)>,
     /// `__FC_arr_*`.
     pub(super) fc: Option<Global>,
 }
@@ -85,13 +85,15 @@ impl ArrayOwner<'_> {
     }
 
     /// Basic-block coverage: `__BBC_arr_<unit>_<name>` and the local `__BBC_arr`, a slot per
-    /// block; the `.debug_BBC` record.
+    /// block, stored into only in the `probed` blocks (the others are listed in
+    /// `bbc_unprobed`); the `.debug_BBC` record.
     pub(super) unsafe fn bbc(
         &self,
         cfg: &mut CfgFunction,
         info: &[BlockInfo],
-        n: u64,
-    ) -> (Option<(Global, Local)>, String) {
+        probed: Vec<bool>,
+    ) -> (Option<(Global, Local, Vec<bool>)>, String) {
+        let n = probed.len() as u64;
         let (c, f, sp, name) = (self.c, self.f, self.sp, self.name);
         let mut bbc_text = String::new();
         let unit_tag = self.unit_tag;
@@ -101,6 +103,9 @@ impl ArrayOwner<'_> {
         let b = c.basic_type("__csi_bool", 8, 0x02);
         let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
         cfg.bbc = Some(gname.clone());
+        cfg.bbc_unprobed = (0..probed.len() as u32)
+            .filter(|&k| !probed[k as usize])
+            .collect();
         BbcFunction {
             name: name.to_string(),
             global: gname,
@@ -115,7 +120,7 @@ impl ArrayOwner<'_> {
                 .collect(),
         }
         .write(&mut bbc_text);
-        (Some(((g, gty), (a, lty))), bbc_text)
+        (Some(((g, gty), (a, lty), probed)), bbc_text)
     }
 
     /// Function coverage: `__FC_arr_<unit>_<name>`, one slot; the `.debug_FC` record.
@@ -160,8 +165,9 @@ impl CoverageArrays {
                 c.vstore(one, gp);
             }
         }
-        if let Some(((g, gty), (a, lty))) = self.bbc {
-            for (k, &bb) in bbs.iter().enumerate() {
+        if let Some(((g, gty), (a, lty), probed)) = &self.bbc {
+            let ((g, gty), (a, lty)) = ((*g, *gty), (*a, *lty));
+            for (k, &bb) in bbs.iter().enumerate().filter(|&(k, _)| probed[k]) {
                 c.position_before(if k == 0 {
                     after_allocas(bb)
                 } else {
@@ -193,7 +199,9 @@ impl CoverageArrays {
     ) -> Result<(), &'static str> {
         for (a, lty, at) in [
             self.cc.and_then(|v| v.1).map(|(a, l)| (a, l, zeroing)),
-            self.bbc.map(|v| (v.1 .0, v.1 .1, Zeroing::AtStart(0))),
+            self.bbc
+                .as_ref()
+                .map(|v| (v.1 .0, v.1 .1, Zeroing::AtStart(0))),
         ]
         .into_iter()
         .flatten()

@@ -94,6 +94,10 @@ pub struct Options {
     pub pt_size: u32,
     /// Probe every call site (no placement optimization; see `cc_probe_placement`).
     pub cc_all_probes: bool,
+    /// Probe every basic block (no placement; see `BlockGraph::coverage_probes`). Text
+    /// metadata (csi-cc v1.4.0's tools read `.debug_BBC`, which cannot say a slot is implied)
+    /// probes every block as well.
+    pub bb_all_probes: bool,
     /// `--csi-metadata=zstd`: write `.debug_CSI_CFG` only, each piece zstd-compressed (see
     /// `write_sections`); else all five sections as text.
     pub compress_metadata: bool,
@@ -792,7 +796,13 @@ impl Unit<'_> {
             (None, String::new())
         };
         let (bbc, bbc_text) = if mech.bbc {
-            owner.bbc(&mut rec.cfg, &rec.info, bbs.len() as u64)
+            let all = opts.bb_all_probes || !opts.compress_metadata || has_returns_twice_call(&bbs);
+            let probed = if all {
+                vec![true; bbs.len()]
+            } else {
+                facts.graph.coverage_probes(&ends_activation(&bbs, &succs))
+            };
+            owner.bbc(&mut rec.cfg, &rec.info, probed)
         } else {
             (None, String::new())
         };
@@ -879,6 +889,7 @@ mod tests {
             per_function: Default::default(),
             pt_size: 10,
             cc_all_probes: false,
+            bb_all_probes: false,
             compress_metadata: true,
             source: "w.cpp".into(),
             optimized: false,

@@ -304,6 +304,7 @@ impl FunctionRecord {
             cc_local_len: None,
             cc_local_zeroed_in: None,
             cc_local_by_path: false,
+            bbc_unprobed: Vec::new(),
             bbc: None,
             fc: None,
             nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],

@@ -27,7 +27,9 @@ use std::collections::HashMap;
 /// call `args`/`result`, function `params`/`escaped`); older sets are read as imprecise.
 /// Version 4 added `cc_local_zeroed_in`: a local `__CC_arr` no longer holds its bits
 /// everywhere in the function, so readers of version 3 must not read version 4 records.
-pub const CFG_FORMAT_VERSION: u32 = 4;
+/// Version 5 added `bbc_unprobed`: a block-coverage slot can stay zero although its block
+/// ran, so readers of version 4 must not read version 5 records.
+pub const CFG_FORMAT_VERSION: u32 = 5;
 
 /// One record per compilation unit (`{"csi_cfg":2,"module":"src/a.c",...}`): what the unit
 /// gives library code that the function records cannot say.
@@ -303,6 +305,13 @@ pub struct CfgFunction {
     pub cc_local_by_path: bool,
     #[serde(default)]
     pub bbc: Option<String>,
+    /// Blocks (indices, as the `BBC<k>` labels) whose block-coverage probe csi-cc omitted
+    /// (version 5): their slots in `__BBC_arr` and the global array stay zero, and their
+    /// coverage follows from the probed blocks they dominate and from where the function's
+    /// live activations stand ([`crate::dominance::BlockGraph::coverage_probes`],
+    /// [`derive_unprobed`](crate::dominance::BlockGraph::derive_unprobed)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bbc_unprobed: Vec<u32>,
     #[serde(default)]
     pub fc: Option<String>,
     pub nodes: Vec<CfgNode>,
