@@ -31,7 +31,7 @@ def first_error(log):
 
 def build_rows(w, prog):
     rows = []
-    for cfg in ("plain", "csi-O0", "csi-O2", "csi-O2pre", "csi-O2post", "oracle"):
+    for cfg in ("plain", "csi-O0", "csi-O2", "csi-O2pre", "csi-O2post", "csi-bbO0", "csi-bbO2", "oracle"):
         b = os.path.join(w, "build", prog, cfg)
         if os.path.exists(b + ".ok"):
             status = "ok"

@@ -10,7 +10,8 @@
 # Env:   PROGRAMS="lua jq yaml-cpp"   which programs (also: sqlite — Debian's sqlite3, 250k lines)
 #        OPTS="O0 O2"                 which csi builds to crash (O2: csi-cc's default, before
 #                                     optimization since issue 17; also O2pre — the same,
-#                                     explicit — and O2post: --csi-instrument=after-optimization)
+#                                     explicit — and O2post: --csi-instrument=after-optimization;
+#                                     bbO0, bbO2: --csi-scheme=bb at -O0 / -O2)
 #        NS="..."                     allocation numbers to crash at (default: per program)
 #        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
 #        CSI_CC, CSI_CXX, CSI         the tools (default: this tree's release builds)
@@ -102,6 +103,9 @@ cfg_flags() {
     csi-O2pre) echo "$PROJECT_FLAGS -O2 --csi-instrument=before-optimization" ;;
     csi-O2post) echo "$PROJECT_FLAGS -O2 --csi-instrument=after-optimization" ;;
     csi-O0) echo "$PROJECT_FLAGS -O0" ;;
+    # basic-block coverage (with its ch. 4 probe placement) instead of the default scheme
+    csi-bbO0) echo "$PROJECT_FLAGS -O0 --csi-scheme=bb" ;;
+    csi-bbO2) echo "$PROJECT_FLAGS -O2 --csi-scheme=bb" ;;
     oracle) echo "$PROJECT_FLAGS -O0 -gdwarf-4" ;;
     esac
 }
@@ -149,7 +153,7 @@ build_lua() {
     copy_tree "$(ls -d "$W"/src/lua5.4-*/)" "$b"
     # Debian compiles llex/lparser/lcode with -Os after the other flags; an -O0 build (and the
     # exact oracle above all) keeps -O0 there too.
-    case "$cfg" in csi-O0 | oracle) sed -i 's/ -Os -c / -c /' "$b/src/Makefile" ;; esac
+    case "$cfg" in csi-O0 | csi-bbO0 | oracle) sed -i 's/ -Os -c / -c /' "$b/src/Makefile" ;; esac
     cxx="$(cfg_cxx "$cfg")"
     # The C++ copy of the library is not part of the interpreter; without csi-c++ it is
     # built by plain clang++ so that the C build can be measured (recorded in RESULTS.md).

@@ -32,7 +32,8 @@
 # Usage: crates/csi-cc/bench/suite/run.sh [scratch-dir]
 # Environment: PROGRAMS (default "flex grep lua bzip2 zstd gzip"), CONFIGS (default
 #   "plain copy cc pt realistic bb fc fixed"), SHORT_RUNS (default 12), CALLGRIND=0 to skip
-#   instruction counts, BUILD=0 to reuse the builds, JOBS (make -j, default 2), TABLE_ONLY=1 to
+#   instruction counts, BUILD=0 to reuse the builds, EXTRA_CONFIGS="name=csi-cc flags;..." for
+#   configurations of your own (list them in CONFIGS), JOBS (make -j, default 2), TABLE_ONLY=1 to
 #   print the table of the results already in the scratch dir (<prog>/result.tsv, written per
 #   program, so a run with PROGRAMS=grep replaces grep's rows only), TABLE_PROGRAMS (its rows).
 set -uo pipefail
@@ -111,6 +112,11 @@ schema() {
 # workload. Workload sizes: FULL (the checked run, RSS), SHORT (timed rounds), CG (callgrind).
 . "$HERE/programs.sh"  # pkg, bin_of, configure_once, make_prog
 cc_for() {
+  # Configurations named in EXTRA_CONFIGS ("name=csi-cc flags;name2=flags"), for experiments.
+  local e; local -a extra; IFS=';' read -r -a extra <<<"${EXTRA_CONFIGS:-}"
+  for e in "${extra[@]}"; do
+    [ "${e%%=*}" = "$2" ] && { echo "$CSI ${e#*=}"; return; }
+  done
   case "$2" in
     plain) echo "clang-19 -g" ;;
     fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/$1.fixed.schema" ;;
