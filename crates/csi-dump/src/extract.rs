@@ -596,7 +596,7 @@ fn load_program(exe: &Path, process: &Process, opts: &LoadOptions) -> Result<Pro
         }
     }
     if metadata == Metadata::CsiCfg {
-        keep_positions_with_code(&mut graph, &linked.module_of, process.exe, &debug);
+        keep_positions_with_code(&mut graph, &linked, process.exe, &debug);
     }
     Ok(Program {
         debug: debug.into_iter().map(|d| d.map(Arc::new)).collect(),
@@ -2256,14 +2256,17 @@ fn record_blocks(rec: &CfgFunction) -> BlockGraph {
 /// by file name without directories, so a line is dropped only when no file of that name has
 /// code there. Frames never stop on such a line (a pc always has a row), except a caller's
 /// frame standing at the line of a call inlined into it whose line kept no row of its own
-/// (`DebugInfo::inlined_call_lines`): those positions stay, weak (the line's own code may be
-/// gone; the callee's runs under the callee's lines), so the frame is located.
+/// (`DebugInfo::inlined_call_lines`): those positions stay, so the frame is located — as they
+/// are in the unit's own source file (the statement is this unit's code at any optimization
+/// level), weak elsewhere (a header's line: its code may be gone, or live in a library at -O0,
+/// as an `extern template`'s does in libstdc++).
 fn keep_positions_with_code(
     graph: &mut ProgramGraph,
-    module_of: &[usize],
+    linked: &LinkedCfg,
     exe: usize,
     debug: &[Option<crate::dwarf::DebugInfo>],
 ) {
+    let module_of = &linked.module_of;
     let with_code: Vec<Option<std::collections::HashSet<(String, u32)>>> = debug
         .iter()
         .map(|d| d.as_ref().map(|d| d.lines_with_code()))
@@ -2321,11 +2324,23 @@ fn keep_positions_with_code(
                 .and_then(|c| c.as_ref())
                 .is_some_and(|c| c.contains(&(base.clone(), p.line)))
         };
-        let made_weak: Vec<bool> = n
+        let base_of = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+        let in_unit = linked
+            .funcs
+            .get(n.function as usize)
+            .and_then(|r| r.unit.as_deref())
+            .is_some_and(|u| base_of(u) == base);
+        let restored: Vec<bool> = n
             .positions
             .iter()
             .zip(&keep)
             .map(|(p, &k)| !k && call_line(p))
+            .collect();
+        let made_weak: Vec<bool> = restored.iter().map(|&r| r && !in_unit).collect();
+        let keep: Vec<bool> = keep
+            .iter()
+            .zip(&restored)
+            .map(|(&k, &r)| k || (r && in_unit))
             .collect();
         let n = &mut graph.nodes[k];
         let scopes = std::mem::take(&mut n.scopes);
