@@ -9,6 +9,9 @@
 #include <llvm/ADT/SetVector.h>
 #include <llvm/IR/CFG.h>
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/MDBuilder.h>
 
 using namespace llvm;
 
@@ -143,4 +146,64 @@ extern "C" int csi_link_runtime(LLVMModuleRef dest, LLVMModuleRef src, const cha
   appendToGlobalCtors(*d, i, 65535, i);
   appendToGlobalDtors(*d, f, 65535, f);
   return 0;
+}
+
+// Customizable tracing (dissertation ch. 3): an uninstrumented replica of `fn`, named `name`,
+// internal, with a subprogram of its own (CloneFunction). Made before `fn` is
+// instrumented. Null when `fn` is variadic (a springboard cannot forward its arguments).
+extern "C" LLVMValueRef csi_clone_function(LLVMValueRef fn, const char *name) {
+  Function *f = unwrap<Function>(fn);
+  if (f->isVarArg()) return nullptr;
+  ValueToValueMapTy vmap;
+  Function *c = CloneFunction(f, vmap);
+  c->setName(name);
+  c->setLinkage(GlobalValue::InternalLinkage);
+  c->setVisibility(GlobalValue::DefaultVisibility);
+  c->setDLLStorageClass(GlobalValue::DefaultStorageClass);
+  // In no COMDAT: copies of `fn` inlined elsewhere in the unit reference it, and an internal
+  // symbol in a group the linker discards (another unit's copy of a template kept) would
+  // leave those references dangling.
+  c->setComdat(nullptr);
+  // Never inlined into its springboard: a frame in the replica is then the replica's own,
+  // not an inlined scope of the instrumented function's frame.
+  c->removeFnAttr(Attribute::AlwaysInline);
+  c->removeFnAttr(Attribute::InlineHint);
+  c->addFnAttr(Attribute::NoInline);
+  return wrap(c);
+}
+
+// The springboard of a switchable function: right after the entry block's allocas, `fn` loads
+// its switch byte and, when it is 0, tail-calls (musttail: no frame of its own) its replica
+// `off` with its own arguments; otherwise it runs on into its instrumented body.
+extern "C" void csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, LLVMValueRef sw) {
+  Function *f = unwrap<Function>(fn);
+  Function *o = unwrap<Function>(off);
+  GlobalVariable *g = unwrap<GlobalVariable>(sw);
+  BasicBlock &entry = f->getEntryBlock();
+  BasicBlock::iterator at = entry.getFirstInsertionPt();
+  while (at != entry.end() && isa<AllocaInst>(&*at)) ++at;
+  BasicBlock *on = entry.splitBasicBlock(at, "csi.on");
+  entry.getTerminator()->eraseFromParent();
+  LLVMContext &ctx = f->getContext();
+  DILocation *loc = nullptr;
+  if (DISubprogram *sp = f->getSubprogram()) loc = DILocation::get(ctx, 0, 0, sp);
+  BasicBlock *offb = BasicBlock::Create(ctx, "csi.off", f, on);
+  IRBuilder<> b(&entry);
+  if (loc) b.SetCurrentDebugLocation(loc);
+  Value *v = b.CreateLoad(Type::getInt8Ty(ctx), g, "csi.switch");
+  Value *isOn = b.CreateICmpNE(v, ConstantInt::get(Type::getInt8Ty(ctx), 0));
+  MDBuilder md(ctx);
+  b.CreateCondBr(isOn, on, offb, md.createLikelyBranchWeights());
+  IRBuilder<> ob(offb);
+  if (loc) ob.SetCurrentDebugLocation(loc);
+  SmallVector<Value *, 8> args;
+  for (Argument &a : f->args()) args.push_back(&a);
+  CallInst *call = ob.CreateCall(o->getFunctionType(), o, args);
+  call->setCallingConv(f->getCallingConv());
+  call->setAttributes(o->getAttributes());
+  call->setTailCallKind(CallInst::TCK_MustTail);
+  if (f->getReturnType()->isVoidTy())
+    ob.CreateRetVoid();
+  else
+    ob.CreateRet(call);
 }

@@ -12,14 +12,16 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
-const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none] \
+const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
 [--csi-schema=FILE] [--csi-pt-size=N] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
     "CSI options (csi-cc compiles C, csi-c++ C++; everything else is clang's):
   --csi-scheme=S        realistic (default: path tracing + call-site coverage), pt, cc, bb, fc,
-                        all, none
+                        all, none; custom: realistic's probes, switchable per function after
+                        the build (`csi tracing`): each function also has an uninstrumented
+                        replica, and its switch byte (section csi_switch) picks one per call
   --csi-schema=FILE     per-function schemes, lines `function;{CC,PT}`
   --csi-pt-size=N       ring buffer of completed paths per frame (default 10)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
@@ -668,6 +670,7 @@ impl Steps<'_> {
             pt_size: self.csi.pt_size,
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,
+            switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             source: src.clone(),
             optimized: optimized && !instrument_first,

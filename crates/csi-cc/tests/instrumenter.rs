@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const CSI_CC: &str = env!("CARGO_BIN_EXE_csi-cc");
-const SCHEMES: &[&str] = &["realistic", "pt", "cc", "bb", "fc", "all", "none"];
+const SCHEMES: &[&str] = &["realistic", "pt", "cc", "bb", "fc", "all", "none", "custom"];
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -124,7 +124,7 @@ fn same_behaviour_with((plain_cc, csi): (&str, &Path), sources: &[&str], args: &
             let cc = parse_cc(&section(&exe, ".debug_CC"), &file).unwrap();
             let bbc = parse_bbc(&section(&exe, ".debug_BBC"), &file).unwrap();
             let fc = parse_fc(&section(&exe, ".debug_FC"), &file).unwrap();
-            let has_pt = matches!(*scheme, "realistic" | "pt" | "all");
+            let has_pt = matches!(*scheme, "realistic" | "pt" | "all" | "custom");
             assert_eq!(
                 !pt.is_empty(),
                 has_pt && text,
@@ -132,7 +132,7 @@ fn same_behaviour_with((plain_cc, csi): (&str, &Path), sources: &[&str], args: &
             );
             assert_eq!(
                 !cc.is_empty(),
-                matches!(*scheme, "realistic" | "cc" | "all") && text
+                matches!(*scheme, "realistic" | "cc" | "all" | "custom") && text
             );
             assert_eq!(!bbc.is_empty(), matches!(*scheme, "bb" | "all") && text);
             assert_eq!(!fc.is_empty(), matches!(*scheme, "fc" | "all") && text);
@@ -445,6 +445,118 @@ fn block_probes_are_placed_by_dominators() {
         assert!(all.iter().all(|f| f.bbc_unprobed.is_empty()), "{opt}");
         let text = build(&format!("text{opt}"), &[opt, "--csi-metadata=text"]);
         assert!(text.iter().all(|f| f.bbc_unprobed.is_empty()), "{opt}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A symbol's address, from `nm`.
+fn symbol_address(exe: &Path, symbol: &str) -> u64 {
+    let nm = run(Command::new("nm").arg(exe));
+    let text = String::from_utf8_lossy(&nm.stdout);
+    text.lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            let (a, _, n) = (w.next()?, w.next()?, w.next()?);
+            (n == symbol).then(|| u64::from_str_radix(a, 16).ok())?
+        })
+        .unwrap_or_else(|| panic!("{symbol} not in nm's output"))
+}
+
+/// Where a global's byte lies in the file: `nm` gives its address, `objdump -h` its
+/// section's address and file offset.
+fn symbol_file_offset(exe: &Path, symbol: &str) -> u64 {
+    let addr = symbol_address(exe, symbol);
+    let h = run(Command::new("objdump").arg("-h").arg(exe));
+    let text = String::from_utf8_lossy(&h.stdout);
+    for l in text.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() >= 6 {
+            let (size, vma, off) = (
+                u64::from_str_radix(w[2], 16),
+                u64::from_str_radix(w[3], 16),
+                u64::from_str_radix(w[5], 16),
+            );
+            if let (Ok(size), Ok(vma), Ok(off)) = (size, vma, off) {
+                if (vma..vma + size).contains(&addr) {
+                    return off + (addr - vma);
+                }
+            }
+        }
+    }
+    panic!("{symbol} at {addr:#x} is in no section");
+}
+
+/// Customizable tracing (`--csi-scheme=custom`, ch. 3): every function gets a switch, named in
+/// its record, initially on; set to 0 in the file, the function runs its uninstrumented
+/// replica — same output, and its probes stay untouched (the coverage byte of its first call
+/// site stays 0), while the other functions' still run.
+#[test]
+fn tracing_switches_pick_the_uninstrumented_replica() {
+    let d = scratch();
+    let plain = d.join("plain");
+    ok(
+        &run(Command::new("clang-19")
+            .args(["-O2", &fixture("loops.c"), "-o"])
+            .arg(&plain)),
+        "plain",
+    );
+    let want = run(&mut Command::new(&plain));
+    for opt in ["-O0", "-O2"] {
+        let exe = d.join(format!("custom{opt}"));
+        ok(
+            &run(Command::new(CSI_CC)
+                .args(["--csi-scheme=custom", opt, &fixture("loops.c"), "-o"])
+                .arg(&exe)),
+            "custom build",
+        );
+        let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "custom").unwrap();
+        let switch_of = |f: &str| {
+            cfg.iter()
+                .find(|r| r.name == f)
+                .and_then(|r| r.switch.clone())
+                .unwrap_or_else(|| panic!("{opt}: {f} has no switch"))
+        };
+        for f in ["collatz", "nested", "classify", "with_goto", "fact", "main"] {
+            let off = symbol_file_offset(&exe, &switch_of(f));
+            let bytes = std::fs::read(&exe).unwrap();
+            assert_eq!(bytes[off as usize], 1, "{opt}: {f}'s switch starts on");
+        }
+        // `nested` off: the same output.
+        let off = symbol_file_offset(&exe, &switch_of("nested"));
+        let mut bytes = std::fs::read(&exe).unwrap();
+        bytes[off as usize] = 0;
+        std::fs::write(&exe, &bytes).unwrap();
+        let got = run(&mut Command::new(&exe));
+        assert_eq!(got.stdout, want.stdout, "{opt}: output with `nested` off");
+        assert_eq!(got.status.code(), want.status.code(), "{opt}");
+        // Under gdb: `nested` runs its replica (no `__PT_current_path` in its frame), `fact`
+        // its instrumented body.
+        if gdb_available() {
+            let g = run(Command::new("gdb")
+                .args([
+                    "-batch",
+                    "-nx",
+                    "-ex",
+                    "break 'nested.__csi_off'",
+                    "-ex",
+                    "break fact",
+                    "-ex",
+                    "run",
+                    "-ex",
+                    "info symbol $pc",
+                    "-ex",
+                    "continue",
+                    "-ex",
+                    "print __PT_current_path",
+                ])
+                .arg(&exe));
+            let out = String::from_utf8_lossy(&g.stdout);
+            assert!(
+                out.contains("csi_off"), // gdb shows the symbol `nested.__csi_off` as `nested..csi_off`
+                "{opt}: the first stop is not in the replica: {out}"
+            );
+            assert!(out.contains("$1 = "), "{opt}: fact's path register: {out}");
+        }
     }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -142,6 +142,19 @@ enum Command {
     /// read-only: its buckets by count, each with its crashes, must-in-all and never-in-any
     /// lines (`--bucket` for one, `--crash HASH` for one crash's record).
     Crashes(crashes::CrashesArgs),
+    /// Customizable tracing (`csi-cc --csi-scheme=custom`, the dissertation's ch. 3): list the
+    /// per-function tracing switches of an executable or shared library, or set them in the
+    /// file, in place, without rebuilding (`--set 'parse*=off'`; `*` and `?` match any run /
+    /// one character of the function name). A switched-off function runs an uninstrumented
+    /// copy of itself; the next crash reports its coverage and path as unknown.
+    Tracing {
+        /// The executable or shared library (built with `csi-cc --csi-scheme=custom`).
+        #[arg(long, value_name = "FILE")]
+        exe: PathBuf,
+        /// PATTERN=on or PATTERN=off (repeatable; a later one wins).
+        #[arg(long = "set", value_name = "PATTERN=on|off")]
+        set: Vec<String>,
+    },
     /// Answer one control-flow query; prints `possible` or `impossible`.
     ///
     /// A location is a node id (`n:-9:12`) or `FILE:LINE` (all nodes on that line; FILE may
@@ -419,6 +432,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Triage(args) => triage::run(&args),
         Command::Crashes(args) => crashes::run(&args),
+        Command::Tracing { exe, set } => run_tracing(&exe, &set),
         Command::Query {
             graph,
             report,
@@ -428,6 +442,36 @@ fn run(cli: Cli) -> Result<(), Failure> {
             stack_only,
         } => run_query(&graph, &report, may_run, may_not_run, before, stack_only),
     }
+}
+
+/// `csi tracing`: lists the tracing switches of `exe`, after setting those `set` names.
+fn run_tracing(exe: &Path, set: &[String]) -> Result<(), Failure> {
+    let settings = set
+        .iter()
+        .map(|s| match s.rsplit_once('=') {
+            Some((p, "on")) => Ok((p.to_string(), true)),
+            Some((p, "off")) => Ok((p.to_string(), false)),
+            _ => Err(Failure::BadInput(format!(
+                "--set {s}: expected PATTERN=on or PATTERN=off"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let switches = if settings.is_empty() {
+        csi_dump::tracing_switches::tracing_switches(exe)
+    } else {
+        csi_dump::tracing_switches::set_tracing_switches(exe, &settings)
+    }
+    .map_err(|e| Failure::BadInput(e.to_string()))?;
+    if switches.is_empty() {
+        return Err(Failure::BadInput(format!(
+            "{}: no tracing switches (build with csi-cc --csi-scheme=custom)",
+            exe.display()
+        )));
+    }
+    for s in &switches {
+        println!("{:<3} {}", if s.on { "on" } else { "off" }, s.function);
+    }
+    Ok(())
 }
 
 /// `csi query`: prints the answer to one control-flow question.

@@ -348,6 +348,12 @@ fn load_parts(
             }
         }
         ctx.derive_unprobed_global(&mut report.global_coverage, Some(&report.threads));
+        let off = ctx.traced.iter().filter(|&&t| !t).count();
+        if off > 0 {
+            notices.push(format!(
+                "{off} function(s) have tracing switched off (`csi tracing`): their coverage and path traces are unknown"
+            ));
+        }
         if report.threads.first().is_none_or(|t| t.frames.is_empty()) {
             notices.push(
                 "the crashing thread has no frame in the program; the analysis uses the other threads and coverage only"
@@ -844,6 +850,10 @@ struct Extract<'a> {
     /// Each function's basic-block graph from its CFG record, built on first use (every
     /// frame of the function asks the same questions of it).
     record_blocks: Vec<std::cell::OnceCell<BlockGraph>>,
+    /// Per function record: its probes ran (no tracing switch, or one set to 1; see
+    /// `tracing_switches`). A switched-off function runs an uninstrumented replica: its
+    /// frames have no probe state and its coverage arrays stay zero.
+    traced: Vec<bool>,
 }
 
 impl<'a> Extract<'a> {
@@ -879,13 +889,14 @@ impl<'a> Extract<'a> {
                     if n.starts_with("__CC_arr_")
                         || n.starts_with("__BBC_arr_")
                         || n.starts_with("__FC_arr_")
+                        || n.starts_with("__csi_sw_")
                     {
                         symbols[mi].insert(n.to_string(), s.address().wrapping_add(m.bias));
                     }
                 }
             }
         }
-        Extract {
+        let mut x = Extract {
             process,
             debug,
             graph,
@@ -894,7 +905,24 @@ impl<'a> Extract<'a> {
             labels,
             symbols,
             record_blocks: (0..cfg.len()).map(|_| std::cell::OnceCell::new()).collect(),
-        }
+            traced: Vec::new(),
+        };
+        x.traced = x.tracing_switches(&|fi, name| x.global_bytes(fi, name, 1));
+        x
+    }
+
+    /// Per function record: whether its probes ran — false where a switch (`csi-cc
+    /// --csi-scheme=custom`, set by `csi tracing`) reads 0, or cannot be read (then its
+    /// coverage and frame state are no evidence either way), from `byte_of(record, switch)`.
+    fn tracing_switches(&self, byte_of: &dyn Fn(usize, &str) -> Option<Vec<u8>>) -> Vec<bool> {
+        self.cfg
+            .iter()
+            .enumerate()
+            .map(|(fi, rec)| match &rec.switch {
+                None => true,
+                Some(name) => byte_of(fi, name).is_some_and(|b| b.first().is_some_and(|&v| v != 0)),
+            })
+            .collect()
     }
 
     /// The graph function of a DWARF subprogram: same name and same file (static functions of
@@ -1064,6 +1092,7 @@ impl<'a> Extract<'a> {
             }
             // Inlined copies' own activations (instrumented before optimization) come first,
             // innermost first; the crash frame stands for its function's, the last.
+            let rf = self.without_springboards(rf, rframes.last());
             if !rf.is_empty() {
                 cf.report_frame = Some(rframes.len() + rf.len() - 1);
                 rframes.extend(rf);
@@ -1075,6 +1104,29 @@ impl<'a> Extract<'a> {
             rframes,
             lost_frames,
         }
+    }
+
+    /// `rf` (a physical frame's activations, innermost first) without the springboards of
+    /// switched-off functions (`csi-cc --csi-scheme=custom`): where a caller inlined a
+    /// function's springboard, the caller's frame shows that function inlined at a line-0
+    /// call (the tail call into its replica, which never returns there); the activation is the
+    /// replica's, the next frame in (`inner`), and no code of the springboard's own ran.
+    fn without_springboards(&self, rf: Vec<Frame>, inner: Option<&Frame>) -> Vec<Frame> {
+        let mut out: Vec<Frame> = Vec::with_capacity(rf.len());
+        let mut inner_fn = inner.and_then(|f| f.function);
+        for fr in rf {
+            let springboard = fr.function.is_some()
+                && fr.function == inner_fn
+                && fr
+                    .function
+                    .is_some_and(|f| self.traced.get(f as usize) == Some(&false))
+                && fr.location.as_ref().is_none_or(|l| l.1 == 0);
+            inner_fn = fr.function;
+            if !springboard {
+                out.push(fr);
+            }
+        }
+        out
     }
 
     /// The notice for a thread whose stack memory is missing from a truncated core: where the
@@ -1345,6 +1397,13 @@ impl<'a> Extract<'a> {
             location: location.map(|l| (l.file.clone(), l.line, l.column)),
             ..Frame::default()
         };
+        // A switched-off function's frame is its uninstrumented replica's: no probe state.
+        let no_state: &[Variable] = &[];
+        let variables = if self.traced.get(f as usize) == Some(&false) {
+            no_state
+        } else {
+            variables
+        };
         // Local block coverage (zeroed at entry: it holds its bits anywhere in the frame).
         if let Some(bytes) = variable_bytes(variables, "__BBC_arr") {
             self.read_local_array(f, bytes, "BBC", &mut rf);
@@ -1354,7 +1413,7 @@ impl<'a> Extract<'a> {
         if let Some(rec) = self
             .cfg
             .get(f as usize)
-            .filter(|r| r.path_traced && r.pt.is_some())
+            .filter(|r| r.path_traced && r.pt.is_some() && self.traced[f as usize])
         {
             match self.decode_path(f, rec, variables, &point, position_unknown) {
                 Ok(fp) => {
@@ -1706,7 +1765,11 @@ impl<'a> Extract<'a> {
     ) -> BTreeMap<NodeId, bool> {
         let mut out = BTreeMap::new();
         let mut missing = 0usize;
+        let traced = self.tracing_switches(&|fi, name| bytes_of(fi, name, 1));
         for (fi, rec) in self.cfg.iter().enumerate() {
+            if !traced[fi] {
+                continue; // switched off: its arrays stay zero while its replica runs
+            }
             let labels = &self.labels[fi];
             for (global, prefix) in [(&rec.cc, "CC"), (&rec.bbc, "BBC")] {
                 let Some(name) = global else { continue };

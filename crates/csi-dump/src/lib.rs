@@ -24,6 +24,7 @@ pub mod expr;
 mod extract;
 mod minidump_file;
 pub mod process;
+pub mod tracing_switches;
 pub mod unwind;
 mod values;
 

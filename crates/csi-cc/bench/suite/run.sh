@@ -41,6 +41,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 BENCH="$(cd "$HERE/.." && pwd)"
 CSI="${CSI_CC:-$BENCH/../target/release/csi-cc}"
 CSI="$(cd "$(dirname "$CSI")" && pwd)/$(basename "$CSI")"
+# csi (for `csi tracing`): this tree's release build.
+CSI_BIN="${CSI_BIN:-$BENCH/../../../target/release/csi}"
 W="${1:-/tmp/csi-suite}"
 read -r -a PROGRAMS <<<"${PROGRAMS:-flex grep lua bzip2 zstd gzip}"
 read -r -a CONFIGS <<<"${CONFIGS:-plain copy cc pt realistic bb fc fixed}"
@@ -122,6 +124,8 @@ cc_for() {
     fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/$1.fixed.schema" ;;
     # basic-block coverage with a probe in every block (no ch. 4 placement)
     bball) echo "$CSI --csi-scheme=bb --csi-bb-probes=all" ;;
+    # customizable tracing with every switch off (`csi tracing --set '*=off'` after the build)
+    customoff) echo "$CSI --csi-scheme=custom" ;;
     # call-site coverage with a probe at every call site (no placement)
     ccall) echo "$CSI --csi-scheme=cc --csi-cc-probes=all" ;;
     # the same order as the table before issue 17 (probes placed in the optimized code)
@@ -258,6 +262,8 @@ for p in "${PROGRAMS[@]}"; do
       t0=$(date +%s)
       if make_prog "$p" "$W/$p/$v" "$(cc_for "$p" "$v")" >"$W/$p/$v.build.log" 2>&1; then
         echo "$(( $(date +%s) - t0 ))" >"$W/$p/$v.build.secs"
+        [ "$v" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
+          >"$W/$p/$v.switches" 2>&1
       else
         log "$p: $v FAILED to build (see $W/$p/$v.build.log)"
       fi

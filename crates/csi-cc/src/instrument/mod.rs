@@ -34,6 +34,8 @@ use sections::*;
 
 extern "C" {
     fn csi_split_critical_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
+    fn csi_clone_function(f: LLVMValueRef, name: *const std::ffi::c_char) -> LLVMValueRef;
+    fn csi_add_springboard(f: LLVMValueRef, off: LLVMValueRef, switch: LLVMValueRef);
     fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
     fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
     fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
@@ -59,7 +61,8 @@ pub struct Mechanisms {
 impl Mechanisms {
     pub fn from_scheme(s: &str) -> Option<Self> {
         let (pt, cc, bbc, fc) = match s {
-            "realistic" => (true, true, false, false),
+            // `custom`: realistic's, every function switchable (`Options::switchable`).
+            "realistic" | "custom" => (true, true, false, false),
             "pt" => (true, false, false, false),
             "cc" => (false, true, false, false),
             "bb" => (false, false, true, false),
@@ -98,6 +101,10 @@ pub struct Options {
     /// metadata (csi-cc v1.4.0's tools read `.debug_BBC`, which cannot say a slot is implied)
     /// probes every block as well.
     pub bb_all_probes: bool,
+    /// `--csi-scheme=custom`: every instrumented function gets an uninstrumented replica and a
+    /// switch byte that picks one of the two at each call (the dissertation's ch. 3; see
+    /// `Unit::make_switchable`).
+    pub switchable: bool,
     /// `--csi-metadata=zstd`: write `.debug_CSI_CFG` only, each piece zstd-compressed (see
     /// `write_sections`); else all five sections as text.
     pub compress_metadata: bool,
@@ -384,17 +391,17 @@ impl Ctx {
     /// With `odr_group` (a COMDAT function instrumented before optimization, see
     /// `Unit::function`) it is instead one hidden `weak_odr` global of that group, shared by every
     /// unit: inlined copies in any unit update it, whichever unit's group the linker keeps.
-    unsafe fn global(
+    /// A new global of type `ty` in the coverage section, linked as `f`'s coverage data: in
+    /// the COMDAT group `odr_group` (weak_odr, hidden) when given, else internal, in `f`'s
+    /// COMDAT if it has one.
+    unsafe fn coverage_global(
         &self,
         name: &str,
-        n: u64,
-        sp: LLVMMetadataRef,
+        ty: LLVMTypeRef,
         f: LLVMValueRef,
         odr_group: Option<&str>,
-    ) -> (LLVMValueRef, LLVMTypeRef) {
-        let ty = LLVMArrayType2(self.i8t, n);
+    ) -> LLVMValueRef {
         let g = LLVMAddGlobal(self.module, ty, cstr(name).as_ptr());
-        LLVMSetInitializer(g, LLVMConstNull(ty));
         if let Some(group) = odr_group {
             LLVMSetLinkage(g, LLVMLinkage::LLVMWeakODRLinkage);
             LLVMSetVisibility(g, llvm_sys::LLVMVisibility::LLVMHiddenVisibility);
@@ -409,6 +416,20 @@ impl Ctx {
         }
         LLVMSetAlignment(g, 1);
         LLVMSetSection(g, cstr(COVERAGE_SECTION).as_ptr());
+        g
+    }
+
+    unsafe fn global(
+        &self,
+        name: &str,
+        n: u64,
+        sp: LLVMMetadataRef,
+        f: LLVMValueRef,
+        odr_group: Option<&str>,
+    ) -> (LLVMValueRef, LLVMTypeRef) {
+        let ty = LLVMArrayType2(self.i8t, n);
+        let g = self.coverage_global(name, ty, f, odr_group);
+        LLVMSetInitializer(g, LLVMConstNull(ty));
         if !sp.is_null() {
             let file = LLVMDIScopeGetFile(sp);
             let b = self.basic_type("__csi_bool", 8, 0x02);
@@ -737,6 +758,20 @@ impl Unit<'_> {
                 "funclet-based exception handling (catchswitch/cleanuppad)",
             ));
         }
+        // Customizable tracing: the replica is cloned before the probes go in (not a function
+        // that calls `setjmp`-like functions: a springboard's tail call would return twice).
+        let replica = if opts.switchable
+            && mech != Mechanisms::default()
+            && !has_returns_twice_call(&blocks(f))
+        {
+            Some(csi_clone_function(
+                f,
+                cstr(&format!("{name}.__csi_off")).as_ptr(),
+            ))
+            .filter(|r| !r.is_null())
+        } else {
+            None
+        };
         let fn_file = scope_file_path(sp);
         let bbs = blocks(f);
         let mut rec = FunctionRecord::read(
@@ -827,6 +862,9 @@ impl Unit<'_> {
         arrays
             .zero_locals(c, &bbs, &facts, layout.zeroing)
             .map_err(unsupported)?;
+        if let Some(off) = replica {
+            self.make_switchable(f, off, &name, &unit_tag, odr_group.as_deref(), &mut rec.cfg);
+        }
         if mech != Mechanisms::default()
             && llvm_sys::analysis::LLVMVerifyFunction(
                 f,
@@ -839,6 +877,35 @@ impl Unit<'_> {
             odr_group.or(comdat),
             [pt_text, cc_text, bbc_text, fc_text, rec.cfg.to_line()],
         ))
+    }
+}
+
+impl Unit<'_> {
+    /// Gives the instrumented `f` its switch, `__csi_sw_<unit>_<name>` (one byte, initially 1,
+    /// in the coverage section, named in the record's `switch`), and the springboard that
+    /// tail-calls the uninstrumented replica `off` when the switch is 0 (the dissertation's
+    /// ch. 3, Fig. 3.1, with a run-time test instead of a patched jump: a deployment sets the
+    /// byte in the binary with `csi tracing`, nothing is rebuilt).
+    unsafe fn make_switchable(
+        &self,
+        f: LLVMValueRef,
+        off: LLVMValueRef,
+        name: &str,
+        unit_tag: &str,
+        odr_group: Option<&str>,
+        cfg: &mut CfgFunction,
+    ) {
+        let c = self.c;
+        let gname = format!("__csi_sw_{unit_tag}_{name}");
+        // A scalar (GlobalOpt would split a one-element array into `<name>.0`), linked like
+        // the coverage arrays; found by its symbol (no DWARF).
+        let g = c.coverage_global(&gname, c.i8t, f, odr_group);
+        LLVMSetInitializer(g, LLVMConstInt(c.i8t, 1, 0));
+        // Set in the file after the build: the optimizer must not take the initializer for
+        // the value (an internal global nothing stores to would fold to a constant).
+        LLVMSetExternallyInitialized(g, 1);
+        csi_add_springboard(f, off, g);
+        cfg.switch = Some(gname);
     }
 }
 
@@ -890,6 +957,7 @@ mod tests {
             pt_size: 10,
             cc_all_probes: false,
             bb_all_probes: false,
+            switchable: false,
             compress_metadata: true,
             source: "w.cpp".into(),
             optimized: false,

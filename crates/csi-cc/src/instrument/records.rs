@@ -305,6 +305,7 @@ impl FunctionRecord {
             cc_local_zeroed_in: None,
             cc_local_by_path: false,
             bbc_unprobed: Vec::new(),
+            switch: None,
             bbc: None,
             fc: None,
             nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],

@@ -27,8 +27,9 @@ use std::collections::HashMap;
 /// call `args`/`result`, function `params`/`escaped`); older sets are read as imprecise.
 /// Version 4 added `cc_local_zeroed_in`: a local `__CC_arr` no longer holds its bits
 /// everywhere in the function, so readers of version 3 must not read version 4 records.
-/// Version 5 added `bbc_unprobed`: a block-coverage slot can stay zero although its block
-/// ran, so readers of version 4 must not read version 5 records.
+/// Version 5 added `bbc_unprobed` (a block-coverage slot can stay zero although its block
+/// ran) and `switch` (a switched-off function's arrays stay zero although it ran), so readers
+/// of version 4 must not read version 5 records.
 pub const CFG_FORMAT_VERSION: u32 = 5;
 
 /// One record per compilation unit (`{"csi_cfg":2,"module":"src/a.c",...}`): what the unit
@@ -312,6 +313,14 @@ pub struct CfgFunction {
     /// [`derive_unprobed`](crate::dominance::BlockGraph::derive_unprobed)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bbc_unprobed: Vec<u32>,
+    /// Customizable tracing (`csi-cc --csi-scheme=custom`, version 5): the function's switch,
+    /// a one-byte global (in the coverage section) that `csi tracing` sets in the binary. At 0
+    /// every call runs an uninstrumented replica (its own subprogram in DWARF, of the same
+    /// name), so the function's coverage arrays and frame state are no evidence; at 1 the
+    /// instrumented body runs. Readers that ignore this field treat a switched-off function's
+    /// zero coverage as "never": they must not read version 5 records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch: Option<String>,
     #[serde(default)]
     pub fc: Option<String>,
     pub nodes: Vec<CfgNode>,
