@@ -408,3 +408,36 @@ fn missing_sources_still_analyse_and_say_which() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("expected FROM=TO"), "{}", stderr(&o));
 }
+
+/// `csi tracing` on bad input: one clear line and exit 2, the file untouched.
+#[test]
+fn tracing_bad_input() {
+    let before = std::fs::read(root().join(EXE)).unwrap();
+    for (args, want) in [
+        (
+            vec!["tracing", "--exe", "no/such/file"],
+            "no/such/file",
+        ),
+        (
+            vec!["tracing", "--exe", "README.md"],
+            "not an ELF file",
+        ),
+        // A build without `--csi-scheme=custom` has no switches.
+        (vec!["tracing", "--exe", EXE], "no tracing switches"),
+        (
+            vec!["tracing", "--exe", EXE, "--set", "main"],
+            "expected PATTERN=on or PATTERN=off",
+        ),
+        (
+            vec!["tracing", "--exe", EXE, "--set", "main=off"],
+            "no switchable function matches `main`",
+        ),
+    ] {
+        let o = csi(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read(root().join(EXE)).unwrap(), before);
+}
