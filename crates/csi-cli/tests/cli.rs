@@ -414,14 +414,8 @@ fn missing_sources_still_analyse_and_say_which() {
 fn tracing_bad_input() {
     let before = std::fs::read(root().join(EXE)).unwrap();
     for (args, want) in [
-        (
-            vec!["tracing", "--exe", "no/such/file"],
-            "no/such/file",
-        ),
-        (
-            vec!["tracing", "--exe", "README.md"],
-            "not an ELF file",
-        ),
+        (vec!["tracing", "--exe", "no/such/file"], "no/such/file"),
+        (vec!["tracing", "--exe", "README.md"], "not an ELF file"),
         // A build without `--csi-scheme=custom` has no switches.
         (vec!["tracing", "--exe", EXE], "no tracing switches"),
         (

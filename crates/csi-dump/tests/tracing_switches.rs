@@ -1,0 +1,93 @@
+//! Customizable tracing (`csi-cc --csi-scheme=custom`, the dissertation's ch. 3): a build with
+//! every function's switch set off (`customoff`, by `csi tracing` in `fixtures/build.sh`) runs
+//! the same program as the build with them on (`custom`) — the replicas compute what the
+//! instrumented bodies do — so the same crash must be reported with less evidence and nothing
+//! else: every line `customoff` calls must or never, `custom` calls the same. Soundness of
+//! both against the oracles is `soundness_oracle.rs`'s.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::fixture_crashes;
+use csi_analysis::best_effort_coverage;
+
+/// (must, never) lines, as `file:line`, and the crashing thread's depth.
+fn line_claims(
+    exe: &std::path::Path,
+    core: &std::path::Path,
+) -> (BTreeSet<String>, BTreeSet<String>, usize) {
+    let crash = csi_dump::Crash::open(exe, core, &Default::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", core.display()));
+    let depth = crash.threads.first().map_or(0, |t| t.frames.len());
+    let cov = best_effort_coverage(&crash.graph, &crash.report)
+        .unwrap_or_else(|e| panic!("{}: {e}", core.display()));
+    let (mut must, mut never) = (BTreeSet::new(), BTreeSet::new());
+    for (file, l) in cov.global_lines(&crash.graph) {
+        must.extend(l.must.iter().map(|x| format!("{file}:{x}")));
+        never.extend(l.never.iter().map(|x| format!("{file}:{x}")));
+    }
+    (must, never, depth)
+}
+
+#[test]
+fn switching_tracing_off_only_takes_evidence_away() {
+    // program/level → (custom, customoff) crashes.
+    let mut pairs: BTreeMap<String, [Option<common::FixtureCrash>; 2]> = BTreeMap::new();
+    for fx in fixture_crashes() {
+        let name = fx.name();
+        let Some((program, build)) = name.rsplit_once('/') else {
+            continue;
+        };
+        let (slot, level) = if let Some(l) = build.strip_prefix("customoff-") {
+            (1, l)
+        } else if let Some(l) = build.strip_prefix("custom-") {
+            (0, l)
+        } else {
+            continue;
+        };
+        pairs.entry(format!("{program}/{level}")).or_default()[slot] = Some(fx);
+    }
+    if pairs.is_empty() {
+        common::matrix_lacks("a custom/customoff");
+        return;
+    }
+    let (mut compared, mut lost, mut kept) = (0, 0usize, 0usize);
+    let mut other_runs: Vec<String> = Vec::new();
+    let mut failures = Vec::new();
+    for (key, [on, off]) in &pairs {
+        let (Some(on), Some(off)) = (on, off) else {
+            continue;
+        };
+        let switches = csi_dump::tracing_switches::tracing_switches(&off.exe).unwrap();
+        assert!(
+            !switches.is_empty() && switches.iter().all(|s| !s.on),
+            "{key}: the customoff build has switches on: {switches:?}"
+        );
+        let (on_must, on_never, on_depth) = line_claims(&on.exe, &on.core);
+        let (off_must, off_never, off_depth) = line_claims(&off.exe, &off.core);
+        if on_depth != off_depth && on_depth.max(off_depth) > 1000 {
+            // A stack overflow: the replicas' frames differ in size from the instrumented
+            // bodies', so the process died at another depth — another run. (Elsewhere depths
+            // may differ by the replicas' own frames: a switched-on body inlined into its
+            // caller is a frame of its own when its replica runs.)
+            other_runs.push(format!("{key} ({on_depth} / {off_depth} frames)"));
+            continue;
+        }
+        for l in off_must.difference(&on_must) {
+            failures.push(format!("{key}: {l} must only with tracing off"));
+        }
+        for l in off_never.difference(&on_never) {
+            failures.push(format!("{key}: {l} never only with tracing off"));
+        }
+        lost += on_must.len() + on_never.len()
+            - (off_must.len() + off_never.len()).min(on_must.len() + on_never.len());
+        kept += off_must.len() + off_never.len();
+        compared += 1;
+    }
+    eprintln!(
+        "{compared} crashes built with every switch on and off: {kept} decided lines kept, {lost} lost with tracing off; not the same run: {other_runs:?}"
+    );
+    assert!(compared > 0, "no custom/customoff pair");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
