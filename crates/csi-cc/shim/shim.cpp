@@ -150,10 +150,16 @@ extern "C" int csi_link_runtime(LLVMModuleRef dest, LLVMModuleRef src, const cha
 
 // Customizable tracing (dissertation ch. 3): an uninstrumented replica of `fn`, named `name`,
 // internal, with a subprogram of its own (CloneFunction). Made before `fn` is
-// instrumented. Null when `fn` is variadic (a springboard cannot forward its arguments).
+// instrumented. Null when `fn` is variadic (a springboard cannot forward its arguments) or
+// takes a block's address.
 extern "C" LLVMValueRef csi_clone_function(LLVMValueRef fn, const char *name) {
   Function *f = unwrap<Function>(fn);
   if (f->isVarArg()) return nullptr;
+  // A block whose address is taken (computed goto: `static void *tab[] = {&&L1, ...}` in Lua's
+  // VM) is reached through constants that name the original's blocks: a replica would jump
+  // into the other function's body.
+  for (BasicBlock &bb : *f)
+    if (bb.hasAddressTaken()) return nullptr;
   ValueToValueMapTy vmap;
   Function *c = CloneFunction(f, vmap);
   c->setName(name);

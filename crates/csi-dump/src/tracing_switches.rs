@@ -43,17 +43,19 @@ pub fn tracing_switches(path: &Path) -> Result<Vec<TracingSwitch>, DumpError> {
         })?;
     let (funcs, _) =
         parse_cfg_all(&cfg, &path.display().to_string()).map_err(|e| bad(e.to_string()))?;
+    let symbols: std::collections::HashMap<&str, object::Symbol<'_, '_>> = elf
+        .symbols()
+        .filter_map(|s| Some((s.name().ok()?, s)))
+        .filter(|(n, _)| n.starts_with("__csi_sw_"))
+        .collect();
     let mut out = Vec::new();
     for rec in &funcs {
         let Some(symbol) = &rec.switch else { continue };
-        let sym = elf
-            .symbols()
-            .find(|s| s.name().is_ok_and(|n| n == symbol))
-            .ok_or_else(|| {
-                bad(format!(
-                    "the switch `{symbol}` is not in the symbol table (stripped?)"
-                ))
-            })?;
+        // No symbol: the optimizer removed the function and every inlined copy of it (nothing
+        // references the switch), or the symbol table was stripped (checked below).
+        let Some(sym) = symbols.get(symbol.as_str()) else {
+            continue;
+        };
         let offset = sym
             .section_index()
             .and_then(|i| elf.section_by_index(i).ok())
@@ -72,6 +74,13 @@ pub fn tracing_switches(path: &Path) -> Result<Vec<TracingSwitch>, DumpError> {
             file_offset: offset,
             on: *on != 0,
         });
+    }
+    if out.is_empty() && funcs.iter().any(|r| r.switch.is_some()) && elf.symbols().next().is_none()
+    {
+        return Err(bad(
+            "its functions have tracing switches, but the symbol table that locates them was stripped"
+                .into(),
+        ));
     }
     out.sort_by(|a, b| a.function.cmp(&b.function).then(a.symbol.cmp(&b.symbol)));
     out.dedup_by(|a, b| a.symbol == b.symbol);
