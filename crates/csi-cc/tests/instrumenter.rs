@@ -930,6 +930,42 @@ fn path_trace_under_gdb_computed_goto() {
 #[test]
 fn computed_goto_behaves_the_same() {
     same_behaviour(&["ptloop.c"], &["25"]);
+    // With every tracing switch off too: a function that takes a block's address (its
+    // dispatch table names the original's blocks) gets no replica and stays instrumented.
+    let d = scratch();
+    let plain = d.join("plain");
+    ok(
+        &run(Command::new("clang-19")
+            .args(["-O2", &fixture("ptloop.c"), "-o"])
+            .arg(&plain)),
+        "plain",
+    );
+    let want = run(Command::new(&plain).arg("25"));
+    for opt in ["-O0", "-O2"] {
+        let exe = d.join(format!("off{opt}"));
+        ok(
+            &run(Command::new(CSI_CC)
+                .args(["--csi-scheme=custom", opt, &fixture("ptloop.c"), "-o"])
+                .arg(&exe)),
+            "custom",
+        );
+        let nm = run(Command::new("nm").arg(&exe));
+        let mut bytes = std::fs::read(&exe).unwrap();
+        let switches: Vec<String> = String::from_utf8_lossy(&nm.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+            .filter(|n| n.starts_with("__csi_sw_"))
+            .collect();
+        assert!(!switches.is_empty(), "{opt}: no switches");
+        for s in &switches {
+            bytes[symbol_file_offset(&exe, s) as usize] = 0;
+        }
+        std::fs::write(&exe, &bytes).unwrap();
+        let got = run(Command::new(&exe).arg("25"));
+        assert_eq!(got.stdout, want.stdout, "{opt}: every switch off");
+        assert_eq!(got.status.code(), want.status.code(), "{opt}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
