@@ -207,7 +207,14 @@ extern "C" void csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, LLVMValue
   CallInst *call = ob.CreateCall(o->getFunctionType(), o, args);
   call->setCallingConv(f->getCallingConv());
   call->setAttributes(o->getAttributes());
-  call->setTailCallKind(CallInst::TCK_MustTail);
+  // musttail leaves no frame of the springboard's; but x86-64's lowering of a musttail call
+  // that forwards a `byval` argument overwrites the return address (LLVM 19), so such a
+  // function calls its replica plainly (the reader drops the springboard's frame: the same
+  // function, at a line-0 call, around its replica's).
+  AttributeList al = f->getAttributes();
+  bool byStack = al.hasAttrSomewhere(Attribute::ByVal) || al.hasAttrSomewhere(Attribute::InAlloca) ||
+                 al.hasAttrSomewhere(Attribute::Preallocated);
+  call->setTailCallKind(byStack ? CallInst::TCK_None : CallInst::TCK_MustTail);
   if (f->getReturnType()->isVoidTy())
     ob.CreateRetVoid();
   else

@@ -1092,7 +1092,13 @@ impl<'a> Extract<'a> {
             }
             // Inlined copies' own activations (instrumented before optimization) come first,
             // innermost first; the crash frame stands for its function's, the last.
+            let activations = rf.len();
             let rf = self.without_springboards(rf, rframes.last());
+            if activations > 0 && rf.is_empty() {
+                // Only a springboard's call into its replica (one that cannot tail-call):
+                // no frame of the program's, the replica's caller is the next one out.
+                continue;
+            }
             if !rf.is_empty() {
                 cf.report_frame = Some(rframes.len() + rf.len() - 1);
                 rframes.extend(rf);
