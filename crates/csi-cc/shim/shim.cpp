@@ -156,12 +156,43 @@ extern "C" LLVMValueRef csi_clone_function(LLVMValueRef fn, const char *name) {
   Function *f = unwrap<Function>(fn);
   if (f->isVarArg()) return nullptr;
   // A block whose address is taken (computed goto: `static void *tab[] = {&&L1, ...}` in Lua's
-  // VM) is reached through constants that name the original's blocks: a replica would jump
-  // into the other function's body.
-  for (BasicBlock &bb : *f)
-    if (bb.hasAddressTaken()) return nullptr;
+  // VM) is reached through constants that name the original's blocks. CloneFunction remaps
+  // the ones in the body; a table in a global's initializer gets a copy for the replica (below)
+  // when only `fn` uses it; otherwise no replica.
+  SmallVector<GlobalVariable *, 2> tables;
+  for (BasicBlock &bb : *f) {
+    if (!bb.hasAddressTaken()) continue;
+    BlockAddress *ba = BlockAddress::lookup(&bb);
+    if (!ba) continue;
+    SmallVector<User *, 8> work(ba->users().begin(), ba->users().end());
+    while (!work.empty()) {
+      User *u = work.pop_back_val();
+      if (auto *i = dyn_cast<Instruction>(u)) {
+        if (i->getFunction() != f) return nullptr;
+      } else if (auto *g = dyn_cast<GlobalVariable>(u)) {
+        for (User *gu : g->users()) {
+          auto *gi = dyn_cast<Instruction>(gu);
+          if (!gi || gi->getFunction() != f || !g->isConstant()) return nullptr;
+        }
+        if (!is_contained(tables, g)) tables.push_back(g);
+      } else if (isa<Constant>(u)) {
+        work.append(u->user_begin(), u->user_end());
+      } else {
+        return nullptr;
+      }
+    }
+  }
   ValueToValueMapTy vmap;
   Function *c = CloneFunction(f, vmap);
+  for (GlobalVariable *g : tables) {
+    Constant *init = MapValue(g->getInitializer(), vmap);
+    auto *copy = new GlobalVariable(*f->getParent(), g->getValueType(), true,
+                                    GlobalValue::InternalLinkage, init, g->getName() + ".__csi_off");
+    copy->setAlignment(g->getAlign());
+    copy->setUnnamedAddr(g->getUnnamedAddr());
+    for (BasicBlock &bb : *c)
+      for (Instruction &i : bb) i.replaceUsesOfWith(g, copy);
+  }
   c->setName(name);
   c->setLinkage(GlobalValue::InternalLinkage);
   c->setVisibility(GlobalValue::DefaultVisibility);
