@@ -1112,6 +1112,30 @@ impl<'a> Extract<'a> {
         }
     }
 
+    /// The inlined calls at a pc (innermost first) without the scope of a switched-off
+    /// function's springboard around its inlined replica: the same function, at a line-0 call
+    /// (see `without_springboards`).
+    fn without_inlined_springboards(
+        &self,
+        inl: Vec<InlineFrame>,
+        cu: Option<&str>,
+        object: Option<&str>,
+    ) -> Vec<InlineFrame> {
+        let mut out: Vec<InlineFrame> = Vec::with_capacity(inl.len());
+        for f in inl {
+            let springboard = out.last().is_some_and(|inner| inner.function == f.function)
+                && f.location.as_ref().is_none_or(|l| l.line == 0)
+                && f.function.as_deref().is_some_and(|name| {
+                    self.graph_function(name, f.linkage_name.as_deref(), cu, object)
+                        .is_some_and(|g| self.traced.get(g as usize) == Some(&false))
+                });
+            if !springboard {
+                out.push(f);
+            }
+        }
+        out
+    }
+
     /// `rf` (a physical frame's activations, innermost first) without the springboards of
     /// switched-off functions (`csi-cc --csi-scheme=custom`): where a caller inlined a
     /// function's springboard, the caller's frame shows that function inlined at a line-0
@@ -1236,7 +1260,7 @@ impl<'a> Extract<'a> {
                 .pop()
                 .and_then(|f| f.location)
                 .or(cf.call_location.take());
-            cf.inlined = inl;
+            cf.inlined = self.without_inlined_springboards(inl, cu.as_deref(), object);
         }
         if let Some(sp) = sp {
             let regs = FrameRegs {
