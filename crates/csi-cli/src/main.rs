@@ -151,6 +151,10 @@ enum Command {
         /// The executable or shared library (built with `csi-cc --csi-scheme=custom`).
         #[arg(long, value_name = "FILE")]
         exe: PathBuf,
+        /// Trace the functions on a crash's stacks (every thread's frames, inlined ones
+        /// included) and nothing else: every switch off, then theirs on — before `--set`.
+        #[arg(long, value_name = "CORE")]
+        core: Option<PathBuf>,
         /// PATTERN=on or PATTERN=off (repeatable; a later one wins).
         #[arg(long = "set", value_name = "PATTERN=on|off")]
         set: Vec<String>,
@@ -432,7 +436,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Triage(args) => triage::run(&args),
         Command::Crashes(args) => crashes::run(&args),
-        Command::Tracing { exe, set } => run_tracing(&exe, &set),
+        Command::Tracing { exe, core, set } => run_tracing(&exe, core.as_deref(), &set),
         Command::Query {
             graph,
             report,
@@ -444,9 +448,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-/// `csi tracing`: lists the tracing switches of `exe`, after setting those `set` names.
-fn run_tracing(exe: &Path, set: &[String]) -> Result<(), Failure> {
-    let settings = set
+/// `csi tracing`: lists the tracing switches of `exe`, after setting them for the stacks of
+/// `core` (the dissertation's deployment loop: trace the functions of the crashes seen) and
+/// as `set` says.
+fn run_tracing(exe: &Path, core: Option<&Path>, set: &[String]) -> Result<(), Failure> {
+    let mut settings: Vec<(String, bool)> = Vec::new();
+    if let Some(core) = core {
+        let crash = csi_dump::Crash::open(exe, core, &Default::default())?;
+        settings = csi_dump::tracing_switches::settings_for_crash(&crash)?;
+    }
+    let explicit = set
         .iter()
         .map(|s| match s.rsplit_once('=') {
             Some((p, "on")) => Ok((p.to_string(), true)),
@@ -456,6 +467,7 @@ fn run_tracing(exe: &Path, set: &[String]) -> Result<(), Failure> {
             ))),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    settings.extend(explicit);
     let switches = if settings.is_empty() {
         csi_dump::tracing_switches::tracing_switches(exe)
     } else {

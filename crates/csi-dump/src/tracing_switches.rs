@@ -125,6 +125,28 @@ pub fn set_tracing_switches(
     Ok(switches)
 }
 
+/// The settings that trace exactly the switchable functions with an activation on `crash`'s
+/// stacks (every thread's report frames, inlined ones included): every switch off, then
+/// each of theirs on — the dissertation's deployment loop (ch. 3), tracing where crashes are.
+pub fn settings_for_crash(crash: &crate::Crash) -> Result<Vec<(String, bool)>, DumpError> {
+    let switchable: std::collections::BTreeSet<String> = tracing_switches(&crash.exe)?
+        .into_iter()
+        .map(|s| s.function)
+        .collect();
+    let on_stack: std::collections::BTreeSet<String> = crash
+        .report
+        .threads
+        .iter()
+        .flat_map(|t| &t.frames)
+        .filter_map(|f| f.function)
+        .map(|f| crash.graph.function(f).name.clone())
+        .filter(|n| switchable.contains(n))
+        .collect();
+    let mut out = vec![("*".to_string(), false)];
+    out.extend(on_stack.into_iter().map(|n| (n, true)));
+    Ok(out)
+}
+
 /// `pattern` matches all of `text`; `*` matches any run of characters, `?` any one.
 fn glob_match(pattern: &str, text: &str) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());

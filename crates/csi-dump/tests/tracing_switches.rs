@@ -91,3 +91,63 @@ fn switching_tracing_off_only_takes_evidence_away() {
     assert!(compared > 0, "no custom/customoff pair");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `csi tracing --core`: after a crash of a build with every switch off, the switches of the
+/// functions on its stacks go on and every other stays off (in a copy of the binary).
+#[test]
+fn a_crash_turns_tracing_on_where_it_happened() {
+    let mut checked = 0;
+    for fx in fixture_crashes() {
+        let name = fx.name();
+        if !name.ends_with("/customoff-O0") {
+            continue;
+        }
+        let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let settings = csi_dump::tracing_switches::settings_for_crash(&crash).unwrap();
+        let on: BTreeSet<&str> = settings[1..].iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(settings[0], ("*".to_string(), false), "{name}");
+        // Every switchable function with a frame is on the list.
+        let stack: BTreeSet<String> = crash
+            .report
+            .threads
+            .iter()
+            .flat_map(|t| &t.frames)
+            .filter_map(|f| f.function)
+            .map(|f| crash.graph.function(f).name.clone())
+            .collect();
+        let all = csi_dump::tracing_switches::tracing_switches(&fx.exe).unwrap();
+        for s in &all {
+            assert_eq!(
+                on.contains(s.function.as_str()),
+                stack.contains(&s.function),
+                "{name}: {}",
+                s.function
+            );
+        }
+        // Applied to a copy of the binary, exactly those are on.
+        let dir =
+            std::env::temp_dir().join(format!("csi-tracing-{}-{checked}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("exe");
+        std::fs::copy(&fx.exe, &copy).unwrap();
+        let now = csi_dump::tracing_switches::set_tracing_switches(&copy, &settings).unwrap();
+        for s in &now {
+            assert_eq!(
+                s.on,
+                on.contains(s.function.as_str()),
+                "{name}: {}",
+                s.function
+            );
+        }
+        assert!(
+            now.iter().any(|s| s.on),
+            "{name}: nothing on the stack is switchable"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        checked += 1;
+    }
+    if checked == 0 {
+        common::matrix_lacks("a customoff-O0");
+    }
+}
