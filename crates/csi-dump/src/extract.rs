@@ -195,7 +195,9 @@ impl Crash {
             file_of(mi)?.bytes_at(vaddr, n).map(<[u8]>::to_vec)
         };
         let mut ignored = Vec::new();
-        let mut coverage = ctx.coverage_from(&bytes_of, &mut ignored);
+        // The passing run's own switches, from its coverage file.
+        let traced = ctx.tracing_switches(&|fi, name| bytes_of(fi, name, 1));
+        let mut coverage = ctx.coverage_from(&bytes_of, &traced, &mut ignored);
         // Activations may have been in progress when the run wrote its coverage (SIGUSR2).
         ctx.derive_unprobed_global(&mut coverage, None);
         Some(coverage)
@@ -1783,19 +1785,24 @@ impl<'a> Extract<'a> {
     }
 
     fn global_coverage(&self, notices: &mut Vec<String>) -> BTreeMap<NodeId, bool> {
-        self.coverage_from(&|fi, name, n| self.global_bytes(fi, name, n), notices)
+        self.coverage_from(
+            &|fi, name, n| self.global_bytes(fi, name, n),
+            &self.traced,
+            notices,
+        )
     }
 
     /// Global coverage from the coverage arrays `bytes_of(function record, array, length)`
-    /// gives: the process's memory, or a passing run's coverage files.
+    /// gives: the process's memory, or a passing run's coverage files; the arrays of functions
+    /// not `traced` there (tracing switched off) are skipped.
     fn coverage_from(
         &self,
         bytes_of: &ArrayBytes<'_>,
+        traced: &[bool],
         notices: &mut Vec<String>,
     ) -> BTreeMap<NodeId, bool> {
         let mut out = BTreeMap::new();
         let mut missing = 0usize;
-        let traced = self.tracing_switches(&|fi, name| bytes_of(fi, name, 1));
         for (fi, rec) in self.cfg.iter().enumerate() {
             if !traced[fi] {
                 continue; // switched off: its arrays stay zero while its replica runs
