@@ -194,6 +194,14 @@ extern "C" LLVMValueRef csi_clone_function(LLVMValueRef fn, const char *name) {
       for (Instruction &i : bb) i.replaceUsesOfWith(g, copy);
   }
   c->setName(name);
+  // The replica's own subprogram (CloneFunction made a distinct copy) is told from the
+  // original's by its linkage name, `<linkage or name>.__csi_off` (GCC's clone suffix form,
+  // which debuggers demangle as "[clone .__csi_off]"): a reader must know that a frame — or a
+  // copy inlined into a caller — runs uninstrumented code.
+  if (DISubprogram *sp = c->getSubprogram()) {
+    StringRef base = sp->getLinkageName().empty() ? sp->getName() : sp->getLinkageName();
+    sp->replaceLinkageName(MDString::get(f->getContext(), (base + ".__csi_off").str()));
+  }
   c->setLinkage(GlobalValue::InternalLinkage);
   c->setVisibility(GlobalValue::DefaultVisibility);
   c->setDLLStorageClass(GlobalValue::DefaultStorageClass);
@@ -207,19 +215,79 @@ extern "C" LLVMValueRef csi_clone_function(LLVMValueRef fn, const char *name) {
   return wrap(c);
 }
 
-// The springboard of a switchable function: right after the entry block's allocas, `fn` loads
-// its switch byte and, when it is 0, tail-calls (musttail: no frame of its own) its replica
-// `off` with its own arguments; otherwise it runs on into its instrumented body.
-extern "C" void csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, LLVMValueRef sw) {
+// The springboard of a switchable function `fn` with switch `sw` and replica `off`. Where it
+// can, `fn` becomes a dispatcher of no frame and no debug information — load the switch,
+// musttail-call `<fn>.__csi_on` (the instrumented body, moved there with `fn`'s subprogram) or
+// `off` — three instructions, and inlined into callers like any small function: a test inside
+// the body would sit after the prologue (the register allocator keeps the arguments in
+// callee-saved registers from the entry on, which defeats shrink-wrapping) and cost a frame
+// set-up per call of a switched-off function. A function whose blocks' addresses are taken
+// (computed goto: the constants name `fn`'s blocks) or that forwards arguments on the stack
+// (`byval`: x86-64's lowering of such a musttail call overwrites the return address, LLVM 19)
+// keeps the test in its own body, right after the entry's allocas, and the latter calls its
+// replica plainly (the reader drops that frame: the same function, at a line-0 call, around
+// its replica's). Returns the function that holds the instrumented body.
+extern "C" LLVMValueRef csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, LLVMValueRef sw) {
   Function *f = unwrap<Function>(fn);
   Function *o = unwrap<Function>(off);
   GlobalVariable *g = unwrap<GlobalVariable>(sw);
+  LLVMContext &ctx = f->getContext();
+  AttributeList al = f->getAttributes();
+  bool byStack = al.hasAttrSomewhere(Attribute::ByVal) || al.hasAttrSomewhere(Attribute::InAlloca) ||
+                 al.hasAttrSomewhere(Attribute::Preallocated);
+  bool blockAddresses = false;
+  for (BasicBlock &bb : *f) blockAddresses |= bb.hasAddressTaken();
+  MDBuilder md(ctx);
+  auto tailCall = [&](IRBuilder<> &b, Function *from, Function *to, bool must, bool noinline) {
+    SmallVector<Value *, 8> args;
+    for (Argument &a : from->args()) args.push_back(&a);
+    CallInst *call = b.CreateCall(to->getFunctionType(), to, args);
+    call->setCallingConv(f->getCallingConv());
+    call->setAttributes(to->getAttributes());
+    call->setTailCallKind(must ? CallInst::TCK_MustTail : CallInst::TCK_None);
+    if (noinline) call->addFnAttr(Attribute::NoInline);
+    if (f->getReturnType()->isVoidTy())
+      b.CreateRetVoid();
+    else
+      b.CreateRet(call);
+  };
+  if (!byStack && !blockAddresses) {
+    Function *on = Function::Create(f->getFunctionType(), GlobalValue::InternalLinkage,
+                                    f->getAddressSpace(), f->getName() + ".__csi_on", f->getParent());
+    on->copyAttributesFrom(f);
+    on->setLinkage(GlobalValue::InternalLinkage);
+    on->setVisibility(GlobalValue::DefaultVisibility);
+    on->setDLLStorageClass(GlobalValue::DefaultStorageClass);
+    on->setComdat(nullptr);  // as the replica's (see csi_clone_function)
+    on->splice(on->end(), f);
+    for (auto [from, to] : zip(f->args(), on->args())) {
+      to.takeName(&from);
+      from.replaceAllUsesWith(&to);
+    }
+    on->setSubprogram(f->getSubprogram());
+    f->setSubprogram(nullptr);
+    // `fn`'s own dispatch, for calls from other units and through pointers, must stay three
+    // instructions: its calls are never inlined (the optimizer would inline a body called
+    // once into it, and the test would sit after that body's prologue again). The unit's
+    // own calls test the switch where they are (`csi_dispatch_call`).
+    BasicBlock *entry = BasicBlock::Create(ctx, "csi.switch", f);
+    BasicBlock *onb = BasicBlock::Create(ctx, "csi.on", f);
+    BasicBlock *offb = BasicBlock::Create(ctx, "csi.off", f);
+    IRBuilder<> b(entry);
+    Value *v = b.CreateLoad(Type::getInt8Ty(ctx), g, "csi.switch");
+    Value *isOn = b.CreateICmpNE(v, ConstantInt::get(Type::getInt8Ty(ctx), 0));
+    b.CreateCondBr(isOn, onb, offb, md.createLikelyBranchWeights());
+    IRBuilder<> nb(onb);
+    tailCall(nb, f, on, true, true);
+    IRBuilder<> ob(offb);
+    tailCall(ob, f, o, true, true);
+    return wrap(on);
+  }
   BasicBlock &entry = f->getEntryBlock();
   BasicBlock::iterator at = entry.getFirstInsertionPt();
   while (at != entry.end() && isa<AllocaInst>(&*at)) ++at;
   BasicBlock *on = entry.splitBasicBlock(at, "csi.on");
   entry.getTerminator()->eraseFromParent();
-  LLVMContext &ctx = f->getContext();
   DILocation *loc = nullptr;
   if (DISubprogram *sp = f->getSubprogram()) loc = DILocation::get(ctx, 0, 0, sp);
   BasicBlock *offb = BasicBlock::Create(ctx, "csi.off", f, on);
@@ -227,25 +295,121 @@ extern "C" void csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, LLVMValue
   if (loc) b.SetCurrentDebugLocation(loc);
   Value *v = b.CreateLoad(Type::getInt8Ty(ctx), g, "csi.switch");
   Value *isOn = b.CreateICmpNE(v, ConstantInt::get(Type::getInt8Ty(ctx), 0));
-  MDBuilder md(ctx);
   b.CreateCondBr(isOn, on, offb, md.createLikelyBranchWeights());
   IRBuilder<> ob(offb);
   if (loc) ob.SetCurrentDebugLocation(loc);
-  SmallVector<Value *, 8> args;
-  for (Argument &a : f->args()) args.push_back(&a);
-  CallInst *call = ob.CreateCall(o->getFunctionType(), o, args);
-  call->setCallingConv(f->getCallingConv());
-  call->setAttributes(o->getAttributes());
-  // musttail leaves no frame of the springboard's; but x86-64's lowering of a musttail call
-  // that forwards a `byval` argument overwrites the return address (LLVM 19), so such a
-  // function calls its replica plainly (the reader drops the springboard's frame: the same
-  // function, at a line-0 call, around its replica's).
-  AttributeList al = f->getAttributes();
-  bool byStack = al.hasAttrSomewhere(Attribute::ByVal) || al.hasAttrSomewhere(Attribute::InAlloca) ||
-                 al.hasAttrSomewhere(Attribute::Preallocated);
-  call->setTailCallKind(byStack ? CallInst::TCK_None : CallInst::TCK_MustTail);
-  if (f->getReturnType()->isVoidTy())
-    ob.CreateRetVoid();
-  else
-    ob.CreateRet(call);
+  tailCall(ob, f, o, !byStack, false);
+  return fn;
+}
+
+// A direct call of a switchable function `fn`, made from instrumented code of its unit, tests
+// `fn`'s switch where it is and calls the instrumented body `on` or the replica `off`: either
+// may then be inlined on its merits, with the call's own debug location (a dispatch function
+// of no debug information in between would drop the inlined code's scopes). Returns 0 when
+// the call stays as it is (musttail: nothing may come between it and the return).
+//
+// The test and both calls sit in a scope of their own, inlined at the call: the subprogram
+// `scope` (`csi_dispatch_scope`). Without it, code the optimizer merges from the two inlined
+// bodies (the same statements, sunk into the join) would get the call's own location — a
+// crash there would show the caller at the call, with no frame of the callee at all; with it,
+// such code shows the callee at line 0 (the reader: the callee, position unknown).
+extern "C" int csi_dispatch_call(LLVMValueRef callv, LLVMValueRef sw, LLVMValueRef onv,
+                                 LLVMValueRef offv, LLVMMetadataRef scope) {
+  auto *cb = unwrap<CallBase>(callv);
+  auto *g = unwrap<GlobalVariable>(sw);
+  auto *on = unwrap<Function>(onv);
+  auto *off = unwrap<Function>(offv);
+  LLVMContext &ctx = cb->getContext();
+  MDBuilder md(ctx);
+  DebugLoc at = cb->getDebugLoc();
+  if (at && scope)
+    at = DILocation::get(ctx, 0, 0, unwrap<DISubprogram>(scope), at.get());
+  if (auto *ci = dyn_cast<CallInst>(cb)) {
+    if (ci->isMustTailCall()) return 0;
+    IRBuilder<> b(ci);
+    b.SetCurrentDebugLocation(at);
+    Value *v = b.CreateLoad(Type::getInt8Ty(ctx), g, "csi.switch");
+    Value *isOn = b.CreateICmpNE(v, ConstantInt::get(Type::getInt8Ty(ctx), 0));
+    Instruction *thenT = nullptr, *elseT = nullptr;
+    SplitBlockAndInsertIfThenElse(isOn, ci->getIterator(), &thenT, &elseT,
+                                  md.createLikelyBranchWeights());
+    thenT->setDebugLoc(at);
+    elseT->setDebugLoc(at);
+    auto *c1 = cast<CallInst>(ci->clone());
+    c1->insertBefore(thenT);
+    c1->setCalledFunction(on);
+    c1->setDebugLoc(at);
+    auto *c2 = cast<CallInst>(ci->clone());
+    c2->insertBefore(elseT);
+    c2->setCalledFunction(off);
+    c2->setDebugLoc(at);
+    if (!ci->getType()->isVoidTy()) {
+      PHINode *phi = PHINode::Create(ci->getType(), 2, ci->getName(), ci->getIterator());
+      phi->addIncoming(c1, c1->getParent());
+      phi->addIncoming(c2, c2->getParent());
+      phi->setDebugLoc(at);
+      ci->replaceAllUsesWith(phi);
+    }
+    ci->eraseFromParent();
+    return 1;
+  }
+  auto *ii = dyn_cast<InvokeInst>(cb);
+  if (!ii) return 0;
+  BasicBlock *bb = ii->getParent();
+  BasicBlock *normal = ii->getNormalDest();
+  BasicBlock *unwind = ii->getUnwindDest();
+  Function *f = bb->getParent();
+  BasicBlock *onb = BasicBlock::Create(ctx, "csi.on", f, normal);
+  BasicBlock *offb = BasicBlock::Create(ctx, "csi.off", f, normal);
+  BasicBlock *join = BasicBlock::Create(ctx, "csi.join", f, normal);
+  auto *i1 = cast<InvokeInst>(ii->clone());
+  i1->insertInto(onb, onb->end());
+  i1->setCalledFunction(on);
+  i1->setNormalDest(join);
+  i1->setDebugLoc(at);
+  auto *i2 = cast<InvokeInst>(ii->clone());
+  i2->insertInto(offb, offb->end());
+  i2->setCalledFunction(off);
+  i2->setNormalDest(join);
+  i2->setDebugLoc(at);
+  IRBuilder<> jb(join);
+  jb.SetCurrentDebugLocation(at);
+  if (!ii->getType()->isVoidTy()) {
+    PHINode *phi = jb.CreatePHI(ii->getType(), 2, ii->getName());
+    phi->addIncoming(i1, onb);
+    phi->addIncoming(i2, offb);
+    ii->replaceAllUsesWith(phi);
+  }
+  jb.CreateBr(normal);
+  for (PHINode &phi : normal->phis()) phi.replaceIncomingBlockWith(bb, join);
+  for (PHINode &phi : unwind->phis()) {
+    Value *v = phi.getIncomingValueForBlock(bb);
+    phi.removeIncomingValue(bb, false);
+    phi.addIncoming(v, onb);
+    phi.addIncoming(v, offb);
+  }
+  IRBuilder<> b(ii);
+  b.SetCurrentDebugLocation(at);
+  Value *v = b.CreateLoad(Type::getInt8Ty(ctx), g, "csi.switch");
+  Value *isOn = b.CreateICmpNE(v, ConstantInt::get(Type::getInt8Ty(ctx), 0));
+  b.CreateCondBr(isOn, onb, offb, md.createLikelyBranchWeights());
+  ii->eraseFromParent();
+  return 1;
+}
+
+// The subprogram of the scope around a dispatch at a call of `on`'s function (see
+// `csi_dispatch_call`): the function's name, linkage name `<linkage or name>.__csi_dispatch`,
+// artificial; no code of its own. Null when `on` has no debug information.
+extern "C" LLVMMetadataRef csi_dispatch_scope(LLVMValueRef onv) {
+  auto *on = unwrap<Function>(onv);
+  DISubprogram *sp = on->getSubprogram();
+  if (!sp) return nullptr;
+  StringRef base = sp->getLinkageName().empty() ? sp->getName() : sp->getLinkageName();
+  LLVMContext &ctx = on->getContext();
+  std::string linkage = (base + ".__csi_dispatch").str();
+  auto *d = DISubprogram::getDistinct(
+      ctx, sp->getScope(), sp->getName(), linkage,
+      sp->getFile(), sp->getLine(), sp->getType(), sp->getScopeLine(), nullptr, 0, 0,
+      sp->getFlags() | DINode::FlagArtificial, DISubprogram::SPFlagDefinition, sp->getUnit());
+  return wrap(d);
 }

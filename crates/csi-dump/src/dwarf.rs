@@ -29,6 +29,49 @@ pub struct InlineFrame {
     /// The inlined subprogram's linkage name (mangled in C++), when it has one.
     pub linkage_name: Option<String>,
     pub location: Option<SourceLoc>,
+    /// What csi-cc's customizable tracing made of the subprogram ([`variant_of`]).
+    pub variant: Variant,
+}
+
+/// What csi-cc's customizable tracing (`--csi-scheme=custom`) made of a subprogram, told by
+/// the suffix of its DWARF linkage name (`<linkage or name>.<suffix>`; its name is the
+/// function's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Variant {
+    /// The function as compiled (instrumented, if at all).
+    #[default]
+    Plain,
+    /// `.__csi_off`: the uninstrumented replica; no probe runs in it.
+    Replica,
+    /// `.__csi_dispatch`: the scope of a call's switch test, around the inlined body or
+    /// replica of the function it calls. Alone (code the optimizer merged from both), it is
+    /// that function's activation at an unknown position, either body.
+    Dispatch,
+}
+
+/// A DWARF linkage name without the suffix of its [`Variant`], and the variant.
+pub fn variant_of(linkage: Option<String>) -> (Option<String>, Variant) {
+    let Some(l) = linkage else {
+        return (None, Variant::Plain);
+    };
+    for (suffix, v) in [
+        (".__csi_off", Variant::Replica),
+        (".__csi_dispatch", Variant::Dispatch),
+    ] {
+        if let Some(base) = l.strip_suffix(suffix) {
+            return (Some(base.to_string()), v);
+        }
+    }
+    (Some(l), Variant::Plain)
+}
+
+/// What [`DebugInfo::subprogram_names`] says of a subprogram.
+#[derive(Clone, Debug, Default)]
+pub struct SubprogramNames {
+    pub name: Option<String>,
+    pub linkage: Option<String>,
+    pub cu: Option<String>,
+    pub variant: Variant,
 }
 
 /// A subprogram containing some pc.
@@ -223,10 +266,10 @@ impl DebugInfo {
             let unit = &self.units[ui];
             let Ok(e) = unit.entry(off) else { continue };
             let mut names: Vec<String> = self.die_name(unit, &e).into_iter().collect();
-            names.extend(
-                self.follow_attr(unit, &e, gimli::DW_AT_linkage_name)
-                    .and_then(|a| self.string(unit, a)),
-            );
+            let linkage = self
+                .follow_attr(unit, &e, gimli::DW_AT_linkage_name)
+                .and_then(|a| self.string(unit, a));
+            names.extend(variant_of(linkage).0);
             let from = rows.partition_point(|r| r.0 < low);
             let to = rows.partition_point(|r| r.0 < high);
             for name in names {
@@ -358,16 +401,15 @@ impl DebugInfo {
         for (ui, o) in inlined_offsets {
             let unit = &info.units[ui];
             if let Ok(e) = unit.entry(o) {
-                if let Some(n) = info.die_name(unit, &e) {
-                    inlined.insert(n);
-                }
+                let name = info.die_name(unit, &e);
                 // C++ functions are known by their linkage names (see `Function::name`).
-                if let Some(n) = info
+                let linkage = info
                     .follow_attr(unit, &e, gimli::DW_AT_linkage_name)
-                    .and_then(|a| info.string(unit, a))
-                {
+                    .and_then(|a| info.string(unit, a));
+                if let Some(n) = variant_of(linkage).0 {
                     inlined.insert(n);
                 }
+                inlined.extend(name);
             }
         }
         info.inlined = inlined;
@@ -406,9 +448,11 @@ impl DebugInfo {
                 .function
                 .as_ref()
                 .and_then(|n| n.raw_name().ok().map(|s| s.into_owned()));
+            let (linkage_name, variant) = variant_of(raw);
             out.push(InlineFrame {
-                function: own_name.or_else(|| raw.clone()),
-                linkage_name: raw,
+                function: own_name.or_else(|| linkage_name.clone()),
+                linkage_name,
+                variant,
                 location: f.location.and_then(|l| {
                     Some(SourceLoc {
                         file: l.file?.to_string(),
@@ -432,24 +476,28 @@ impl DebugInfo {
             .map(|&(_, _, unit, offset)| Subprogram { unit, offset })
     }
 
-    /// Name, linkage name and compilation-unit file of a subprogram.
-    pub fn subprogram_names(
-        &self,
-        sp: Subprogram,
-    ) -> (Option<String>, Option<String>, Option<String>) {
+    /// Name, linkage name (without a variant's suffix) and compilation-unit file of a
+    /// subprogram, and its [`Variant`].
+    pub fn subprogram_names(&self, sp: Subprogram) -> SubprogramNames {
         let unit = &self.units[sp.unit];
         let Ok(e) = unit.entry(sp.offset) else {
-            return (None, None, None);
+            return SubprogramNames::default();
         };
         let name = self.die_name(unit, &e);
         let linkage = self
             .follow_attr(unit, &e, gimli::DW_AT_linkage_name)
             .and_then(|a| self.string(unit, a));
+        let (linkage, variant) = variant_of(linkage);
         let cu = unit
             .name
             .as_ref()
             .and_then(|n| n.to_string_lossy().ok().map(|s| s.into_owned()));
-        (name, linkage, cu)
+        SubprogramNames {
+            name,
+            linkage,
+            cu,
+            variant,
+        }
     }
 
     fn string(&self, unit: &gimli::Unit<Rd>, a: AttributeValue<Rd>) -> Option<String> {

@@ -13,7 +13,7 @@ use csi_model::{FailureReport, Frame, FuncId, NodeId, NodeKind, ProgramGraph, Si
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::core::{signal_name, CoreFile, ThreadState};
-use crate::dwarf::{DebugInfo, FrameRegs, InlineFrame, SourceLoc, Variable};
+use crate::dwarf::{DebugInfo, FrameRegs, InlineFrame, SourceLoc, Variable, Variant};
 use crate::error::DumpError;
 use crate::process::{ImageBytes, Process};
 use crate::unwind::{UnwindMethod, Unwinder, WalkEnd};
@@ -107,6 +107,10 @@ struct Position<'a> {
     /// came from: its line names the statement, unless the probes say otherwise (then the
     /// position is unknown after all).
     checked_by_probes: bool,
+    /// The frame runs a function's uninstrumented replica (`csi-cc --csi-scheme=custom`), or
+    /// may (a dispatch scope alone): its variables hold no probe state, whatever its switch
+    /// says (a switched-off caller's replica calls its callees' replicas).
+    uninstrumented: bool,
 }
 
 /// A frame's registers and where its debug info is, kept for on-demand reading
@@ -1075,7 +1079,8 @@ impl<'a> Extract<'a> {
                     .siginfo
                     .as_ref()
                     .is_some_and(|s| s.fault_address.is_some());
-            let (cf, rf) = self.frame(pf, fs_base, faulted, notices);
+            let inner = frames.last().and_then(|f| f.function.as_deref());
+            let (cf, rf) = self.frame(pf, fs_base, faulted, inner, notices);
             let mut cf = cf;
             let sp = pf.regs[crate::core::RSP];
             if sp.is_some_and(|sp| process.core.is_cut_off(sp))
@@ -1115,8 +1120,9 @@ impl<'a> Extract<'a> {
     }
 
     /// The inlined calls at a pc (innermost first) without the scope of a switched-off
-    /// function's springboard around its inlined replica: the same function, at a line-0 call
-    /// (see `without_springboards`).
+    /// function's springboard around its inlined replica — the same function, at a line-0 call
+    /// (see `without_springboards`) — nor a call's dispatch scope around the body or replica
+    /// it called ([`Variant::Dispatch`]).
     fn without_inlined_springboards(
         &self,
         inl: Vec<InlineFrame>,
@@ -1125,13 +1131,16 @@ impl<'a> Extract<'a> {
     ) -> Vec<InlineFrame> {
         let mut out: Vec<InlineFrame> = Vec::with_capacity(inl.len());
         for f in inl {
-            let springboard = out.last().is_some_and(|inner| inner.function == f.function)
+            let same_inside = out.last().is_some_and(|inner| inner.function == f.function);
+            let springboard = same_inside
                 && f.location.as_ref().is_none_or(|l| l.line == 0)
                 && f.function.as_deref().is_some_and(|name| {
                     self.graph_function(name, f.linkage_name.as_deref(), cu, object)
                         .is_some_and(|g| self.traced.get(g as usize) == Some(&false))
                 });
-            if !springboard {
+            // A call's dispatch scope around the body or replica it called: one activation.
+            let dispatch = same_inside && f.variant == Variant::Dispatch;
+            if !springboard && !dispatch {
                 out.push(f);
             }
         }
@@ -1201,11 +1210,15 @@ impl<'a> Extract<'a> {
         None
     }
 
+    /// One physical frame: its crash frame (function, position, variables, inlined calls) and
+    /// its report frames (inlined activations first). `inner`: the function of the next frame
+    /// in, if any.
     fn frame(
         &self,
         pf: &crate::unwind::PhysFrame,
         fs_base: u64,
         faulted: bool,
+        inner: Option<&str>,
         notices: &mut Vec<String>,
     ) -> (CrashFrame, Vec<Frame>) {
         let p = self.process;
@@ -1246,12 +1259,27 @@ impl<'a> Extract<'a> {
             return (cf, Vec::new());
         };
         let mut inl = debug.inline_frames(svma);
+        // Stopped in a call's dispatch scope at its call into the body or replica of the
+        // function that is the next frame in: the caller stands at that call, whose position
+        // is where the scope is inlined.
+        if !pf.exact_pc
+            && inl.len() > 1
+            && inl[0].variant == Variant::Dispatch
+            && inner.is_some_and(|n| inl[0].function.as_deref() == Some(n))
+        {
+            inl.remove(0);
+        }
         cf.location = inl
             .first()
             .and_then(|f| f.location.clone())
             .or_else(|| debug.location(svma));
         let sp = debug.subprogram(svma);
-        let (name, linkage, cu) = sp.map(|s| debug.subprogram_names(s)).unwrap_or_default();
+        let crate::dwarf::SubprogramNames {
+            name,
+            linkage,
+            cu,
+            variant,
+        } = sp.map(|s| debug.subprogram_names(s)).unwrap_or_default();
         cf.linkage_name = linkage.clone();
         cf.function = name
             .clone()
@@ -1322,6 +1350,7 @@ impl<'a> Extract<'a> {
                 at_call,
                 unknown: position_unknown,
                 checked_by_probes: optimized_after && faulted && !at_call,
+                uninstrumented: variant != Variant::Plain,
             },
             notices,
         );
@@ -1376,6 +1405,7 @@ impl<'a> Extract<'a> {
                     at_call,
                     unknown: !at_call && !faulted,
                     checked_by_probes: faulted && !at_call,
+                    uninstrumented: inl.variant != Variant::Plain,
                 },
                 notices,
             );
@@ -1402,7 +1432,9 @@ impl<'a> Extract<'a> {
             at_call,
             unknown,
             checked_by_probes,
+            uninstrumented,
         } = position;
+        let instrumented = !uninstrumented && self.traced.get(f as usize) != Some(&false);
         let mut path_note = None;
         let mut point = if unknown {
             Vec::new()
@@ -1431,11 +1463,7 @@ impl<'a> Extract<'a> {
         };
         // A switched-off function's frame is its uninstrumented replica's: no probe state.
         let no_state: &[Variable] = &[];
-        let variables = if self.traced.get(f as usize) == Some(&false) {
-            no_state
-        } else {
-            variables
-        };
+        let variables = if instrumented { variables } else { no_state };
         // Local block coverage (zeroed at entry: it holds its bits anywhere in the frame).
         if let Some(bytes) = variable_bytes(variables, "__BBC_arr") {
             self.read_local_array(f, bytes, "BBC", &mut rf);
@@ -1445,7 +1473,7 @@ impl<'a> Extract<'a> {
         if let Some(rec) = self
             .cfg
             .get(f as usize)
-            .filter(|r| r.path_traced && r.pt.is_some() && self.traced[f as usize])
+            .filter(|r| r.path_traced && r.pt.is_some() && instrumented)
         {
             match self.decode_path(f, rec, variables, &point, position_unknown) {
                 Ok(fp) => {
@@ -1792,6 +1820,47 @@ impl<'a> Extract<'a> {
         )
     }
 
+    /// Per function record: whether its coverage arrays are evidence, given which functions
+    /// are `traced` (switched on): not when its uninstrumented replica may have run — it is
+    /// switched off, or the replica of a function whose replica may have run calls its
+    /// replica (`CfgFunction::off_calls`, directly or through inlined copies).
+    fn arrays_are_evidence(&self, traced: &[bool]) -> Vec<bool> {
+        let mut replica_may_run: std::collections::HashSet<&str> = self
+            .cfg
+            .iter()
+            .zip(traced)
+            .filter(|(_, &t)| !t)
+            .filter_map(|(rec, _)| rec.switch.as_deref())
+            .collect();
+        let mut work: Vec<&str> = replica_may_run.iter().copied().collect();
+        let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
+        for rec in self.cfg {
+            if let Some(sw) = rec.switch.as_deref() {
+                calls
+                    .entry(sw)
+                    .or_default()
+                    .extend(rec.off_calls.iter().map(String::as_str));
+            }
+        }
+        while let Some(sw) = work.pop() {
+            for &callee in calls.get(sw).into_iter().flatten() {
+                if replica_may_run.insert(callee) {
+                    work.push(callee);
+                }
+            }
+        }
+        self.cfg
+            .iter()
+            .zip(traced)
+            .map(|(rec, &t)| {
+                t && rec
+                    .switch
+                    .as_deref()
+                    .is_none_or(|sw| !replica_may_run.contains(sw))
+            })
+            .collect()
+    }
+
     /// Global coverage from the coverage arrays `bytes_of(function record, array, length)`
     /// gives: the process's memory, or a passing run's coverage files; the arrays of functions
     /// not `traced` there (tracing switched off) are skipped.
@@ -1803,9 +1872,10 @@ impl<'a> Extract<'a> {
     ) -> BTreeMap<NodeId, bool> {
         let mut out = BTreeMap::new();
         let mut missing = 0usize;
+        let evidence = self.arrays_are_evidence(traced);
         for (fi, rec) in self.cfg.iter().enumerate() {
-            if !traced[fi] {
-                continue; // switched off: its arrays stay zero while its replica runs
+            if !evidence[fi] {
+                continue; // its replica may have run, leaving its arrays zero
             }
             let labels = &self.labels[fi];
             for (global, prefix) in [(&rec.cc, "CC"), (&rec.bbc, "BBC")] {

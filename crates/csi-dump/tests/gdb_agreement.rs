@@ -12,6 +12,8 @@ use common::{fixture_crashes, have};
 #[derive(Debug, Default)]
 struct GdbFrame {
     function: String,
+    /// A call's dispatch scope (`csi-cc --csi-scheme=custom`).
+    dispatch_scope: bool,
     file: String,
     line: u32,
     locals: BTreeMap<String, String>,
@@ -65,8 +67,23 @@ fn gdb_threads(exe: &std::path::Path, core: &std::path::Path) -> BTreeMap<u32, V
                 },
                 None => (String::new(), 0),
             };
+            // gdb names the frame of a replica or a call's dispatch scope by its linkage name
+            // (`push.__csi_off`, or `f(int) [clone .__csi_off]` in C++); csi by the source
+            // function's.
+            let dispatch_scope = function.contains(".__csi_dispatch");
+            let mut function = function;
+            for suffix in [".__csi_off", ".__csi_dispatch"] {
+                if let Some(base) = function.strip_suffix(&format!(" [clone {suffix}]")) {
+                    // `~Logger() [clone .__csi_dispatch]`: gdb's name of a clone keeps the
+                    // parameter list.
+                    function = base.split('(').next().unwrap_or(base).to_string();
+                } else if let Some(base) = function.strip_suffix(suffix) {
+                    function = base.to_string();
+                }
+            }
             threads.entry(tid).or_default().push(GdbFrame {
                 function,
+                dispatch_scope,
                 file,
                 line: line_no,
                 ..Default::default()
@@ -131,13 +148,13 @@ fn frames_and_trace_variables_match_gdb() {
         // Functions whose tracing switch is off (`customoff` builds) run replicas without
         // trace variables; where the instrumented copy was inlined, its never-initialized
         // variables are in the caller's frame and the reader does not read them.
-        let off: std::collections::HashSet<String> =
-            csi_dump::tracing_switches::tracing_switches(&fx.exe)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|s| !s.on)
-                .map(|s| s.function)
-                .collect();
+        let switches = csi_dump::tracing_switches::tracing_switches(&fx.exe).unwrap_or_default();
+        let switchable = !switches.is_empty();
+        let off: std::collections::HashSet<String> = switches
+            .into_iter()
+            .filter(|s| !s.on)
+            .map(|s| s.function)
+            .collect();
         let graph_file = |f: &str| {
             crash
                 .graph
@@ -169,8 +186,15 @@ fn frames_and_trace_variables_match_gdb() {
             let theirs_all = gdb
                 .get(&t.tid)
                 .unwrap_or_else(|| panic!("{}: gdb has no thread {}", fx.name(), t.tid));
+            // A dispatch scope around the body it called (the next frame in, inlined or not)
+            // is that activation's; alone (code merged from both bodies), it is the callee's.
             let program: Vec<&GdbFrame> = theirs_all
                 .iter()
+                .enumerate()
+                .filter(|&(k, f)| {
+                    !(f.dispatch_scope && k > 0 && theirs_all[k - 1].function == f.function)
+                })
+                .map(|(_, f)| f)
                 .filter(|f| {
                     if f.file.is_empty() {
                         graph_fn(&f.function)
@@ -182,17 +206,20 @@ fn frames_and_trace_variables_match_gdb() {
             // A switched-off function's springboard scope around its inlined replica is a
             // second frame of the same function in gdb; csi drops it: compare with runs of one
             // name collapsed there.
-            let names = |v: &[(String, u32)]| {
-                let mut n = v.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
-                if !off.is_empty() {
-                    n.dedup();
+            let collapse = |mut v: Vec<(String, u32)>| {
+                if switchable {
+                    v.dedup_by(|outer, inner| outer.0 == inner.0);
                 }
-                n
+                v
             };
-            let theirs: Vec<(String, u32)> = program
-                .iter()
-                .map(|f| (f.function.clone(), f.line))
-                .collect();
+            let names = |v: &[(String, u32)]| v.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
+            let ours = collapse(ours);
+            let theirs = collapse(
+                program
+                    .iter()
+                    .map(|f| (f.function.clone(), f.line))
+                    .collect(),
+            );
             assert_eq!(
                 names(&ours),
                 names(&theirs),

@@ -70,12 +70,13 @@ fn call_site_builds(program: &str) -> Vec<Build> {
         .into_iter()
         .filter(|fx| {
             let n = fx.name();
-            // Not `customoff`: its functions run uninstrumented replicas, so their exact
-            // coverage is no longer known (soundness_oracle checks what it does say).
+            // Not `customoff` / `custommix`: their functions run uninstrumented replicas, so
+            // their exact coverage is no longer known (soundness_oracle checks what it says).
             n.starts_with(&format!("{program}/"))
                 && !n.contains("bb-")
                 && !n.contains("fc-")
                 && !n.contains("customoff-")
+                && !n.contains("custommix-")
         })
         .map(|fx| {
             let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())

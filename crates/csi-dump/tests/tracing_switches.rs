@@ -2,7 +2,9 @@
 //! every function's switch set off (`customoff`, by `csi tracing` in `fixtures/build.sh`) runs
 //! the same program as the build with them on (`custom`) — the replicas compute what the
 //! instrumented bodies do — so the same crash must be reported with less evidence and nothing
-//! else: every line `customoff` calls must or never, `custom` calls the same. Soundness of
+//! else: every line `customoff` calls must or never, `custom` calls the same (where both
+//! crashed at the same depth, fault address and line: optimized apart, the two bodies may
+//! fault at different instructions). Soundness of
 //! both against the oracles is `soundness_oracle.rs`'s.
 
 mod common;
@@ -12,14 +14,30 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::fixture_crashes;
 use csi_analysis::best_effort_coverage;
 
-/// (must, never) lines, as `file:line`, and the crashing thread's depth.
+/// What tells two crashes apart: the crashing thread's depth, the fault address (near 0),
+/// and the line the innermost frame stopped at.
+type RunShape = (usize, Option<u64>, Option<u32>);
+
+/// (must, never) lines, as `file:line`, and the run's shape.
 fn line_claims(
     exe: &std::path::Path,
     core: &std::path::Path,
-) -> (BTreeSet<String>, BTreeSet<String>, usize) {
+) -> (BTreeSet<String>, BTreeSet<String>, RunShape) {
     let crash = csi_dump::Crash::open(exe, core, &Default::default())
         .unwrap_or_else(|e| panic!("{}: {e}", core.display()));
     let depth = crash.threads.first().map_or(0, |t| t.frames.len());
+    // A null pointer's offset tells accesses apart; other addresses move with ASLR.
+    let fault = crash
+        .signal
+        .as_ref()
+        .and_then(|s| s.fault_address)
+        .filter(|&a| a < 0x10000);
+    let line = crash
+        .threads
+        .first()
+        .and_then(|t| t.frames.first())
+        .and_then(|f| f.location.as_ref())
+        .map(|l| l.line);
     let cov = best_effort_coverage(&crash.graph, &crash.report)
         .unwrap_or_else(|e| panic!("{}: {e}", core.display()));
     let (mut must, mut never) = (BTreeSet::new(), BTreeSet::new());
@@ -27,7 +45,7 @@ fn line_claims(
         must.extend(l.must.iter().map(|x| format!("{file}:{x}")));
         never.extend(l.never.iter().map(|x| format!("{file}:{x}")));
     }
-    (must, never, depth)
+    (must, never, (depth, fault, line))
 }
 
 #[test]
@@ -64,14 +82,30 @@ fn switching_tracing_off_only_takes_evidence_away() {
             !switches.is_empty() && switches.iter().all(|s| !s.on),
             "{key}: the customoff build has switches on: {switches:?}"
         );
-        let (on_must, on_never, on_depth) = line_claims(&on.exe, &on.core);
-        let (off_must, off_never, off_depth) = line_claims(&off.exe, &off.core);
+        let (on_must, on_never, (on_depth, on_fault, on_line)) = line_claims(&on.exe, &on.core);
+        let (off_must, off_never, (off_depth, off_fault, off_line)) =
+            line_claims(&off.exe, &off.core);
         if on_depth != off_depth && on_depth.max(off_depth) > 1000 {
             // A stack overflow: the replicas' frames differ in size from the instrumented
             // bodies', so the process died at another depth — another run. (Elsewhere depths
             // may differ by the replicas' own frames: a switched-on body inlined into its
             // caller is a frame of its own when its replica runs.)
             other_runs.push(format!("{key} ({on_depth} / {off_depth} frames)"));
+            continue;
+        }
+        if on_fault != off_fault {
+            // Undefined behaviour compiled twice: optimized apart, the replica faults at
+            // another access (null_deref at -O2: `a->owner` at address 0 in the replica,
+            // `->balance` at 8 in the body) — another run.
+            other_runs.push(format!("{key} (fault at {on_fault:x?} / {off_fault:x?})"));
+            continue;
+        }
+        if on_line != off_line {
+            // The same fault, at another instruction: at -O2 the optimizer merges what both
+            // bodies inlined into a caller do alike (the faulting access of slices' `boom`,
+            // sunk below the call's switch test), and such code has no line of its own —
+            // the crash stands at line 0 in one build, at its statement in the other.
+            other_runs.push(format!("{key} (crash at line {on_line:?} / {off_line:?})"));
             continue;
         }
         for l in off_must.difference(&on_must) {

@@ -126,6 +126,8 @@ cc_for() {
     bball) echo "$CSI --csi-scheme=bb --csi-bb-probes=all" ;;
     # customizable tracing with every switch off (`csi tracing --set '*=off'` after the build)
     customoff) echo "$CSI --csi-scheme=custom" ;;
+    # customizable tracing switched on in the crash stack's functions only (`fixed`'s list)
+    customreal) echo "$CSI --csi-scheme=custom" ;;
     # call-site coverage with a probe at every call site (no placement)
     ccall) echo "$CSI --csi-scheme=cc --csi-cc-probes=all" ;;
     # the same order as the table before issue 17 (probes placed in the optimized code)
@@ -264,6 +266,14 @@ for p in "${PROGRAMS[@]}"; do
         echo "$(( $(date +%s) - t0 ))" >"$W/$p/$v.build.secs"
         [ "$v" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
           >"$W/$p/$v.switches" 2>&1
+        # Switched like the dissertation's Realistic: on in the functions of the crash stack
+        # (the `fixed` schema's), off elsewhere.
+        if [ "$v" = customreal ]; then
+          on=()
+          for fn in $(cut -d';' -f1 "$W/$p.fixed.schema"); do on+=(--set "$fn=on"); done
+          "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' "${on[@]}" \
+            >"$W/$p/$v.switches" 2>&1
+        fi
       else
         log "$p: $v FAILED to build (see $W/$p/$v.build.log)"
       fi

@@ -35,7 +35,19 @@ use sections::*;
 extern "C" {
     fn csi_split_critical_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
     fn csi_clone_function(f: LLVMValueRef, name: *const std::ffi::c_char) -> LLVMValueRef;
-    fn csi_add_springboard(f: LLVMValueRef, off: LLVMValueRef, switch: LLVMValueRef);
+    fn csi_add_springboard(
+        f: LLVMValueRef,
+        off: LLVMValueRef,
+        switch: LLVMValueRef,
+    ) -> LLVMValueRef;
+    fn csi_dispatch_call(
+        call: LLVMValueRef,
+        switch: LLVMValueRef,
+        on: LLVMValueRef,
+        off: LLVMValueRef,
+        scope: LLVMMetadataRef,
+    ) -> std::ffi::c_int;
+    fn csi_dispatch_scope(on: LLVMValueRef) -> LLVMMetadataRef;
     fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
     fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
     fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
@@ -646,6 +658,8 @@ unsafe fn instrument_module(
         address_taken,
         candidates_of_type: HashMap::new(),
         pt_base: 0,
+        replicas: Vec::new(),
+        record: 0,
         report: Report {
             pt_skipped: Vec::new(),
             uninstrumented: Vec::new(),
@@ -655,16 +669,24 @@ unsafe fn instrument_module(
     // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
     // the functions whose records it holds (see `comdat_of`).
     let mut groups: BTreeMap<Option<String>, [String; 5]> = BTreeMap::new();
+    let mut functions: Vec<(Option<String>, [String; 4], CfgFunction)> = Vec::new();
     for f in funcs {
         let name = value_name(f);
         if name.starts_with("__csi") {
             continue;
         }
-        let (group, records) = unit.function(f, name)?;
+        unit.record = functions.len();
+        functions.push(unit.function(f, name)?);
+    }
+    for (record, callees) in call_past_dispatchers(c.module, &unit.replicas) {
+        functions[record].2.off_calls = callees;
+    }
+    for (group, records, cfg) in functions {
         let texts = groups.entry(group).or_default();
         for (k, t) in records.into_iter().enumerate() {
             texts[k].push_str(&t);
         }
+        texts[4].push_str(&cfg.to_line());
     }
     append_sections(c.module, groups, &module_record, opts.compress_metadata);
     Ok(unit.report)
@@ -701,7 +723,91 @@ struct Unit<'a> {
     candidates_of_type: HashMap<LLVMTypeRef, Vec<String>>,
     /// Path-tracing block ids are unique in the unit: the next function's first.
     pt_base: u32,
+    /// `--csi-scheme=custom`: the switchable functions so far.
+    replicas: Vec<Replica>,
+    /// The index of the record of the function being instrumented.
+    record: usize,
     report: Report,
+}
+
+/// A switchable function (`Unit::make_switchable`): the original (the dispatch, or the
+/// instrumented body behind an in-body springboard), its instrumented body when that moved
+/// out, its uninstrumented replica, its switch (name and global), and the index of its record
+/// in the unit.
+struct Replica {
+    original: LLVMValueRef,
+    on: Option<LLVMValueRef>,
+    off: LLVMValueRef,
+    switch: String,
+    switch_global: LLVMValueRef,
+    record: usize,
+}
+
+/// Points the unit's direct calls of switchable functions past their out-of-line dispatch:
+/// in a replica at the callee's replica; elsewhere the call tests the callee's switch where
+/// it is and calls one body or the other (`csi_dispatch_call`). Switched-off code so stays
+/// uninstrumented through inlining: a replica calling the original would inline the
+/// callee's test, and its instrumented body beside its replica, at every inlined level (Lua
+/// ×1.36 instructions with every switch off). The cost: a switched-on function runs its
+/// replica when called from a switched-off one (inlined there or not), so its coverage
+/// arrays are evidence only when no switched-off function can reach it through such calls.
+/// Returns, per record, the switches of the functions its replica now calls
+/// (`CfgFunction::off_calls`).
+unsafe fn call_past_dispatchers(
+    module: LLVMModuleRef,
+    replicas: &[Replica],
+) -> Vec<(usize, Vec<String>)> {
+    let of: HashMap<LLVMValueRef, &Replica> = replicas.iter().map(|r| (r.original, r)).collect();
+    let replica_record: HashMap<LLVMValueRef, usize> =
+        replicas.iter().map(|r| (r.off, r.record)).collect();
+    let dispatchers: BTreeSet<LLVMValueRef> = replicas.iter().map(|r| r.original).collect();
+    let mut off_calls: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+    let mut scopes: HashMap<LLVMValueRef, LLVMMetadataRef> = HashMap::new();
+    let mut f = LLVMGetFirstFunction(module);
+    while !f.is_null() {
+        let caller = f;
+        f = LLVMGetNextFunction(f);
+        if dispatchers.contains(&caller) {
+            continue;
+        }
+        let in_replica = replica_record.get(&caller);
+        for bb in blocks(caller) {
+            for i in instructions(bb) {
+                if !is_call(i) {
+                    continue;
+                }
+                let Some(callee) = of.get(&LLVMGetCalledValue(i)) else {
+                    continue;
+                };
+                // Same type as the callee's (a call through a mismatched prototype keeps its
+                // callee; the replica and the dispatch have the original's type).
+                if LLVMGetCalledFunctionType(i) != LLVMGlobalGetValueType(callee.original) {
+                    continue;
+                }
+                match (in_replica, callee.on) {
+                    (Some(&record), _) => {
+                        off_calls
+                            .entry(record)
+                            .or_default()
+                            .insert(callee.switch.clone());
+                        // The callee is the last operand of a call or invoke.
+                        LLVMSetOperand(i, LLVMGetNumOperands(i) as u32 - 1, callee.off);
+                    }
+                    (None, Some(on)) => {
+                        let scope = *scopes
+                            .entry(callee.original)
+                            .or_insert_with(|| csi_dispatch_scope(on));
+                        csi_dispatch_call(i, callee.switch_global, on, callee.off, scope);
+                    }
+                    (None, None) => {}
+                }
+            }
+        }
+    }
+    off_calls
+        .into_iter()
+        .map(|(r, s)| (r, s.into_iter().collect()))
+        .collect()
 }
 
 impl Unit<'_> {
@@ -714,16 +820,18 @@ impl Unit<'_> {
         &mut self,
         f: LLVMValueRef,
         name: String,
-    ) -> Result<(Option<String>, [String; 5]), Unsupported> {
+    ) -> Result<(Option<String>, [String; 4], CfgFunction), Unsupported> {
         let (c, opts) = (self.c, self.opts);
         let comdat = comdat_of(f);
         // A COMDAT function instrumented before optimization is inlined into code of other
         // groups, which then updates its coverage globals: those and its records go into a
         // group of their own that every unit emits whole (`Ctx::global`), not the function's,
-        // which a unit that inlined every call no longer has.
+        // which a unit that inlined every call no longer has. So too every switchable one:
+        // its instrumented body moves out of the group (`csi_add_springboard`), and even at
+        // -O0 its always-inlined dispatch puts calls of that body in other groups.
         let odr_group = comdat
             .as_deref()
-            .filter(|_| opts.optimized_after)
+            .filter(|_| opts.optimized_after || opts.switchable)
             .map(|g| format!("__csi_odr.{g}"));
         let unit_tag = if odr_group.is_some() {
             "odr".to_string()
@@ -862,20 +970,25 @@ impl Unit<'_> {
         arrays
             .zero_locals(c, &bbs, &facts, layout.zeroing)
             .map_err(unsupported)?;
-        if let Some(off) = replica {
-            self.make_switchable(f, off, &name, &unit_tag, odr_group.as_deref(), &mut rec.cfg);
-        }
-        if mech != Mechanisms::default()
-            && llvm_sys::analysis::LLVMVerifyFunction(
-                f,
+        let body = match replica {
+            Some(off) => {
+                self.make_switchable(f, off, &name, &unit_tag, odr_group.as_deref(), &mut rec.cfg)
+            }
+            None => f,
+        };
+        let fails = |g| {
+            llvm_sys::analysis::LLVMVerifyFunction(
+                g,
                 llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
             ) != 0
-        {
+        };
+        if mech != Mechanisms::default() && (fails(f) || fails(body)) {
             return Err(unsupported("the instrumented function does not verify"));
         }
         Ok((
             odr_group.or(comdat),
-            [pt_text, cc_text, bbc_text, fc_text, rec.cfg.to_line()],
+            [pt_text, cc_text, bbc_text, fc_text],
+            rec.cfg,
         ))
     }
 }
@@ -885,16 +998,18 @@ impl Unit<'_> {
     /// in the coverage section, named in the record's `switch`), and the springboard that
     /// tail-calls the uninstrumented replica `off` when the switch is 0 (the dissertation's
     /// ch. 3, Fig. 3.1, with a run-time test instead of a patched jump: a deployment sets the
-    /// byte in the binary with `csi tracing`, nothing is rebuilt).
+    /// byte in the binary with `csi tracing`, nothing is rebuilt). Returns the function that
+    /// now holds the instrumented body: `f` itself, or `<f>.__csi_on` when `f` became a
+    /// dispatcher (`csi_add_springboard` in shim.cpp).
     unsafe fn make_switchable(
-        &self,
+        &mut self,
         f: LLVMValueRef,
         off: LLVMValueRef,
         name: &str,
         unit_tag: &str,
         odr_group: Option<&str>,
         cfg: &mut CfgFunction,
-    ) {
+    ) -> LLVMValueRef {
         let c = self.c;
         let gname = format!("__csi_sw_{unit_tag}_{name}");
         // A scalar (GlobalOpt would split a one-element array into `<name>.0`), linked like
@@ -904,8 +1019,17 @@ impl Unit<'_> {
         // Set in the file after the build: the optimizer must not take the initializer for
         // the value (an internal global nothing stores to would fold to a constant).
         LLVMSetExternallyInitialized(g, 1);
-        csi_add_springboard(f, off, g);
+        let body = csi_add_springboard(f, off, g);
+        self.replicas.push(Replica {
+            original: f,
+            on: (body != f).then_some(body),
+            off,
+            switch_global: g,
+            switch: gname.clone(),
+            record: self.record,
+        });
         cfg.switch = Some(gname);
+        body
     }
 }
 

@@ -306,6 +306,7 @@ impl FunctionRecord {
             cc_local_by_path: false,
             bbc_unprobed: Vec::new(),
             switch: None,
+            off_calls: Vec::new(),
             bbc: None,
             fc: None,
             nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],

@@ -30,7 +30,9 @@ use std::collections::HashMap;
 /// Version 5 added `bbc_unprobed` (a block-coverage slot can stay zero although its block
 /// ran) and `switch` (a switched-off function's arrays stay zero although it ran), so readers
 /// of version 4 must not read version 5 records.
-pub const CFG_FORMAT_VERSION: u32 = 5;
+/// Version 6 added `off_calls` (a switched-on function's arrays stay zero although it ran,
+/// as a replica, when a switched-off function called it).
+pub const CFG_FORMAT_VERSION: u32 = 6;
 
 /// One record per compilation unit (`{"csi_cfg":2,"module":"src/a.c",...}`): what the unit
 /// gives library code that the function records cannot say.
@@ -321,6 +323,13 @@ pub struct CfgFunction {
     /// zero coverage as "never": they must not read version 5 records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch: Option<String>,
+    /// Customizable tracing (version 6): the switches of the functions whose replicas this
+    /// function's replica calls directly (inlined or not): a switched-off function runs its
+    /// callees' replicas, whatever their switches say. A function's coverage arrays are
+    /// evidence of what did not run only when no function whose replica may run — switched
+    /// off, or called by such a replica, and so on — calls its replica.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub off_calls: Vec<String>,
     #[serde(default)]
     pub fc: Option<String>,
     pub nodes: Vec<CfgNode>,
