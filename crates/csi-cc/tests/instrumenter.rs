@@ -32,8 +32,17 @@ fn scratch() -> PathBuf {
 }
 
 fn run(cmd: &mut Command) -> Output {
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+    // A file just written (a binary whose switches a test set) may still be open for writing
+    // in a child another test thread forked and has not exec'd yet: ETXTBSY until it has.
+    for _ in 0..50 {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(26) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}")),
+        }
+    }
+    panic!("cannot run {cmd:?}: text file busy")
 }
 
 fn ok(out: &Output, what: &str) {
