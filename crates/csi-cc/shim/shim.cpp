@@ -245,7 +245,11 @@ extern "C" LLVMValueRef csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, L
     call->setCallingConv(f->getCallingConv());
     call->setAttributes(to->getAttributes());
     call->setTailCallKind(must ? CallInst::TCK_MustTail : CallInst::TCK_None);
-    if (noinline) call->addFnAttr(Attribute::NoInline);
+    if (noinline) {
+      // (The callee's own attributes came along: an always_inline function's would clash.)
+      call->removeFnAttr(Attribute::AlwaysInline);
+      call->addFnAttr(Attribute::NoInline);
+    }
     if (f->getReturnType()->isVoidTy())
       b.CreateRetVoid();
     else

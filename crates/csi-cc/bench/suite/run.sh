@@ -268,11 +268,16 @@ for p in "${PROGRAMS[@]}"; do
           >"$W/$p/$v.switches" 2>&1
         # Switched like the dissertation's Realistic: on in the functions of the crash stack
         # (the `fixed` schema's), off elsewhere.
+        # (A schema function without a switch — inlined everywhere, or no definition of
+        # this program's — is left out.)
         if [ "$v" = customreal ]; then
+          exe="$W/$p/$v/$(bin_of "$p")"
+          switchable="$("$CSI_BIN" tracing --exe "$exe" | sed 's/^[a-z]* *//')"
           on=()
-          for fn in $(cut -d';' -f1 "$W/$p.fixed.schema"); do on+=(--set "$fn=on"); done
-          "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' "${on[@]}" \
-            >"$W/$p/$v.switches" 2>&1
+          for fn in $(cut -d';' -f1 "$W/$p.fixed.schema"); do
+            grep -qxF "$fn" <<<"$switchable" && on+=(--set "$fn=on")
+          done
+          "$CSI_BIN" tracing --exe "$exe" --set '*=off' "${on[@]}" >"$W/$p/$v.switches" 2>&1
         fi
       else
         log "$p: $v FAILED to build (see $W/$p/$v.build.log)"
