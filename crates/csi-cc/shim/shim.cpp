@@ -224,10 +224,12 @@ extern "C" LLVMValueRef csi_clone_function(LLVMValueRef fn, const char *name) {
 // set-up per call of a switched-off function. A function whose blocks' addresses are taken
 // (computed goto: the constants name `fn`'s blocks) or that forwards arguments on the stack
 // (`byval`: x86-64's lowering of such a musttail call overwrites the return address, LLVM 19)
-// keeps the test in its own body, right after the entry's allocas, and the latter calls its
+// keeps the test in its own body, right after the entry's allocas (so does one the caller
+// says must keep its body: `may_move_body` 0), and the latter calls its
 // replica plainly (the reader drops that frame: the same function, at a line-0 call, around
 // its replica's). Returns the function that holds the instrumented body.
-extern "C" LLVMValueRef csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, LLVMValueRef sw) {
+extern "C" LLVMValueRef csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, LLVMValueRef sw,
+                                            int may_move_body) {
   Function *f = unwrap<Function>(fn);
   Function *o = unwrap<Function>(off);
   GlobalVariable *g = unwrap<GlobalVariable>(sw);
@@ -255,7 +257,7 @@ extern "C" LLVMValueRef csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, L
     else
       b.CreateRet(call);
   };
-  if (!byStack && !blockAddresses) {
+  if (may_move_body && !byStack && !blockAddresses) {
     Function *on = Function::Create(f->getFunctionType(), GlobalValue::InternalLinkage,
                                     f->getAddressSpace(), f->getName() + ".__csi_on", f->getParent());
     on->copyAttributesFrom(f);
@@ -325,20 +327,23 @@ extern "C" int csi_dispatch_call(LLVMValueRef callv, LLVMValueRef sw, LLVMValueR
   auto *off = unwrap<Function>(offv);
   LLVMContext &ctx = cb->getContext();
   MDBuilder md(ctx);
-  DebugLoc at = cb->getDebugLoc();
-  if (at && scope)
-    at = DILocation::get(ctx, 0, 0, unwrap<DISubprogram>(scope), at.get());
+  // The test and the branches keep the call's own location (a stop there is the caller's, at
+  // the call); the two calls get the dispatch scope, and what inlines at them nests in it.
+  DebugLoc own = cb->getDebugLoc();
+  DebugLoc at = own;
+  if (own && scope)
+    at = DILocation::get(ctx, 0, 0, unwrap<DISubprogram>(scope), own.get());
   if (auto *ci = dyn_cast<CallInst>(cb)) {
     if (ci->isMustTailCall()) return 0;
     IRBuilder<> b(ci);
-    b.SetCurrentDebugLocation(at);
+    b.SetCurrentDebugLocation(own);
     Value *v = b.CreateLoad(Type::getInt8Ty(ctx), g, "csi.switch");
     Value *isOn = b.CreateICmpNE(v, ConstantInt::get(Type::getInt8Ty(ctx), 0));
     Instruction *thenT = nullptr, *elseT = nullptr;
     SplitBlockAndInsertIfThenElse(isOn, ci->getIterator(), &thenT, &elseT,
                                   md.createLikelyBranchWeights());
-    thenT->setDebugLoc(at);
-    elseT->setDebugLoc(at);
+    thenT->setDebugLoc(own);
+    elseT->setDebugLoc(own);
     auto *c1 = cast<CallInst>(ci->clone());
     c1->insertBefore(thenT);
     c1->setCalledFunction(on);
@@ -351,7 +356,7 @@ extern "C" int csi_dispatch_call(LLVMValueRef callv, LLVMValueRef sw, LLVMValueR
       PHINode *phi = PHINode::Create(ci->getType(), 2, ci->getName(), ci->getIterator());
       phi->addIncoming(c1, c1->getParent());
       phi->addIncoming(c2, c2->getParent());
-      phi->setDebugLoc(at);
+      phi->setDebugLoc(own);
       ci->replaceAllUsesWith(phi);
     }
     ci->eraseFromParent();
@@ -377,7 +382,7 @@ extern "C" int csi_dispatch_call(LLVMValueRef callv, LLVMValueRef sw, LLVMValueR
   i2->setNormalDest(join);
   i2->setDebugLoc(at);
   IRBuilder<> jb(join);
-  jb.SetCurrentDebugLocation(at);
+  jb.SetCurrentDebugLocation(own);
   if (!ii->getType()->isVoidTy()) {
     PHINode *phi = jb.CreatePHI(ii->getType(), 2, ii->getName());
     phi->addIncoming(i1, onb);
@@ -393,7 +398,7 @@ extern "C" int csi_dispatch_call(LLVMValueRef callv, LLVMValueRef sw, LLVMValueR
     phi.addIncoming(v, offb);
   }
   IRBuilder<> b(ii);
-  b.SetCurrentDebugLocation(at);
+  b.SetCurrentDebugLocation(own);
   Value *v = b.CreateLoad(Type::getInt8Ty(ctx), g, "csi.switch");
   Value *isOn = b.CreateICmpNE(v, ConstantInt::get(Type::getInt8Ty(ctx), 0));
   b.CreateCondBr(isOn, onb, offb, md.createLikelyBranchWeights());

@@ -49,13 +49,16 @@ pub enum Variant {
     Dispatch,
 }
 
+/// The linkage-name suffix of a [`Variant::Replica`].
+pub const REPLICA_SUFFIX: &str = ".__csi_off";
+
 /// A DWARF linkage name without the suffix of its [`Variant`], and the variant.
 pub fn variant_of(linkage: Option<String>) -> (Option<String>, Variant) {
     let Some(l) = linkage else {
         return (None, Variant::Plain);
     };
     for (suffix, v) in [
-        (".__csi_off", Variant::Replica),
+        (REPLICA_SUFFIX, Variant::Replica),
         (".__csi_dispatch", Variant::Dispatch),
     ] {
         if let Some(base) = l.strip_suffix(suffix) {
@@ -406,9 +409,9 @@ impl DebugInfo {
                 let linkage = info
                     .follow_attr(unit, &e, gimli::DW_AT_linkage_name)
                     .and_then(|a| info.string(unit, a));
-                if let Some(n) = variant_of(linkage).0 {
-                    inlined.insert(n);
-                }
+                // (A call's dispatch scope counts too: code merged from both inlined bodies
+                // may be all that is left of them.)
+                inlined.extend(variant_of(linkage).0);
                 inlined.extend(name);
             }
         }

@@ -1119,6 +1119,25 @@ impl<'a> Extract<'a> {
         }
     }
 
+    /// The instruction at `pc` is a direct call or jump (x86-64 `call`/`jmp rel32`) to the
+    /// start of a switchable function's body or replica (`<f>.__csi_on` / `<f>.__csi_off`):
+    /// a call's dispatch, stopped before the callee began.
+    fn dispatch_call_at(&self, pc: u64) -> bool {
+        let mut b = [0u8; 5];
+        if !self.process.read(pc, &mut b) || !matches!(b[0], 0xE8 | 0xE9) {
+            return false;
+        }
+        let target = pc
+            .wrapping_add(5)
+            .wrapping_add(i32::from_le_bytes([b[1], b[2], b[3], b[4]]) as i64 as u64);
+        self.process
+            .module_at(target)
+            .and_then(|m| m.symbolize(target))
+            .is_some_and(|(n, off)| {
+                off == 0 && (n.ends_with(crate::dwarf::REPLICA_SUFFIX) || n.ends_with(".__csi_on"))
+            })
+    }
+
     /// The inlined calls at a pc (innermost first) without the scope of a switched-off
     /// function's springboard around its inlined replica — the same function, at a line-0 call
     /// (see `without_springboards`) — nor a call's dispatch scope around the body or replica
@@ -1259,13 +1278,17 @@ impl<'a> Extract<'a> {
             return (cf, Vec::new());
         };
         let mut inl = debug.inline_frames(svma);
-        // Stopped in a call's dispatch scope at its call into the body or replica of the
-        // function that is the next frame in: the caller stands at that call, whose position
-        // is where the scope is inlined.
-        if !pf.exact_pc
-            && inl.len() > 1
+        // Stopped in a call's dispatch scope at its own call into the body or replica — the
+        // callee is the next frame in, or has not begun (a stack overflow faults on the
+        // call's push): the caller stands at that call, whose position is where the scope is
+        // inlined. (Elsewhere a dispatch scope alone is code merged from both bodies.)
+        if inl.len() > 1
             && inl[0].variant == Variant::Dispatch
-            && inner.is_some_and(|n| inl[0].function.as_deref() == Some(n))
+            && if pf.exact_pc {
+                self.dispatch_call_at(pf.pc)
+            } else {
+                inner.is_some_and(|n| inl[0].function.as_deref() == Some(n))
+            }
         {
             inl.remove(0);
         }
@@ -1278,8 +1301,16 @@ impl<'a> Extract<'a> {
             name,
             linkage,
             cu,
-            variant,
+            mut variant,
         } = sp.map(|s| debug.subprogram_names(s)).unwrap_or_default();
+        // A C++ member function's replica keeps its declaration's linkage name in DWARF (the
+        // definition's own is not emitted): its symbol says what it is.
+        if variant == Variant::Plain
+            && m.symbolize(lookup_pc)
+                .is_some_and(|(n, _)| n.ends_with(crate::dwarf::REPLICA_SUFFIX))
+        {
+            variant = Variant::Replica;
+        }
         cf.linkage_name = linkage.clone();
         cf.function = name
             .clone()

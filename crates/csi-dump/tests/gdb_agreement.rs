@@ -187,12 +187,21 @@ fn frames_and_trace_variables_match_gdb() {
                 .get(&t.tid)
                 .unwrap_or_else(|| panic!("{}: gdb has no thread {}", fx.name(), t.tid));
             // A dispatch scope around the body it called (the next frame in, inlined or not)
-            // is that activation's; alone (code merged from both bodies), it is the callee's.
+            // is that activation's; alone, it is the callee's (code merged from both bodies)
+            // unless the pc is the dispatch's own call (a stack overflow faults there) — csi
+            // reads the instruction; here its innermost frame says which it took.
+            let ours_first = ours.first().map(|o| o.0.as_str());
             let program: Vec<&GdbFrame> = theirs_all
                 .iter()
                 .enumerate()
                 .filter(|&(k, f)| {
-                    !(f.dispatch_scope && k > 0 && theirs_all[k - 1].function == f.function)
+                    !(f.dispatch_scope
+                        && if k == 0 {
+                            ours_first != Some(f.function.as_str())
+                                || theirs_all.get(1).is_some_and(|o| o.function == f.function)
+                        } else {
+                            theirs_all[k - 1].function == f.function
+                        })
                 })
                 .map(|(_, f)| f)
                 .filter(|f| {

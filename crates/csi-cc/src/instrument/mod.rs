@@ -39,6 +39,7 @@ extern "C" {
         f: LLVMValueRef,
         off: LLVMValueRef,
         switch: LLVMValueRef,
+        may_move_body: std::ffi::c_int,
     ) -> LLVMValueRef;
     fn csi_dispatch_call(
         call: LLVMValueRef,
@@ -678,7 +679,7 @@ unsafe fn instrument_module(
         unit.record = functions.len();
         functions.push(unit.function(f, name)?);
     }
-    for (record, callees) in call_past_dispatchers(c.module, &unit.replicas) {
+    for (record, callees) in call_past_dispatchers(c.module, &unit.replicas, opts.optimized) {
         functions[record].2.off_calls = callees;
     }
     for (group, records, cfg) in functions {
@@ -738,6 +739,8 @@ struct Replica {
     original: LLVMValueRef,
     on: Option<LLVMValueRef>,
     off: LLVMValueRef,
+    /// In a COMDAT: one unit's copy of its record stands for every unit's code.
+    shared: bool,
     switch: String,
     switch_global: LLVMValueRef,
     record: usize,
@@ -756,10 +759,10 @@ struct Replica {
 unsafe fn call_past_dispatchers(
     module: LLVMModuleRef,
     replicas: &[Replica],
+    optimized: bool,
 ) -> Vec<(usize, Vec<String>)> {
     let of: HashMap<LLVMValueRef, &Replica> = replicas.iter().map(|r| (r.original, r)).collect();
-    let replica_record: HashMap<LLVMValueRef, usize> =
-        replicas.iter().map(|r| (r.off, r.record)).collect();
+    let replica_of: HashMap<LLVMValueRef, &Replica> = replicas.iter().map(|r| (r.off, r)).collect();
     let dispatchers: BTreeSet<LLVMValueRef> = replicas.iter().map(|r| r.original).collect();
     let mut off_calls: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
     let mut scopes: HashMap<LLVMValueRef, LLVMMetadataRef> = HashMap::new();
@@ -770,7 +773,7 @@ unsafe fn call_past_dispatchers(
         if dispatchers.contains(&caller) {
             continue;
         }
-        let in_replica = replica_record.get(&caller);
+        let in_replica = replica_of.get(&caller);
         for bb in blocks(caller) {
             for i in instructions(bb) {
                 if !is_call(i) {
@@ -785,9 +788,14 @@ unsafe fn call_past_dispatchers(
                     continue;
                 }
                 match (in_replica, callee.on) {
-                    (Some(&record), _) => {
+                    // A COMDAT function's record (`off_calls`) must hold for every unit's copy:
+                    // its replica calls replicas only of COMDAT callees (every unit that emits
+                    // it emits them), and only where no optimizer changed the calls first
+                    // (instrumented after optimization, the units' copies differ).
+                    (Some(caller), _) if caller.shared && (optimized || !callee.shared) => {}
+                    (Some(caller), _) => {
                         off_calls
-                            .entry(record)
+                            .entry(caller.record)
                             .or_default()
                             .insert(callee.switch.clone());
                         // The callee is the last operand of a call or invoke.
@@ -826,12 +834,10 @@ impl Unit<'_> {
         // A COMDAT function instrumented before optimization is inlined into code of other
         // groups, which then updates its coverage globals: those and its records go into a
         // group of their own that every unit emits whole (`Ctx::global`), not the function's,
-        // which a unit that inlined every call no longer has. So too every switchable one:
-        // its instrumented body moves out of the group (`csi_add_springboard`), and even at
-        // -O0 its always-inlined dispatch puts calls of that body in other groups.
+        // which a unit that inlined every call no longer has.
         let odr_group = comdat
             .as_deref()
-            .filter(|_| opts.optimized_after || opts.switchable)
+            .filter(|_| opts.optimized_after)
             .map(|g| format!("__csi_odr.{g}"));
         let unit_tag = if odr_group.is_some() {
             "odr".to_string()
@@ -1019,11 +1025,16 @@ impl Unit<'_> {
         // Set in the file after the build: the optimizer must not take the initializer for
         // the value (an internal global nothing stores to would fold to a constant).
         LLVMSetExternallyInitialized(g, 1);
-        let body = csi_add_springboard(f, off, g);
+        // A COMDAT function's body may move out of its group only where its arrays and
+        // record live in a group every unit emits whole (`odr_group`: instrumented before
+        // optimization); elsewhere the group's kept copy must be the one its record describes.
+        let may_move_body = comdat_of(f).is_none() || odr_group.is_some();
+        let body = csi_add_springboard(f, off, g, may_move_body.into());
         self.replicas.push(Replica {
             original: f,
             on: (body != f).then_some(body),
             off,
+            shared: comdat_of(f).is_some(),
             switch_global: g,
             switch: gname.clone(),
             record: self.record,
