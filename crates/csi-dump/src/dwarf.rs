@@ -49,17 +49,14 @@ pub enum Variant {
     Dispatch,
 }
 
-/// The linkage-name suffix of a [`Variant::Replica`].
-pub const REPLICA_SUFFIX: &str = ".__csi_off";
-
 /// A DWARF linkage name without the suffix of its [`Variant`], and the variant.
 pub fn variant_of(linkage: Option<String>) -> (Option<String>, Variant) {
     let Some(l) = linkage else {
         return (None, Variant::Plain);
     };
     for (suffix, v) in [
-        (REPLICA_SUFFIX, Variant::Replica),
-        (".__csi_dispatch", Variant::Dispatch),
+        (csi_model::sections::REPLICA_SUFFIX, Variant::Replica),
+        (csi_model::sections::DISPATCH_SUFFIX, Variant::Dispatch),
     ] {
         if let Some(base) = l.strip_suffix(suffix) {
             return (Some(base.to_string()), v);

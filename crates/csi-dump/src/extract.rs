@@ -1134,7 +1134,9 @@ impl<'a> Extract<'a> {
             .module_at(target)
             .and_then(|m| m.symbolize(target))
             .is_some_and(|(n, off)| {
-                off == 0 && (n.ends_with(crate::dwarf::REPLICA_SUFFIX) || n.ends_with(".__csi_on"))
+                off == 0
+                    && (n.ends_with(csi_model::sections::REPLICA_SUFFIX)
+                        || n.ends_with(csi_model::sections::BODY_SUFFIX))
             })
     }
 
@@ -1301,16 +1303,8 @@ impl<'a> Extract<'a> {
             name,
             linkage,
             cu,
-            mut variant,
+            variant,
         } = sp.map(|s| debug.subprogram_names(s)).unwrap_or_default();
-        // A C++ member function's replica keeps its declaration's linkage name in DWARF (the
-        // definition's own is not emitted): its symbol says what it is.
-        if variant == Variant::Plain
-            && m.symbolize(lookup_pc)
-                .is_some_and(|(n, _)| n.ends_with(crate::dwarf::REPLICA_SUFFIX))
-        {
-            variant = Variant::Replica;
-        }
         cf.linkage_name = linkage.clone();
         cf.function = name
             .clone()
@@ -1339,6 +1333,13 @@ impl<'a> Extract<'a> {
             return (cf, Vec::new());
         };
         cf.graph_function = Some(f);
+        // A C++ member function's replica keeps its declaration's linkage name in DWARF (the
+        // definition's own is not emitted): its symbol says what it is — looked up only for a
+        // switchable function (a scan of the symbol table, per frame).
+        let uninstrumented = variant != Variant::Plain
+            || (self.cfg.get(f as usize).is_some_and(|r| r.switch.is_some())
+                && m.symbolize(lookup_pc)
+                    .is_some_and(|(n, _)| n.ends_with(csi_model::sections::REPLICA_SUFFIX)));
         // Outer frames (and a program frame whose callee is library code) sit at a call.
         // A return address means a call in progress; an exact pc (the innermost frame, or one
         // interrupted by a signal) stopped anywhere in its node.
@@ -1381,7 +1382,7 @@ impl<'a> Extract<'a> {
                 at_call,
                 unknown: position_unknown,
                 checked_by_probes: optimized_after && faulted && !at_call,
-                uninstrumented: variant != Variant::Plain,
+                uninstrumented,
             },
             notices,
         );

@@ -10,7 +10,7 @@ use csi_model::graph::NodeKind;
 use csi_model::sections::{
     mash, BbcBlock, BbcFunction, CcFunction, CcSite, CfgCall, CfgFunction, CfgImplied, CfgModule,
     CfgNode, CfgPathTracing, FcFunction, PtBlock, PtBlockKind, PtFunction, PtItem,
-    CFG_FORMAT_VERSION,
+    CFG_FORMAT_VERSION, REPLICA_SUFFIX,
 };
 use llvm_sys::core::*;
 use llvm_sys::debuginfo::*;
@@ -763,14 +763,13 @@ unsafe fn call_past_dispatchers(
 ) -> Vec<(usize, Vec<String>)> {
     let of: HashMap<LLVMValueRef, &Replica> = replicas.iter().map(|r| (r.original, r)).collect();
     let replica_of: HashMap<LLVMValueRef, &Replica> = replicas.iter().map(|r| (r.off, r)).collect();
-    let dispatchers: BTreeSet<LLVMValueRef> = replicas.iter().map(|r| r.original).collect();
     let mut off_calls: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
     let mut scopes: HashMap<LLVMValueRef, LLVMMetadataRef> = HashMap::new();
     let mut f = LLVMGetFirstFunction(module);
     while !f.is_null() {
         let caller = f;
         f = LLVMGetNextFunction(f);
-        if dispatchers.contains(&caller) {
+        if of.contains_key(&caller) {
             continue;
         }
         let in_replica = replica_of.get(&caller);
@@ -880,7 +879,7 @@ impl Unit<'_> {
         {
             Some(csi_clone_function(
                 f,
-                cstr(&format!("{name}.__csi_off")).as_ptr(),
+                cstr(&format!("{name}{REPLICA_SUFFIX}")).as_ptr(),
             ))
             .filter(|r| !r.is_null())
         } else {
@@ -1028,13 +1027,14 @@ impl Unit<'_> {
         // A COMDAT function's body may move out of its group only where its arrays and
         // record live in a group every unit emits whole (`odr_group`: instrumented before
         // optimization); elsewhere the group's kept copy must be the one its record describes.
-        let may_move_body = comdat_of(f).is_none() || odr_group.is_some();
+        let shared = comdat_of(f).is_some();
+        let may_move_body = !shared || odr_group.is_some();
         let body = csi_add_springboard(f, off, g, may_move_body.into());
         self.replicas.push(Replica {
             original: f,
             on: (body != f).then_some(body),
             off,
-            shared: comdat_of(f).is_some(),
+            shared,
             switch_global: g,
             switch: gname.clone(),
             record: self.record,

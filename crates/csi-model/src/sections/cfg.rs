@@ -34,6 +34,16 @@ use std::collections::HashMap;
 /// as a replica, when a switched-off function called it).
 pub const CFG_FORMAT_VERSION: u32 = 6;
 
+/// Customizable tracing (`csi-cc --csi-scheme=custom`): the suffixes csi-cc gives a switchable
+/// function's pieces — symbol and DWARF linkage name `<linkage or name><suffix>` — which the
+/// reader tells them by. The uninstrumented replica:
+pub const REPLICA_SUFFIX: &str = ".__csi_off";
+/// The instrumented body, where it moved out of the function (symbol only: it keeps the
+/// function's subprogram).
+pub const BODY_SUFFIX: &str = ".__csi_on";
+/// The scope of a call's switch test (an artificial subprogram, no code of its own).
+pub const DISPATCH_SUFFIX: &str = ".__csi_dispatch";
+
 /// One record per compilation unit (`{"csi_cfg":2,"module":"src/a.c",...}`): what the unit
 /// gives library code that the function records cannot say.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -16,7 +16,8 @@ pub mod pt;
 
 pub use cfg::{
     cfg_linked_program_graph, cfg_program_graph, cfg_to_program_graph, parse_cfg, parse_cfg_all,
-    CfgCall, CfgFunction, CfgImplied, CfgModule, CfgNode, CfgPathTracing, CFG_FORMAT_VERSION,
+    CfgCall, CfgFunction, CfgImplied, CfgModule, CfgNode, CfgPathTracing, BODY_SUFFIX,
+    CFG_FORMAT_VERSION, DISPATCH_SUFFIX, REPLICA_SUFFIX,
 };
 pub use coverage::{
     parse_bbc, parse_cc, parse_fc, BbcBlock, BbcFunction, CcFunction, CcSite, FcFunction,
