@@ -422,3 +422,12 @@ extern "C" LLVMMetadataRef csi_dispatch_scope(LLVMValueRef onv) {
       sp->getFlags() | DINode::FlagArtificial, DISubprogram::SPFlagDefinition, sp->getUnit());
   return wrap(d);
 }
+
+// Splits the block of `before` there: the head ends in `if (cond)` into a new block (returned:
+// its terminator, a branch to the tail, which starts with `before`). Successors' PHIs follow.
+extern "C" LLVMValueRef csi_split_if_then(LLVMValueRef cond, LLVMValueRef before) {
+  Instruction *t = SplitBlockAndInsertIfThen(unwrap(cond),
+                                             unwrap<Instruction>(before)->getIterator(),
+                                             /*Unreachable=*/false);
+  return wrap(t);
+}

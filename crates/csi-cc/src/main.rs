@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -24,6 +24,10 @@ const CSI_OPTIONS: &str =
                         replica, and its switch byte (section csi_switch) picks one per call
   --csi-schema=FILE     per-function schemes, lines `function;{CC,PT}`
   --csi-pt-size=N       ring buffer of completed paths per frame (default 10)
+  --csi-pt-repeats=R    `once` (default when optimizing with zstd metadata: a loop iteration
+                        that repeats the path stored last stores nothing, so the ring holds
+                        runs of one or more iterations) or `every` (one entry per iteration,
+                        as csi-cc v1.4.0; always at -O0 and with --csi-metadata=text)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `placed` (default: a block's probe only where the blocks it dominates
                         cannot tell, the dissertation's ch. 4) or `all` basic-block probes
@@ -427,6 +431,8 @@ struct CsiOptions {
     scheme: String,
     schema: Option<String>,
     pt_size: u32,
+    /// `--csi-pt-repeats`: `Some(true)` once, `Some(false)` every, `None` the default.
+    pt_repeats_once: Option<bool>,
     verbose: bool,
     cc_all_probes: bool,
     bb_all_probes: bool,
@@ -445,6 +451,7 @@ impl CsiOptions {
             scheme: "realistic".to_string(),
             schema: None,
             pt_size: 10,
+            pt_repeats_once: None,
             verbose: false,
             cc_all_probes: false,
             bb_all_probes: false,
@@ -464,6 +471,8 @@ impl CsiOptions {
                         "--csi-pt-size must be a number in 1..=1000000, not `{v}`"
                     )),
                 };
+            } else if let Some(v) = a.strip_prefix("--csi-pt-repeats=") {
+                o.pt_repeats_once = Some(either(v, "--csi-pt-repeats", "once", "every"));
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
                 o.cc_all_probes = either(v, "--csi-cc-probes", "all", "placed");
             } else if let Some(v) = a.strip_prefix("--csi-bb-probes=") {
@@ -668,6 +677,11 @@ impl Steps<'_> {
             default: self.default,
             per_function: self.per_function.clone(),
             pt_size: self.csi.pt_size,
+            // v1.4.0's tools (text metadata) read one ring entry per iteration.
+            pt_repeats_once: self
+                .csi
+                .pt_repeats_once
+                .unwrap_or(self.csi.compress_metadata),
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,
             switchable: self.csi.scheme == "custom",

@@ -671,6 +671,8 @@ struct Trace {
     completed: Vec<Vec<u32>>,
     partial: Vec<u32>,
     pt: PtFunction,
+    /// The record's `pt_runs`: an entry is one or more iterations.
+    runs: bool,
 }
 
 /// Builds ptloop.c, stops in `probe` called from `func`, reads the frame's trace variables and
@@ -783,6 +785,7 @@ fn trace_at_probe(opt: &str, func: &str, arg: &str, pt_size: u32) -> Trace {
         completed: completed.into_iter().map(|p| p.blocks).collect(),
         partial: partial.blocks,
         pt,
+        runs: cf.pt_runs,
     }
 }
 
@@ -915,6 +918,31 @@ fn path_trace_under_gdb_o2() {
         "i = 24 takes line 62, then the call on 66: {last:?}"
     );
     assert!(lines_until_call(&t.pt, &t.partial, 16).contains(&16));
+    assert!(
+        !s.runs,
+        "text metadata stores every iteration (v1.4.0's tools)"
+    );
+    // `--csi-pt-repeats=once`: an iteration that repeats the path stored last stores nothing,
+    // so the ring holds runs — i % 3 == 0, then two iterations of the other path — and reaches
+    // back over 10 runs (iterations 0..23 are 16 runs), not 10 iterations.
+    let r = trace_at_probe(
+        &format!("{O2_AFTER} --csi-pt-repeats=once"),
+        "skip",
+        "25",
+        10,
+    );
+    assert!(r.runs, "the record says entries are runs");
+    let branch: Vec<bool> = r
+        .completed
+        .iter()
+        .map(|p| lines_of(&r.pt, p).contains(&62))
+        .collect();
+    let all: Vec<Vec<u32>> = r.completed.iter().map(|p| lines_of(&r.pt, p)).collect();
+    assert_eq!(
+        branch,
+        [true, false].repeat(5),
+        "runs alternate, oldest first: {all:?}"
+    );
 }
 
 /// Computed goto (Lua's VM dispatch, `goto *ops[*pc++]`): the indirect branch's edges end a

@@ -1826,7 +1826,7 @@ impl<'a> Extract<'a> {
         let (completed, ok) = if in_entry_block {
             (Vec::new(), false)
         } else {
-            completed_paths(&pg, &ids, &partial, wrapped)
+            completed_paths(&pg, &ids, &partial, wrapped, rec.pt_runs)
         };
         let path_from_partial_only = completed.is_empty();
         let path = path_to_point(&block_nodes, &completed, &partial, &point)?;
@@ -2343,6 +2343,7 @@ fn completed_paths(
     ids: &[i64],
     partial: &DecodedPath,
     wrapped: bool,
+    runs: bool,
 ) -> (Vec<DecodedPath>, bool) {
     let mut completed: Vec<DecodedPath> = Vec::new();
     let mut ok = true;
@@ -2376,6 +2377,18 @@ fn completed_paths(
     }
     if !ok {
         completed.clear();
+    }
+    if runs {
+        // An entry is a run of one or more iterations (`CfgFunction::pt_runs`): one that can
+        // follow itself stands for two, which has every edge and dependency a longer run has.
+        completed = completed
+            .into_iter()
+            .flat_map(|d| {
+                let twice = chains(&d, d.start, d.blocks.first());
+                let copies = if twice { 2 } else { 1 };
+                std::iter::repeat_n(d, copies)
+            })
+            .collect();
     }
     (completed, ok)
 }
@@ -2592,5 +2605,38 @@ mod tests {
         let vars = [var(Some("internshrstr"), 0), var(None, 1)];
         assert_eq!(variable_bytes(&vars, "__CC_arr"), Some(&[1u8][..]));
         assert_eq!(variable_bytes(&vars[..1], "__CC_arr"), None);
+    }
+
+    /// `for (…) body;` — 0 → 1 (head), 1 → 2 → 1 (back edge), 1 → 3 (exit). With `pt_runs` an
+    /// entry that can follow itself (head → back edge to the head) stands for two iterations;
+    /// the first iteration's path (from the entry) cannot repeat and stays one.
+    #[test]
+    fn a_run_of_repeated_iterations_reads_as_two() {
+        use csi_model::ballarus::{number, DecodedPath, PathEnd, PathStart};
+        let nb = number(0, &[vec![1], vec![2, 3], vec![1], vec![]]).unwrap();
+        let g = nb.graph.clone();
+        let decoded: Vec<DecodedPath> = (0..nb.num_paths as i64)
+            .map(|id| g.decode_complete(id).unwrap())
+            .collect();
+        let id_of = |start: PathStart, blocks: &[u32]| {
+            decoded
+                .iter()
+                .position(|d| d.start == start && d.blocks == blocks)
+                .unwrap() as i64
+        };
+        let first = id_of(PathStart::Entry, &[0, 1, 2]);
+        let again = id_of(PathStart::LoopHead, &[1, 2]);
+        let partial = DecodedPath {
+            blocks: vec![1],
+            start: PathStart::LoopHead,
+            end: PathEnd::Partial,
+        };
+        let blocks = |ps: &[DecodedPath]| ps.iter().map(|d| d.blocks.clone()).collect::<Vec<_>>();
+        let (each, ok) = super::completed_paths(&g, &[first, again], &partial, false, false);
+        assert!(ok);
+        assert_eq!(blocks(&each), [vec![0, 1, 2], vec![1, 2]]);
+        let (runs, ok) = super::completed_paths(&g, &[first, again], &partial, false, true);
+        assert!(ok);
+        assert_eq!(blocks(&runs), [vec![0, 1, 2], vec![1, 2], vec![1, 2]]);
     }
 }

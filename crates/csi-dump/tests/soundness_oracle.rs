@@ -73,6 +73,14 @@ fn must_and_never_agree_with_clang_coverage() {
                 }
             }
         }
+        // A crash whose thread has no frame in the program (at -O2 a null dereference the
+        // optimizer proved undefined can fall off the end of `main`): which calls were in
+        // flight — whose regions clang counted as returned — is unknown.
+        let no_crash_stack = crash
+            .report
+            .threads
+            .first()
+            .is_none_or(|t| t.frames.is_empty());
         let after_inflight = |file: &str, line: u32| -> bool {
             g.functions.iter().any(|f| {
                 inflight_from.get(&f.name).is_some_and(|&from| line >= from)
@@ -107,7 +115,8 @@ fn must_and_never_agree_with_clang_coverage() {
                 ));
             }
             let k = in_flight(file, line);
-            let unsure = !must && count > 0 && (count <= k || after_inflight(file, line));
+            let unsure =
+                !must && count > 0 && (count <= k || after_inflight(file, line) || no_crash_stack);
             if !must && count > k && !unsure {
                 violations.push(format!(
                     "{}: {scope} says {file}:{line} never ran; clang counted {count} ({k} in flight)",

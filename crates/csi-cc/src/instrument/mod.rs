@@ -34,6 +34,7 @@ use sections::*;
 
 extern "C" {
     fn csi_split_critical_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
+    fn csi_split_if_then(cond: LLVMValueRef, before: LLVMValueRef) -> LLVMValueRef;
     fn csi_clone_function(f: LLVMValueRef, name: *const std::ffi::c_char) -> LLVMValueRef;
     fn csi_add_springboard(
         f: LLVMValueRef,
@@ -108,6 +109,10 @@ pub struct Options {
     pub default: Mechanisms,
     pub per_function: HashMap<String, Mechanisms>,
     pub pt_size: u32,
+    /// `--csi-pt-repeats=once`: where the ring index is kept in a register (optimized builds,
+    /// no `setjmp`), a completed path equal to the one stored last is not stored again (see
+    /// `PathState::store_path`; the record's `pt_runs`).
+    pub pt_repeats_once: bool,
     /// Probe every call site (no placement optimization; see `cc_probe_placement`).
     pub cc_all_probes: bool,
     /// Probe every basic block (no placement; see `BlockGraph::coverage_probes`). Text
@@ -966,10 +971,20 @@ impl Unit<'_> {
         if let Some(nb) = &numbering {
             let shadowed =
                 (opts.optimized || opts.optimized_after) && !has_returns_twice_call(&bbs);
-            match instrument_paths(c, f, sp, &bbs, &rec.info, nb, opts.pt_size, shadowed) {
-                Ok(shadows) => self.report.shadows |= shadows,
-                Err(why) => return Err(unsupported(why)),
-            }
+            let made = instrument_paths(
+                c,
+                f,
+                sp,
+                &bbs,
+                &rec.info,
+                nb,
+                opts.pt_size,
+                shadowed,
+                opts.pt_repeats_once,
+            )
+            .map_err(unsupported)?;
+            self.report.shadows |= made.shadows;
+            rec.cfg.pt_runs = made.runs;
         }
         // Zeroing after path tracing, which may have split the same edges.
         arrays
@@ -1090,6 +1105,7 @@ mod tests {
             default: Mechanisms::from_scheme("all").unwrap(),
             per_function: Default::default(),
             pt_size: 10,
+            pt_repeats_once: true,
             cc_all_probes: false,
             bb_all_probes: false,
             switchable: false,

@@ -106,11 +106,20 @@ pub(crate) unsafe fn promote_shadows(m: LLVMModuleRef) -> Result<(), String> {
     Err(format!("mem2reg: {text}"))
 }
 
+/// How a function's path tracing came out (see `instrument_paths`).
+pub(super) struct PathsMade {
+    /// A shadow alloca was made (see `promote_shadows`).
+    pub shadows: bool,
+    /// The ring stores a path only when it differs from the one stored last (the record's
+    /// `pt_runs`).
+    pub runs: bool,
+}
+
 /// Inserts a function's path tracing (numbering `nb`, ring buffer of `n` paths, the ring index
-/// shadowed for `mem2reg` when `shadowed`, see `PathState::allocate`): the frame's state,
-/// its initial value, and an action on every edge of the numbering — an increment, or on a
-/// back edge the store of the completed path and the restart. Returns whether a shadow was
-/// made (see `promote_shadows`).
+/// shadowed for `mem2reg` when `shadowed`, repeated paths stored once when also
+/// `repeats_once`, see `PathState::allocate`): the frame's state, its initial value, and an
+/// action on every edge of the numbering — an increment, or on a back edge the store of the
+/// completed path and the restart.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn instrument_paths(
     c: &Ctx,
@@ -121,8 +130,9 @@ pub(super) unsafe fn instrument_paths(
     nb: &Numbering,
     n: u32,
     shadowed: bool,
-) -> Result<bool, &'static str> {
-    let state = PathState::allocate(c, f, sp, bbs, nb, n, shadowed);
+    repeats_once: bool,
+) -> Result<PathsMade, &'static str> {
+    let state = PathState::allocate(c, f, sp, bbs, nb, n, shadowed, repeats_once);
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
     for (u, b) in info.iter().enumerate() {
@@ -176,7 +186,10 @@ pub(super) unsafe fn instrument_paths(
             Act::Store(store_inc) => state.store_path(c, store_inc),
         }
     }
-    Ok(state.ring.is_some_and(|(_, idx)| idx.shadow.is_some()))
+    Ok(PathsMade {
+        shadows: state.ring.is_some_and(|(_, idx)| idx.shadow.is_some()),
+        runs: state.last.is_some(),
+    })
 }
 
 /// What path tracing does on an edge.
@@ -275,12 +288,16 @@ struct PathState {
     /// The running sum (with a ring buffer: the `__PT_state` pair, sum first).
     cur: LLVMValueRef,
     ring: Option<(LLVMValueRef, RingIndex)>,
+    /// The path stored last (-1 before any), a plain alloca `mem2reg` promotes: with it a
+    /// completed path equal to that one is not stored again (see `store_path`).
+    last: Option<LLVMValueRef>,
     arr_ty: LLVMTypeRef,
     n: u64,
 }
 
 impl PathState {
     /// Declares the variables at the start of `f`.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn allocate(
         c: &Ctx,
         f: LLVMValueRef,
@@ -289,6 +306,7 @@ impl PathState {
         nb: &Numbering,
         n: u32,
         shadowed: bool,
+        repeats_once: bool,
     ) -> PathState {
         let n = n.max(1) as u64;
         let arr_ty = LLVMArrayType2(c.i64t, n);
@@ -350,9 +368,19 @@ impl PathState {
                 },
             )
         });
+        // Repeated paths stored once (`--csi-pt-repeats=once`): a hot loop whose iterations
+        // take the same path — a linear search's "not this one", a hash chain's "no match" —
+        // then pays a compare and a not-taken branch per iteration instead of the ring store,
+        // the index advance and its volatile store. Kept in a register like the index, so
+        // only where the index is shadowed.
+        let last = (repeats_once && ring.is_some_and(|(_, idx)| idx.shadow.is_some())).then(|| {
+            c.position_before(LLVMGetFirstInstruction(bbs[0]));
+            LLVMBuildAlloca(c.builder, c.i64t, c"csi.last".as_ptr())
+        });
         PathState {
             cur,
             ring,
+            last,
             arr_ty,
             n,
         }
@@ -375,6 +403,9 @@ impl PathState {
                 c.vstore(pair, cur);
                 if let Some(a) = idx.shadow {
                     LLVMBuildStore(c.builder, LLVMConstInt(c.i64t, 0, 0), a);
+                }
+                if let Some(a) = self.last {
+                    LLVMBuildStore(c.builder, LLVMConstInt(c.i64t, u64::MAX, 1), a);
                 }
             }
             None => {
@@ -401,6 +432,23 @@ impl PathState {
         } else {
             s
         };
+        // With `last`: `if (s != last) { store; advance; last = s; }`, the builder left
+        // where it was, now at the start of the block the branch joins.
+        let resume = self.last.map(|last| {
+            let prev = LLVMBuildLoad2(c.builder, c.i64t, last, c"".as_ptr());
+            let differs = LLVMBuildICmp(
+                c.builder,
+                LLVMIntPredicate::LLVMIntNE,
+                s,
+                prev,
+                c"".as_ptr(),
+            );
+            let resume = LLVMGetNextInstruction(differs);
+            let then = csi_split_if_then(differs, resume);
+            c.position_before(then);
+            LLVMBuildStore(c.builder, s, last);
+            resume
+        });
         let i = idx.get(c);
         let p = c.gep(arr_ty, arr, i);
         c.vstore(s, p);
@@ -420,6 +468,9 @@ impl PathState {
             c"".as_ptr(),
         );
         idx.set(c, next);
+        if let Some(resume) = resume {
+            c.position_before(resume);
+        }
     }
 
     /// Emits "add `inc` to the running sum".

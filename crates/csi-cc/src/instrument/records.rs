@@ -312,6 +312,7 @@ impl FunctionRecord {
             nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],
             edges: Vec::new(),
             pt: None,
+            pt_runs: false,
         };
         let mut walk = RecordWalk {
             rec: FunctionRecord {

@@ -32,7 +32,9 @@ use std::collections::HashMap;
 /// of version 4 must not read version 5 records.
 /// Version 6 added `off_calls` (a switched-on function's arrays stay zero although it ran,
 /// as a replica, when a switched-off function called it).
-pub const CFG_FORMAT_VERSION: u32 = 6;
+/// Version 7 added `pt_runs` (a ring-buffer entry stands for one *or more* consecutive
+/// iterations with that path), so readers of version 6 must not read version 7 records.
+pub const CFG_FORMAT_VERSION: u32 = 7;
 
 /// Customizable tracing (`csi-cc --csi-scheme=custom`): the suffixes csi-cc gives a switchable
 /// function's pieces — symbol and DWARF linkage name `<linkage or name><suffix>` — which the
@@ -346,6 +348,14 @@ pub struct CfgFunction {
     pub edges: Vec<[u32; 2]>,
     #[serde(default)]
     pub pt: Option<CfgPathTracing>,
+    /// Version 7: the frame's ring buffer stores a completed path only when it differs from
+    /// the path stored last (`csi-cc --csi-pt-repeats=once`, optimized builds), so an entry
+    /// stands for a run of one or more consecutive iterations that took that path. Readers
+    /// take each entry that can follow itself (it ends on a back edge to the head it starts
+    /// at) as two iterations: every edge and dependency of a longer run is in two, and a run
+    /// of one gains only edges and dependencies that could have been.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pt_runs: bool,
 }
 
 impl CfgFunction {
