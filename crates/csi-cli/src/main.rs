@@ -155,7 +155,9 @@ enum Command {
         /// included) and nothing else: every switch off, then theirs on — before `--set`.
         #[arg(long, value_name = "CORE")]
         core: Option<PathBuf>,
-        /// PATTERN=on or PATTERN=off (repeatable; a later one wins).
+        /// PATTERN=on or PATTERN=off (repeatable; a later one wins). The dissertation's
+        /// mechanism sets work too: `CC,PT` (the build's whole scheme) is on, `{}` or `none`
+        /// off; a function traces all of its scheme or nothing, so `CC` or `PT` alone is refused.
         #[arg(long = "set", value_name = "PATTERN=on|off")]
         set: Vec<String>,
     },
@@ -459,12 +461,13 @@ fn run_tracing(exe: &Path, core: Option<&Path>, set: &[String]) -> Result<(), Fa
     }
     let explicit = set
         .iter()
-        .map(|s| match s.rsplit_once('=') {
-            Some((p, "on")) => Ok((p.to_string(), true)),
-            Some((p, "off")) => Ok((p.to_string(), false)),
-            _ => Err(Failure::BadInput(format!(
-                "--set {s}: expected PATTERN=on or PATTERN=off"
-            ))),
+        .map(|s| {
+            let (p, value) = s.rsplit_once('=').ok_or_else(|| {
+                Failure::BadInput(format!("--set {s}: expected PATTERN=on or PATTERN=off"))
+            })?;
+            switch_value(value)
+                .map(|on| (p.to_string(), on))
+                .map_err(|why| Failure::BadInput(format!("--set {s}: {why}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     settings.extend(explicit);
@@ -484,6 +487,40 @@ fn run_tracing(exe: &Path, core: Option<&Path>, set: &[String]) -> Result<(), Fa
         println!("{:<3} {}", if s.on { "on" } else { "off" }, s.function);
     }
     Ok(())
+}
+
+/// A `--set` value: `on` / `off`, or a set of mechanisms as a schema writes them (`CC,PT`,
+/// `{CC,PT}`, `{}`). A custom build's replicas are all-or-nothing (realistic's CC and PT), so
+/// a set naming only one of them cannot be honoured.
+fn switch_value(value: &str) -> Result<bool, String> {
+    let v = value.trim();
+    match v {
+        "on" => return Ok(true),
+        "off" | "none" => return Ok(false),
+        _ => {}
+    }
+    let inner = v
+        .strip_prefix('{')
+        .and_then(|r| r.strip_suffix('}'))
+        .unwrap_or(v);
+    let mut mechanisms: Vec<String> = inner
+        .split(',')
+        .map(|m| m.trim().to_ascii_uppercase())
+        .filter(|m| !m.is_empty())
+        .collect();
+    mechanisms.sort();
+    mechanisms.dedup();
+    match mechanisms.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => Ok(false),
+        ["CC", "PT"] => Ok(true),
+        ["CC"] | ["PT"] => Err(
+            "a custom build switches call-site coverage and path tracing \
+             together (one replica per function, not one per mechanism): use CC,PT (on) or {} \
+             (off)"
+                .to_string(),
+        ),
+        _ => Err(format!("expected on, off, CC,PT or {{}}, not `{value}`")),
+    }
 }
 
 /// `csi query`: prints the answer to one control-flow question.
@@ -663,4 +700,25 @@ fn print_rendered(inputs: &output::Inputs, format: Format) -> Result<(), Failure
 fn color_wanted() -> bool {
     use std::io::IsTerminal;
     std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::switch_value;
+
+    /// The issue's `--set 'parse*=CC,PT'`: a schema's mechanism sets, all-or-nothing.
+    #[test]
+    fn switch_values_take_on_off_and_whole_mechanism_sets() {
+        for on in ["on", "CC,PT", "PT,CC", "{CC,PT}", "cc, pt"] {
+            assert_eq!(switch_value(on), Ok(true), "{on}");
+        }
+        for off in ["off", "none", "{}", ""] {
+            assert_eq!(switch_value(off), Ok(false), "{off}");
+        }
+        for partial in ["CC", "{PT}"] {
+            let why = switch_value(partial).unwrap_err();
+            assert!(why.contains("together"), "{partial}: {why}");
+        }
+        assert!(switch_value("BBC").unwrap_err().contains("expected"));
+    }
 }
