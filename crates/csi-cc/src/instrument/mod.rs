@@ -351,13 +351,15 @@ impl Ctx {
             // Optimized after instrumentation, SROA would split the frame state into
             // scalars (volatile accesses and all) that DWARF describes piece by piece, some
             // pieces "optimized out": the core would not show the state whole. An empty asm
-            // taking its address keeps it one object in memory; it emits no instruction.
+            // taking its address keeps it one object in memory. Its operand is the object in
+            // memory (`*m`), not its address in a register (`r`), which cost an `lea` per
+            // local at every call.
             self.position_before(after_allocas(entry));
             let ptr_ty = LLVMTypeOf(a);
             let mut params = [ptr_ty];
             let fn_ty =
                 LLVMFunctionType(LLVMVoidTypeInContext(self.ctx), params.as_mut_ptr(), 1, 0);
-            let (text, constraints) = ("", "r");
+            let (text, constraints) = ("", "*m");
             let asm = LLVMGetInlineAsm(
                 fn_ty,
                 text.as_ptr() as _,
@@ -370,7 +372,12 @@ impl Ctx {
                 0,
             );
             let mut args = [a];
-            LLVMBuildCall2(self.builder, fn_ty, asm, args.as_mut_ptr(), 1, c"".as_ptr());
+            let call =
+                LLVMBuildCall2(self.builder, fn_ty, asm, args.as_mut_ptr(), 1, c"".as_ptr());
+            // An indirect memory operand names the type it points to.
+            let kind = LLVMGetEnumAttributeKindForName(c"elementtype".as_ptr(), 11);
+            let attr = LLVMCreateTypeAttribute(self.ctx, kind, ty);
+            LLVMAddCallSiteAttribute(call, 1, attr);
         }
         if sp.is_null() {
             return a;

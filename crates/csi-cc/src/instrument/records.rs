@@ -211,7 +211,12 @@ pub(super) unsafe fn module_record(
         module_record.code_before_optimization = before.code_record();
     }
     for (g, n) in address_taken {
-        if LLVMIsDeclaration(*g) != 0 {
+        // A declaration: another unit's record describes it. A COMDAT definition (an inline or
+        // template function): the linker keeps one unit's record, which may be a unit where
+        // its address is not taken — yaml-cpp's `char_traits<char>::compare`, called from
+        // `std::string`'s `available_externally` bodies in six units and not in the four
+        // whose record was kept, read as unreachable although its coverage said it ran.
+        if LLVMIsDeclaration(*g) != 0 || comdat_of(*g).is_some() {
             module_record.address_taken_externals.push(n.clone());
         }
     }

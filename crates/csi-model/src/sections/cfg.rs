@@ -52,8 +52,10 @@ pub const DISPATCH_SUFFIX: &str = ".__csi_dispatch";
 pub struct CfgModule {
     pub csi_cfg: u32,
     pub module: String,
-    /// Library (undefined) functions whose address the unit takes: calls through such a
-    /// pointer run library code.
+    /// Functions whose address the unit takes that another unit's record may describe:
+    /// library (undefined) functions — calls through such a pointer run library code — and
+    /// COMDAT definitions (inline and template functions), whose kept record may come from a
+    /// unit where the address is not taken.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub address_taken_externals: Vec<String>,
     /// Functions run by the C runtime itself (`llvm.global_ctors` / `llvm.global_dtors`).
