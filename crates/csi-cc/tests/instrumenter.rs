@@ -945,6 +945,55 @@ fn path_trace_under_gdb_o2() {
     );
 }
 
+/// A C++ inline function whose address one unit takes and another's not: the linker keeps
+/// one unit's record (instrumented before optimization, in its `__csi_odr` group), here the
+/// second unit's (`address_taken: false`, linked first), and the analysis must still see the
+/// function as callable through pointers (yaml-cpp's `char_traits<char>::compare`,
+/// bench/real FINDINGS 5): the taking unit lists it in its module record.
+#[test]
+fn comdat_address_taken_in_one_unit_is_seen_whichever_record_is_kept() {
+    let d = scratch();
+    for (src, obj) in [("odr_taken_b.cpp", "b.o"), ("odr_taken_a.cpp", "a.o")] {
+        ok(
+            &run(Command::new(csi_cxx())
+                .args(["-c", "-O2", &fixture(src), "-o"])
+                .arg(d.join(obj))),
+            "csi-c++ -c",
+        );
+    }
+    let exe = d.join("odr_taken");
+    ok(
+        &run(Command::new(csi_cxx())
+            .arg(d.join("b.o"))
+            .arg(d.join("a.o"))
+            .arg("-o")
+            .arg(&exe)),
+        "link",
+    );
+    ok(&run(&mut Command::new(&exe)), "run");
+    let (funcs, modules) =
+        csi_model::sections::cfg::parse_cfg_all(&section(&exe, ".debug_CSI_CFG"), "odr_taken")
+            .unwrap();
+    let name = "_Z14twice_plus_onei";
+    let kept: Vec<&CfgFunction> = funcs.iter().filter(|f| f.name == name).collect();
+    assert_eq!(kept.len(), 1, "one record kept");
+    assert_eq!(
+        kept[0].address_taken,
+        Some(false),
+        "the kept record is the calling unit's (linked first)"
+    );
+    assert!(modules
+        .iter()
+        .any(|m| m.address_taken_externals.iter().any(|x| x == name)));
+    let g = csi_model::sections::cfg_program_graph(&funcs, &modules, "odr_taken").unwrap();
+    let f = g.function_by_name(name).expect("in the graph");
+    assert!(
+        g.async_roots.contains(&f),
+        "callable through a pointer whichever record was kept"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Computed goto (Lua's VM dispatch, `goto *ops[*pc++]`): the indirect branch's edges end a
 /// path and its targets start one, so the ring buffer holds one completed path per handler
 /// run, in order, and the partial path is the handler that calls `probe`.

@@ -372,8 +372,7 @@ impl Ctx {
                 0,
             );
             let mut args = [a];
-            let call =
-                LLVMBuildCall2(self.builder, fn_ty, asm, args.as_mut_ptr(), 1, c"".as_ptr());
+            let call = LLVMBuildCall2(self.builder, fn_ty, asm, args.as_mut_ptr(), 1, c"".as_ptr());
             // An indirect memory operand names the type it points to.
             let kind = LLVMGetEnumAttributeKindForName(c"elementtype".as_ptr(), 11);
             let attr = LLVMCreateTypeAttribute(self.ctx, kind, ty);
