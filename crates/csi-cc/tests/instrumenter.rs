@@ -591,27 +591,39 @@ fn tracing_switches_pick_the_uninstrumented_replica() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Compiles each fixture in `sources` to its own object with `driver` at `opt`, links them in
+/// that order into `exe`, and runs it.
+fn compile_separately_and_run(driver: &Path, opt: &str, sources: &[&str], exe: &Path) {
+    let objects: Vec<PathBuf> = sources
+        .iter()
+        .map(|src| {
+            let obj = exe.with_file_name(format!("{src}.o"));
+            ok(
+                &run(Command::new(driver)
+                    .args(["-c", opt, &fixture(src), "-o"])
+                    .arg(&obj)),
+                "compile",
+            );
+            obj
+        })
+        .collect();
+    ok(
+        &run(Command::new(driver).args(&objects).arg("-o").arg(exe)),
+        "link",
+    );
+    ok(&run(&mut Command::new(exe)), "run");
+}
+
 #[test]
 fn separate_compilation_and_indirect_candidates() {
     let d = scratch();
-    for (src, obj) in [("multi_main.c", "a.o"), ("multi_lib.c", "b.o")] {
-        ok(
-            &run(Command::new(CSI_CC)
-                .args(["-c", "-O1", &fixture(src), "-o"])
-                .arg(d.join(obj))),
-            "csi-cc -c",
-        );
-    }
     let exe = d.join("multi");
-    ok(
-        &run(Command::new(CSI_CC)
-            .arg(d.join("a.o"))
-            .arg(d.join("b.o"))
-            .arg("-o")
-            .arg(&exe)),
-        "link",
+    compile_separately_and_run(
+        Path::new(CSI_CC),
+        "-O1",
+        &["multi_main.c", "multi_lib.c"],
+        &exe,
     );
-    ok(&run(&mut Command::new(&exe)), "run");
     let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "multi").unwrap();
     let helpers: Vec<&CfgFunction> = cfg.iter().filter(|f| f.name == "helper").collect();
     // Both static `helper`s are described (unless inlined away at -O1).
@@ -953,24 +965,13 @@ fn path_trace_under_gdb_o2() {
 #[test]
 fn comdat_address_taken_in_one_unit_is_seen_whichever_record_is_kept() {
     let d = scratch();
-    for (src, obj) in [("odr_taken_b.cpp", "b.o"), ("odr_taken_a.cpp", "a.o")] {
-        ok(
-            &run(Command::new(csi_cxx())
-                .args(["-c", "-O2", &fixture(src), "-o"])
-                .arg(d.join(obj))),
-            "csi-c++ -c",
-        );
-    }
     let exe = d.join("odr_taken");
-    ok(
-        &run(Command::new(csi_cxx())
-            .arg(d.join("b.o"))
-            .arg(d.join("a.o"))
-            .arg("-o")
-            .arg(&exe)),
-        "link",
+    compile_separately_and_run(
+        &csi_cxx(),
+        "-O2",
+        &["odr_taken_b.cpp", "odr_taken_a.cpp"],
+        &exe,
     );
-    ok(&run(&mut Command::new(&exe)), "run");
     let (funcs, modules) =
         csi_model::sections::cfg::parse_cfg_all(&section(&exe, ".debug_CSI_CFG"), "odr_taken")
             .unwrap();
