@@ -426,8 +426,11 @@ extern "C" LLVMMetadataRef csi_dispatch_scope(LLVMValueRef onv) {
 // Splits the block of `before` there: the head ends in `if (cond)` into a new block (returned:
 // its terminator, a branch to the tail, which starts with `before`). Successors' PHIs follow.
 extern "C" LLVMValueRef csi_split_if_then(LLVMValueRef cond, LLVMValueRef before) {
-  Instruction *t = SplitBlockAndInsertIfThen(unwrap(cond),
-                                             unwrap<Instruction>(before)->getIterator(),
+  Instruction *c = unwrap<Instruction>(cond);
+  Instruction *t = SplitBlockAndInsertIfThen(c, unwrap<Instruction>(before)->getIterator(),
                                              /*Unreachable=*/false);
+  // Both new branches are the probe's, not the source line's (they took the back edge's).
+  c->getParent()->getTerminator()->setDebugLoc(DebugLoc());
+  t->setDebugLoc(DebugLoc());
   return wrap(t);
 }

@@ -24,10 +24,11 @@ const CSI_OPTIONS: &str =
                         replica, and its switch byte (section csi_switch) picks one per call
   --csi-schema=FILE     per-function schemes, lines `function;{CC,PT}`
   --csi-pt-size=N       ring buffer of completed paths per frame (default 10)
-  --csi-pt-repeats=R    `once` (default when optimizing with zstd metadata: a loop iteration
-                        that repeats the path stored last stores nothing, so the ring holds
-                        runs of one or more iterations) or `every` (one entry per iteration,
-                        as csi-cc v1.4.0; always at -O0 and with --csi-metadata=text)
+  --csi-pt-repeats=R    `once` (default when optimizing: a loop iteration that repeats the
+                        path stored last stores nothing, so the ring holds runs of one or more
+                        iterations) or `every` (one entry per iteration, as csi-cc v1.4.0; the
+                        default with --csi-metadata=text, whose v1.4.0 readers expect it;
+                        always at -O0, with setjmp, and in computed-goto dispatch)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `placed` (default: a block's probe only where the blocks it dominates
                         cannot tell, the dissertation's ch. 4) or `all` basic-block probes

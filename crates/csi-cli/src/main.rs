@@ -497,6 +497,8 @@ fn switch_value(value: &str) -> Result<bool, String> {
     match v {
         "on" => return Ok(true),
         "off" | "none" => return Ok(false),
+        // (An empty shell variable must not switch functions off in the binary.)
+        "" => return Err("an empty value: expected on, off, CC,PT or {}".to_string()),
         _ => {}
     }
     let inner = v
@@ -712,9 +714,10 @@ mod tests {
         for on in ["on", "CC,PT", "PT,CC", "{CC,PT}", "cc, pt"] {
             assert_eq!(switch_value(on), Ok(true), "{on}");
         }
-        for off in ["off", "none", "{}", ""] {
+        for off in ["off", "none", "{}", "{ }"] {
             assert_eq!(switch_value(off), Ok(false), "{off}");
         }
+        assert!(switch_value(" ").unwrap_err().contains("empty"));
         for partial in ["CC", "{PT}"] {
             let why = switch_value(partial).unwrap_err();
             assert!(why.contains("together"), "{partial}: {why}");

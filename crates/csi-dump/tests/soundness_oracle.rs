@@ -34,6 +34,7 @@ fn oracle_count<'a>(oracle: &'a Oracle, file: &str, line: u32) -> Option<u64> {
 fn must_and_never_agree_with_clang_coverage() {
     let mut checked = 0usize;
     let mut unverifiable = 0usize;
+    let mut excused_without_stack = 0usize;
     let mut violations: Vec<String> = Vec::new();
     let mut with_oracle = 0;
     for fx in fixture_crashes() {
@@ -115,8 +116,15 @@ fn must_and_never_agree_with_clang_coverage() {
                 ));
             }
             let k = in_flight(file, line);
-            let unsure =
-                !must && count > 0 && (count <= k || after_inflight(file, line) || no_crash_stack);
+            // Without a crash stack, one activation per function may be in flight unseen
+            // (recursion aside), so a count of one more proves nothing; more still does.
+            let unseen_in_flight = no_crash_stack && count <= k + 1;
+            if !must && count > k && unseen_in_flight && !after_inflight(file, line) {
+                excused_without_stack += 1;
+            }
+            let unsure = !must
+                && count > 0
+                && (count <= k || after_inflight(file, line) || unseen_in_flight);
             if !must && count > k && !unsure {
                 violations.push(format!(
                     "{}: {scope} says {file}:{line} never ran; clang counted {count} ({k} in flight)",
@@ -133,7 +141,8 @@ fn must_and_never_agree_with_clang_coverage() {
     }
     eprintln!(
         "{with_oracle} fixture crashes with an oracle, {checked} line statuses checked, \
-         {unverifiable} never-lines unverifiable (counted only by an in-flight region)"
+         {unverifiable} never-lines unverifiable (counted only by an in-flight region; \
+         {excused_without_stack} of them in crashes without a program frame)"
     );
     assert!(
         violations.is_empty(),

@@ -175,8 +175,11 @@ pub(super) unsafe fn instrument_paths(
         c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), state.cur);
     }
     for (u, v, act) in acts {
-        let at = if u == v {
-            Place::EndOf(u) // the store before an indirect branch
+        // The store before an indirect branch (`edge_actions` marks it `(u, u)`); a
+        // self-loop's back edge is split like any other edge, or its store and restart
+        // would also run when the block leaves the loop.
+        let at = if u == v && ends_in_indirect_branch(bbs[u as usize]) {
+            Place::EndOf(u)
         } else {
             place(u, v)
         };
@@ -194,6 +197,12 @@ pub(super) unsafe fn instrument_paths(
         shadows: state.ring.is_some_and(|(_, idx)| idx.shadow.is_some()),
         runs: state.last.is_some(),
     })
+}
+
+/// The block ends in a computed goto (`indirectbr`), whose edges cannot be split.
+unsafe fn ends_in_indirect_branch(bb: LLVMBasicBlockRef) -> bool {
+    let t = LLVMGetBasicBlockTerminator(bb);
+    !t.is_null() && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMIndirectBr
 }
 
 /// What path tracing does on an edge.
@@ -229,10 +238,7 @@ unsafe fn edge_actions(
     // Heads all of whose entering edges are back edges (targets of computed gotos) restart
     // the path at their start, once; the edges then only store the completed path — before
     // the terminator of an indirect branch, whose edges cannot be split.
-    let indirect = |u: u32| {
-        let t = LLVMGetBasicBlockTerminator(bbs[u as usize]);
-        !t.is_null() && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMIndirectBr
-    };
+    let indirect = |u: u32| ends_in_indirect_branch(bbs[u as usize]);
     let restarts: BTreeMap<u32, i64> = nb
         .back_edges
         .iter()

@@ -194,7 +194,8 @@ pub(super) unsafe fn address_taken_functions(
 }
 
 /// What library code may call back into (module record of .debug_CSI_CFG): functions the
-/// C runtime runs itself, and library functions whose address the unit takes.
+/// C runtime runs itself, and functions whose address the unit takes that another unit's
+/// record may describe (library functions, COMDAT definitions).
 pub(super) unsafe fn module_record(
     module: LLVMModuleRef,
     opts: &Options,

@@ -492,8 +492,9 @@ pub fn cfg_linked_program_graph(
     let funcs: &[CfgFunction] = funcs;
     let mut b = ProgramGraphBuilder::new();
     b.reserve(funcs.len(), funcs.iter().map(|f| f.nodes.len()).sum());
-    // A function's address may be taken in another unit, which sees only a declaration and
-    // lists it among its module record's `address_taken_externals`.
+    // A function's address may be taken in another unit, which sees only a declaration (or
+    // its own copy of a COMDAT function whose kept record is another unit's) and lists it
+    // among its module record's `address_taken_externals`.
     let taken_elsewhere: std::collections::HashSet<&str> = modules
         .iter()
         .flat_map(|m| m.address_taken_externals.iter().map(String::as_str))
