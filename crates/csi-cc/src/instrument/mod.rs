@@ -374,7 +374,8 @@ impl Ctx {
             let mut args = [a];
             let call = LLVMBuildCall2(self.builder, fn_ty, asm, args.as_mut_ptr(), 1, c"".as_ptr());
             // An indirect memory operand names the type it points to.
-            let kind = LLVMGetEnumAttributeKindForName(c"elementtype".as_ptr(), 11);
+            let name = c"elementtype";
+            let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.count_bytes());
             let attr = LLVMCreateTypeAttribute(self.ctx, kind, ty);
             LLVMAddCallSiteAttribute(call, 1, attr);
         }

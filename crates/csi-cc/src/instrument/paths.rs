@@ -71,6 +71,11 @@ impl RingIndex {
         c.gep(self.pair_ty, self.pair, LLVMConstInt(c.i64t, 1, 0))
     }
 
+    /// Kept in a register as well (see `PathState::allocate`).
+    fn has_shadow(&self) -> bool {
+        self.shadow.is_some()
+    }
+
     unsafe fn get(&self, c: &Ctx) -> LLVMValueRef {
         match self.shadow {
             Some(a) => LLVMBuildLoad2(c.builder, c.i64t, a, c"".as_ptr()),
@@ -194,7 +199,7 @@ pub(super) unsafe fn instrument_paths(
         }
     }
     Ok(PathsMade {
-        shadows: state.ring.is_some_and(|(_, idx)| idx.shadow.is_some()),
+        shadows: state.ring.is_some_and(|(_, idx)| idx.has_shadow()),
         runs: state.last.is_some(),
     })
 }
@@ -383,7 +388,7 @@ impl PathState {
         // then pays a compare and a not-taken branch per iteration instead of the ring store,
         // the index advance and its volatile store. Kept in a register like the index, so
         // only where the index is shadowed.
-        let last = (repeats_once && ring.is_some_and(|(_, idx)| idx.shadow.is_some())).then(|| {
+        let last = (repeats_once && ring.is_some_and(|(_, idx)| idx.has_shadow())).then(|| {
             c.position_before(LLVMGetFirstInstruction(bbs[0]));
             LLVMBuildAlloca(c.builder, c.i64t, c"csi.last".as_ptr())
         });
