@@ -212,10 +212,19 @@ impl BlockGraph {
         starts: impl IntoIterator<Item = usize>,
         avoid: Option<usize>,
     ) -> Vec<bool> {
+        self.reach_within(starts, |y| Some(y) != avoid)
+    }
+
+    /// Blocks reachable from `starts` (themselves included, if `open`) through `open` blocks only.
+    pub fn reach_within(
+        &self,
+        starts: impl IntoIterator<Item = usize>,
+        open: impl Fn(usize) -> bool,
+    ) -> Vec<bool> {
         let mut seen = vec![false; self.succs.len()];
         let mut stack: Vec<usize> = starts.into_iter().collect();
         while let Some(y) = stack.pop() {
-            if Some(y) == avoid || std::mem::replace(&mut seen[y], true) {
+            if !open(y) || std::mem::replace(&mut seen[y], true) {
                 continue;
             }
             stack.extend(self.succs[y].iter().map(|&s| s as usize));
@@ -436,7 +445,7 @@ impl BlockGraph {
                 maybe_inside[v] |= count[v] > 0;
             }
         }
-        (0..n)
+        let mut derived: Vec<Option<bool>> = (0..n)
             .map(|v| {
                 if probed[v] || !self.reachable(v) {
                     bits.get(v).copied().flatten()
@@ -448,7 +457,78 @@ impl BlockGraph {
                     None
                 }
             })
-            .collect()
+            .collect();
+        self.derive_by_reach(probed, &mut derived, live);
+        derived
+    }
+
+    /// What the dominator tree leaves unknown, from reachability around the blocks known not
+    /// to have run (`known`: every block's coverage so far; only unprobed blocks change).
+    /// Every activation starts at the entry and runs each block of its walk, so a walk that
+    /// reached a block avoided every block that did not run: an unprobed `d` did not run if
+    /// the entry cannot reach it without one — which needs no activation's position, so it
+    /// also holds when some activations may be unseen (`live: None`) — and it ran if some
+    /// block that ran, or every point an activation in progress may stand at, cannot be
+    /// reached without `d`. Repeated while it decides more (a block decided is a fact for the
+    /// next round); the `ran` test costs a search per unknown block, skipped in functions
+    /// where that would exceed `REACH_BUDGET` block visits.
+    fn derive_by_reach(
+        &self,
+        probed: &[bool],
+        known: &mut [Option<bool>],
+        live: Option<&[Vec<usize>]>,
+    ) {
+        const REACH_BUDGET: usize = 50_000_000;
+        let n = self.len();
+        if n == 0 {
+            return;
+        }
+        loop {
+            let mut changed = false;
+            let ran_ok = |b: usize| known[b] != Some(false);
+            let from_entry = self.reach_within([0], ran_ok);
+            let unknown: Vec<usize> = (0..n)
+                .filter(|&d| !probed[d] && known[d].is_none())
+                .collect();
+            let mut never = Vec::new();
+            for &d in &unknown {
+                if !from_entry[d] {
+                    never.push(d);
+                }
+            }
+            let search_ran = unknown.len().saturating_mul(n) <= REACH_BUDGET;
+            let mut ran = Vec::new();
+            if search_ran {
+                let witnesses: Vec<usize> = (0..n).filter(|&b| known[b] == Some(true)).collect();
+                for &d in unknown.iter().filter(|&&d| from_entry[d]) {
+                    let without_d = self.reach_within([0], |b| b != d && ran_ok(b));
+                    // An activation stands at the start of its block or later: its walk ran
+                    // every block before it, but the block itself may not have stored yet.
+                    let arrives = |c: usize| {
+                        c != d
+                            && ((c == 0 && d != 0) || self.preds[c].iter().any(|&p| without_d[p]))
+                    };
+                    if witnesses.iter().any(|&t| t == d || !without_d[t])
+                        || live.unwrap_or(&[]).iter().any(|at| {
+                            !at.is_empty() && at.iter().all(|&c| c < n && !arrives(c))
+                        })
+                    {
+                        ran.push(d);
+                    }
+                }
+            }
+            for d in never {
+                known[d] = Some(false);
+                changed = true;
+            }
+            for d in ran {
+                known[d] = Some(true);
+                changed = true;
+            }
+            if !changed {
+                return;
+            }
+        }
     }
 }
 
@@ -614,8 +694,9 @@ mod tests {
 
     /// The dominator-based placement with the derivation is exact where it answers: random
     /// activations (walks from the entry that end in a block that `ends` or stay live in
-    /// some block) over random graphs; every answer for an unprobed block equals whether an
-    /// activation entered it, given exact or blurred (candidate sets) live positions.
+    /// some block, sometimes at its start, before its probe stored) over random graphs;
+    /// every answer for an unprobed block equals whether an activation entered it, given
+    /// exact or blurred (candidate sets) live positions, or none (activations unseen).
     #[test]
     fn unprobed_blocks_are_derived_soundly() {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
@@ -625,7 +706,7 @@ mod tests {
             s ^= s << 17;
             s % m.max(1)
         };
-        let mut decided = 0usize;
+        let (mut decided, mut never_unseen) = (0usize, 0usize);
         for (i, succs) in graphs().enumerate() {
             let g = BlockGraph::new(succs.clone());
             let n = g.len();
@@ -634,16 +715,20 @@ mod tests {
                 .collect();
             let probed = g.coverage_probes(&ends);
             for _ in 0..20 {
-                let mut ran = vec![false; n];
+                let (mut ran, mut stored) = (vec![false; n], vec![false; n]);
                 let mut live: Vec<Vec<usize>> = Vec::new();
                 for _ in 0..1 + next(3) {
                     let mut b = 0usize;
                     ran[b] = true;
+                    let mut before_probe = next(5) == 0;
+                    if !before_probe {
+                        stored[b] = true;
+                    }
                     loop {
-                        if ends[b] && next(3) == 0 {
+                        if ends[b] && !before_probe && next(3) == 0 {
                             break; // the activation ended here
                         }
-                        if succs[b].is_empty() || next(4) == 0 {
+                        if before_probe || succs[b].is_empty() || next(4) == 0 {
                             let mut at = vec![b];
                             if next(3) == 0 {
                                 at.push(next(n as u64) as usize); // a blurred position
@@ -653,9 +738,15 @@ mod tests {
                         }
                         b = succs[b][next(succs[b].len() as u64) as usize] as usize;
                         ran[b] = true;
+                        // Stopped at the start of the block, before its probe stored.
+                        before_probe = next(6) == 0;
+                        if !before_probe {
+                            stored[b] = true;
+                        }
                     }
                 }
-                let bits: Vec<Option<bool>> = (0..n).map(|b| probed[b].then_some(ran[b])).collect();
+                let bits: Vec<Option<bool>> =
+                    (0..n).map(|b| probed[b].then_some(stored[b])).collect();
                 for view in [Some(live.as_slice()), None] {
                     let got = g.derive_unprobed(&probed, &bits, view);
                     for b in (0..n).filter(|&b| !probed[b]) {
@@ -666,14 +757,17 @@ mod tests {
                             );
                             decided += 1;
                         }
-                        if view.is_none() {
-                            assert_ne!(got[b], Some(false), "{succs:?} {b}");
+                        if view.is_none() && got[b] == Some(false) {
+                            never_unseen += 1;
                         }
                     }
                 }
             }
         }
         assert!(decided > 10_000, "{decided}");
+        // Behind a probed block that did not run, a block did not run in any activation,
+        // seen or not.
+        assert!(never_unseen > 100, "{never_unseen}");
     }
 
     #[test]
