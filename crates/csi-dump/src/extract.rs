@@ -1538,7 +1538,12 @@ impl<'a> Extract<'a> {
             return self.activation(f, name, pc, variables, position, notices);
         }
         rf.point = point;
-        if variable_bytes(variables, "__BBC_arr").is_some() {
+        let block_covered =
+            instrumented && self.cfg.get(f as usize).is_some_and(|r| r.bbc.is_some());
+        if block_covered {
+            for (n, ran) in self.bbc_by_position(f, &rf.point) {
+                rf.local_coverage.entry(n).or_insert(ran);
+            }
             let activation = [rf.point.clone()];
             let derived = self.unprobed_blocks(f, &rf.local_coverage, Some(&activation));
             rf.local_coverage.extend(derived);
@@ -2120,12 +2125,73 @@ impl<'a> Extract<'a> {
         })
     }
 
+    /// Local block coverage of the probed blocks of `f` whose probe csi-cc stored only
+    /// globally (`bbc_local_by_position`), from the frame's candidate points: such a block X
+    /// ran in this activation if the frame stands in X or in a block X dominates, and did not
+    /// if it stands where X cannot reach (`BlockGraph::site_ran`, the facts csi-cc placed the
+    /// probes with); otherwise, or if the candidates disagree, it stays unknown.
+    fn bbc_by_position(&self, f: FuncId, points: &[NodeId]) -> Vec<(NodeId, bool)> {
+        let mut out = Vec::new();
+        let Some(rec) = self
+            .cfg
+            .get(f as usize)
+            .filter(|r| !r.bbc_local_by_position.is_empty())
+        else {
+            return out;
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        if gnodes.len() != rec.nodes.len() || points.is_empty() {
+            return out;
+        }
+        let Some(at) = points
+            .iter()
+            .map(|p| {
+                let ip = gnodes.iter().position(|x| x == p)?;
+                rec.nodes[ip].block.map(|b| b as usize)
+            })
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return out;
+        };
+        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
+        for &k in &rec.bbc_local_by_position {
+            let x = k as usize;
+            let Some(&node) = self.labels[f as usize].get(format!("BBC{k}").as_str()) else {
+                continue;
+            };
+            if x >= blocks.len() || at.iter().any(|&b| b >= blocks.len()) {
+                continue;
+            }
+            let from_x = blocks.reached_from(x);
+            let votes: Option<Vec<bool>> = at
+                .iter()
+                .map(|&pb| {
+                    if pb == x {
+                        Some(true)
+                    } else {
+                        blocks.site_ran(x, &from_x, pb)
+                    }
+                })
+                .collect();
+            if let Some(v) = votes {
+                if v.iter().all(|&b| b == v[0]) {
+                    out.push((node, v[0]));
+                }
+            }
+        }
+        out
+    }
+
     /// A local coverage array's bytes as the frame's bits of the nodes labelled
-    /// `<prefix><slot>`.
+    /// `<prefix><slot>` (not the slots no probe stores into locally).
     fn read_local_array(&self, f: FuncId, bytes: &[u8], prefix: &str, rf: &mut Frame) {
         let unprobed = self.unprobed_slots(f as usize, prefix);
+        let by_position: &[u32] = match self.cfg.get(f as usize) {
+            Some(rec) if prefix == "BBC" => &rec.bbc_local_by_position,
+            _ => &[],
+        };
         for (k, &b) in bytes.iter().enumerate() {
-            if unprobed.contains(&(k as u32)) {
+            if unprobed.contains(&(k as u32)) || by_position.contains(&(k as u32)) {
                 continue;
             }
             if let Some(&n) = self.labels[f as usize].get(format!("{prefix}{k}").as_str()) {

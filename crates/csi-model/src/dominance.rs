@@ -509,9 +509,10 @@ impl BlockGraph {
                             && ((c == 0 && d != 0) || self.preds[c].iter().any(|&p| without_d[p]))
                     };
                     if witnesses.iter().any(|&t| t == d || !without_d[t])
-                        || live.unwrap_or(&[]).iter().any(|at| {
-                            !at.is_empty() && at.iter().all(|&c| c < n && !arrives(c))
-                        })
+                        || live
+                            .unwrap_or(&[])
+                            .iter()
+                            .any(|at| !at.is_empty() && at.iter().all(|&c| c < n && !arrives(c)))
                     {
                         ran.push(d);
                     }

@@ -25,10 +25,21 @@ type Local = (LLVMValueRef, LLVMTypeRef);
 pub(super) struct CoverageArrays {
     /// `__CC_arr_*` and the local `__CC_arr`, if it has one.
     pub(super) cc: Option<(Global, Option<Local>)>,
-    /// `__BBC_arr_*`, the local `__BBC_arr`, and which blocks get a probe.
-    pub(super) bbc: Option<(Global, Local, Vec<bool>)>,
+    /// `__BBC_arr_*` and the local `__BBC_arr`, if it has one, and which blocks store.
+    pub(super) bbc: Option<BbcArrays>,
     /// `__FC_arr_*`.
     pub(super) fc: Option<Global>,
+}
+
+/// Basic-block coverage arrays and where their probes store.
+pub(super) struct BbcArrays {
+    global: Global,
+    /// `__BBC_arr`: none when a live frame's position decides every probed block.
+    local: Option<Local>,
+    /// Blocks that store into the global array.
+    probed: Vec<bool>,
+    /// Blocks that also store into the local array (probed, and not decided by position).
+    local_probed: Vec<bool>,
 }
 
 impl ArrayOwner<'_> {
@@ -86,25 +97,37 @@ impl ArrayOwner<'_> {
 
     /// Basic-block coverage: `__BBC_arr_<unit>_<name>` and the local `__BBC_arr`, a slot per
     /// block, stored into only in the `probed` blocks (the others are listed in
-    /// `bbc_unprobed`); the `.debug_BBC` record.
+    /// `bbc_unprobed`), the local one only in those a live frame's position does not decide
+    /// (`by_position`, listed in `bbc_local_by_position`; no local array when that is all of
+    /// them); the `.debug_BBC` record.
     pub(super) unsafe fn bbc(
         &self,
         cfg: &mut CfgFunction,
         info: &[BlockInfo],
         probed: Vec<bool>,
-    ) -> (Option<(Global, Local, Vec<bool>)>, String) {
+        by_position: &[bool],
+    ) -> (Option<BbcArrays>, String) {
         let n = probed.len() as u64;
         let (c, f, sp, name) = (self.c, self.f, self.sp, self.name);
         let mut bbc_text = String::new();
         let unit_tag = self.unit_tag;
         let gname = format!("__BBC_arr_{unit_tag}_{name}");
-        let (g, gty) = c.global(&gname, n, sp, f, self.odr_group);
-        let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
-        let b = c.basic_type("__csi_bool", 8, 0x02);
-        let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
+        let global = c.global(&gname, n, sp, f, self.odr_group);
+        let local_probed: Vec<bool> = (0..probed.len())
+            .map(|k| probed[k] && !by_position[k])
+            .collect();
+        let local = local_probed.contains(&true).then(|| {
+            let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
+            let b = c.basic_type("__csi_bool", 8, 0x02);
+            let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
+            (a, lty)
+        });
         cfg.bbc = Some(gname.clone());
         cfg.bbc_unprobed = (0..probed.len() as u32)
             .filter(|&k| !probed[k as usize])
+            .collect();
+        cfg.bbc_local_by_position = (0..probed.len() as u32)
+            .filter(|&k| probed[k as usize] && !local_probed[k as usize])
             .collect();
         BbcFunction {
             name: name.to_string(),
@@ -120,7 +143,13 @@ impl ArrayOwner<'_> {
                 .collect(),
         }
         .write(&mut bbc_text);
-        (Some(((g, gty), (a, lty), probed)), bbc_text)
+        let arrays = BbcArrays {
+            global,
+            local,
+            probed,
+            local_probed,
+        };
+        (Some(arrays), bbc_text)
     }
 
     /// Function coverage: `__FC_arr_<unit>_<name>`, one slot; the `.debug_FC` record.
@@ -165,17 +194,19 @@ impl CoverageArrays {
                 c.vstore(one, gp);
             }
         }
-        if let Some(((g, gty), (a, lty), probed)) = &self.bbc {
-            let ((g, gty), (a, lty)) = ((*g, *gty), (*a, *lty));
-            for (k, &bb) in bbs.iter().enumerate().filter(|&(k, _)| probed[k]) {
+        if let Some(arrays) = &self.bbc {
+            let (g, gty) = arrays.global;
+            for (k, &bb) in bbs.iter().enumerate().filter(|&(k, _)| arrays.probed[k]) {
                 c.position_before(if k == 0 {
                     after_allocas(bb)
                 } else {
                     c.first_insertion(bb)
                 });
                 let idx = LLVMConstInt(c.i64t, k as u64, 0);
-                let lp = c.gep(lty, a, idx);
-                c.vstore(one, lp);
+                if let Some((a, lty)) = arrays.local.filter(|_| arrays.local_probed[k]) {
+                    let lp = c.gep(lty, a, idx);
+                    c.vstore(one, lp);
+                }
                 let gp = c.gep(gty, g, idx);
                 c.vstore(one, gp);
             }
@@ -201,7 +232,8 @@ impl CoverageArrays {
             self.cc.and_then(|v| v.1).map(|(a, l)| (a, l, zeroing)),
             self.bbc
                 .as_ref()
-                .map(|v| (v.1 .0, v.1 .1, Zeroing::AtStart(0))),
+                .and_then(|v| v.local)
+                .map(|(a, l)| (a, l, Zeroing::AtStart(0))),
         ]
         .into_iter()
         .flatten()

@@ -962,7 +962,16 @@ impl Unit<'_> {
             } else {
                 facts.graph.coverage_probes(&ends_activation(&bbs, &succs))
             };
-            owner.bbc(&mut rec.cfg, &rec.info, probed)
+            // Blocks whose local bit a live frame's position decides store only globally, as
+            // call sites do (`CcLayout::new`): on no cycle, dominating every non-quiet block
+            // they reach. Not with `setjmp`-like calls (a block can be resumed mid-way), text
+            // metadata (v1.4.0's readers read every slot) or `--csi-bb-probes=all`.
+            let by_position = if all {
+                vec![false; bbs.len()]
+            } else {
+                facts.position_decided()
+            };
+            owner.bbc(&mut rec.cfg, &rec.info, probed, &by_position)
         } else {
             (None, String::new())
         };
