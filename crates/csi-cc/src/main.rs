@@ -32,6 +32,9 @@ const CSI_OPTIONS: &str =
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `placed` (default: a block's probe only where the blocks it dominates
                         cannot tell, the dissertation's ch. 4) or `all` basic-block probes
+  --csi-bb-local-budget=N  block visits per function the search for locally minimal local
+                        block probes may spend (functions without cycles; the dissertation's
+                        Fig. 4.7; default 20000000, 0: keep the dominator placement's)
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -437,6 +440,7 @@ struct CsiOptions {
     verbose: bool,
     cc_all_probes: bool,
     bb_all_probes: bool,
+    bb_local_budget: usize,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
     compress_metadata: bool,
@@ -456,6 +460,7 @@ impl CsiOptions {
             verbose: false,
             cc_all_probes: false,
             bb_all_probes: false,
+            bb_local_budget: 20_000_000,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
@@ -478,6 +483,12 @@ impl CsiOptions {
                 o.cc_all_probes = either(v, "--csi-cc-probes", "all", "placed");
             } else if let Some(v) = a.strip_prefix("--csi-bb-probes=") {
                 o.bb_all_probes = either(v, "--csi-bb-probes", "all", "placed");
+            } else if let Some(v) = a.strip_prefix("--csi-bb-local-budget=") {
+                o.bb_local_budget = v.parse().unwrap_or_else(|_| {
+                    fail(&format!(
+                        "--csi-bb-local-budget must be a number of block visits, not `{v}`"
+                    ))
+                });
             } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
                 o.before_optimization = either(
                     v,
@@ -685,6 +696,7 @@ impl Steps<'_> {
                 .unwrap_or(self.csi.compress_metadata),
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,
+            bb_local_budget: self.csi.bb_local_budget,
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             source: src.clone(),

@@ -390,8 +390,10 @@ fn compressed_metadata_reads_as_the_text() {
 
 /// Basic-block coverage probes only the blocks the dissertation's dominator-based placement
 /// keeps (ch. 4): never a block that can end an activation (a call, a return), and in every
-/// loop of `loops.c` fewer blocks than there are; `--csi-bb-probes=all` and the text
-/// metadata (csi-cc v1.4.0's `.debug_BBC` cannot say a slot is implied) probe every block.
+/// loop of `loops.c` fewer blocks than there are; of those, some store only their global bit
+/// (`bbc_local_omitted`: the reader derives the local one), never a block without a probe;
+/// `--csi-bb-probes=all` and the text metadata (csi-cc v1.4.0's `.debug_BBC` cannot say a
+/// slot is implied) probe every block, locally too.
 #[test]
 fn block_probes_are_placed_by_dominators() {
     let d = scratch();
@@ -450,10 +452,19 @@ fn block_probes_are_placed_by_dominators() {
                 }
             }
         }
+        let omitted: usize = placed.iter().map(|f| f.bbc_local_omitted.len()).sum();
+        assert!(omitted > 0, "{opt}: no local probe omitted");
+        for f in &placed {
+            for k in &f.bbc_local_omitted {
+                assert!(!f.bbc_unprobed.contains(k), "{} block {k}", f.name);
+            }
+        }
         let all = build(&format!("all{opt}"), &[opt, "--csi-bb-probes=all"]);
         assert!(all.iter().all(|f| f.bbc_unprobed.is_empty()), "{opt}");
+        assert!(all.iter().all(|f| f.bbc_local_omitted.is_empty()), "{opt}");
         let text = build(&format!("text{opt}"), &[opt, "--csi-metadata=text"]);
         assert!(text.iter().all(|f| f.bbc_unprobed.is_empty()), "{opt}");
+        assert!(text.iter().all(|f| f.bbc_local_omitted.is_empty()), "{opt}");
     }
     let _ = std::fs::remove_dir_all(&d);
 }

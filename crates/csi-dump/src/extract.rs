@@ -1544,6 +1544,9 @@ impl<'a> Extract<'a> {
             for (n, ran) in self.bbc_by_position(f, &rf.point) {
                 rf.local_coverage.entry(n).or_insert(ran);
             }
+            for (n, ran) in self.bbc_on_path(f, &rf.local_coverage, &rf.point) {
+                rf.local_coverage.entry(n).or_insert(ran);
+            }
             let activation = [rf.point.clone()];
             let derived = self.unprobed_blocks(f, &rf.local_coverage, Some(&activation));
             rf.local_coverage.extend(derived);
@@ -2126,7 +2129,7 @@ impl<'a> Extract<'a> {
     }
 
     /// Local block coverage of the probed blocks of `f` whose probe csi-cc stored only
-    /// globally (`bbc_local_by_position`), from the frame's candidate points: such a block X
+    /// globally (`bbc_local_omitted`), from the frame's candidate points: such a block X
     /// ran in this activation if the frame stands in X or in a block X dominates, and did not
     /// if it stands where X cannot reach (`BlockGraph::site_ran`, the facts csi-cc placed the
     /// probes with); otherwise, or if the candidates disagree, it stays unknown.
@@ -2135,7 +2138,7 @@ impl<'a> Extract<'a> {
         let Some(rec) = self
             .cfg
             .get(f as usize)
-            .filter(|r| !r.bbc_local_by_position.is_empty())
+            .filter(|r| !r.bbc_local_omitted.is_empty())
         else {
             return out;
         };
@@ -2154,7 +2157,7 @@ impl<'a> Extract<'a> {
             return out;
         };
         let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
-        for &k in &rec.bbc_local_by_position {
+        for &k in &rec.bbc_local_omitted {
             let x = k as usize;
             let Some(&node) = self.labels[f as usize].get(format!("BBC{k}").as_str()) else {
                 continue;
@@ -2182,12 +2185,69 @@ impl<'a> Extract<'a> {
         out
     }
 
+    /// Local block coverage of a function without cycles whose record omits local probes
+    /// (`bbc_local_omitted`), from the frame's stored local bits (`known`) and candidate
+    /// points: its activation is one path from the entry to the frame's block, and the
+    /// stored bits single it out (`BlockGraph::derive_on_path`, exact; a block stays unknown
+    /// where the candidates leave it open or the search exceeds its budget).
+    fn bbc_on_path(
+        &self,
+        f: FuncId,
+        known: &BTreeMap<NodeId, bool>,
+        points: &[NodeId],
+    ) -> Vec<(NodeId, bool)> {
+        /// Block visits one frame's derivation may spend.
+        const PATH_BUDGET: usize = 2_000_000;
+        let Some(rec) = self
+            .cfg
+            .get(f as usize)
+            .filter(|r| r.bbc.is_some() && !r.bbc_local_omitted.is_empty())
+        else {
+            return Vec::new();
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        if gnodes.len() != rec.nodes.len() || points.is_empty() {
+            return Vec::new();
+        }
+        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
+        let n = blocks.len();
+        let Some(at) = points
+            .iter()
+            .map(|p| {
+                let ip = gnodes.iter().position(|x| x == p)?;
+                rec.nodes[ip].block.map(|b| b as usize).filter(|&b| b < n)
+            })
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return Vec::new();
+        };
+        let labels = &self.labels[f as usize];
+        let node_of = |k: usize| labels.get(format!("BBC{k}").as_str()).copied();
+        let stored: Vec<bool> = (0..n as u32)
+            .map(|k| !rec.bbc_unprobed.contains(&k) && !rec.bbc_local_omitted.contains(&k))
+            .collect();
+        let bits: Vec<Option<bool>> = (0..n)
+            .map(|k| {
+                stored[k]
+                    .then(|| node_of(k).and_then(|node| known.get(&node).copied()))
+                    .flatten()
+            })
+            .collect();
+        let mut budget = PATH_BUDGET;
+        let Some(derived) = blocks.derive_on_path(&stored, &bits, &at, &mut budget) else {
+            return Vec::new(); // a cycle: csi-cc omits no local probe by path there
+        };
+        (0..n)
+            .filter_map(|k| Some((node_of(k)?, derived[k]?)))
+            .collect()
+    }
+
     /// A local coverage array's bytes as the frame's bits of the nodes labelled
     /// `<prefix><slot>` (not the slots no probe stores into locally).
     fn read_local_array(&self, f: FuncId, bytes: &[u8], prefix: &str, rf: &mut Frame) {
         let unprobed = self.unprobed_slots(f as usize, prefix);
         let by_position: &[u32] = match self.cfg.get(f as usize) {
-            Some(rec) if prefix == "BBC" => &rec.bbc_local_by_position,
+            Some(rec) if prefix == "BBC" => &rec.bbc_local_omitted,
             _ => &[],
         };
         for (k, &b) in bytes.iter().enumerate() {

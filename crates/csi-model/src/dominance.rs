@@ -533,6 +533,240 @@ impl BlockGraph {
     }
 }
 
+/// Local block coverage of functions without cycles (the dissertation's ch. 4, Fig. 4.1a: one
+/// activation, no summary vertex). A live frame's activation is then a simple path from the
+/// entry to the frame's block, and the local bits need only tell apart the paths that end in
+/// the same block: a block's local probe can go when no two such paths differ in it alone
+/// ([`path_local_probes`](BlockGraph::path_local_probes), Fig. 4.7's locally minimal search
+/// with a work budget), and the reader recovers every bit by asking which paths fit the
+/// stored ones ([`derive_on_path`](BlockGraph::derive_on_path), exact).
+impl BlockGraph {
+    /// The reachable blocks in an order where every edge goes forward, or `None` if a
+    /// reachable block is on a cycle.
+    pub fn topological_order(&self) -> Option<Vec<usize>> {
+        let n = self.len();
+        if n == 0 {
+            return Some(Vec::new());
+        }
+        let live = self.reach([0], None);
+        let mut indegree = vec![0usize; n];
+        for u in (0..n).filter(|&u| live[u]) {
+            for &v in &self.succs[u] {
+                indegree[v as usize] += 1;
+            }
+        }
+        let mut order = Vec::new();
+        let mut ready = vec![0usize];
+        if indegree[0] != 0 {
+            return None; // the entry is on a cycle
+        }
+        while let Some(u) = ready.pop() {
+            order.push(u);
+            for &v in &self.succs[u] {
+                let v = v as usize;
+                indegree[v] -= 1;
+                if indegree[v] == 0 {
+                    ready.push(v);
+                }
+            }
+        }
+        (order.len() == live.iter().filter(|&&l| l).count()).then_some(order)
+    }
+
+    /// Of the blocks `local` (their local probe stores), those a function without cycles
+    /// still needs: a block's probe is dropped, in turn, unless two paths from the entry that
+    /// end in the same block differ in it alone among the kept ones — i.e. unless some block
+    /// α reaches it and it reaches some β, each through blocks without a kept probe, while α
+    /// also reaches β around it that way (the dissertation's ambiguous triangle, Fig. 4.2; on
+    /// an acyclic graph the two paths of any ambiguity diverge at such an α and meet again at
+    /// such a β, so the test is exact). `budget`: block visits this may spend; when it runs
+    /// out the probes not yet tried stay (each drop is valid on its own). `None`: the graph
+    /// has a cycle.
+    pub fn path_local_probes(&self, local: &[bool], budget: &mut usize) -> Option<Vec<bool>> {
+        let order = self.topological_order()?;
+        let n = self.len();
+        let mut keep = local.to_vec();
+        let from_entry = self.reach([0], None);
+        // Later blocks first: an early branch's arms are the last resort.
+        for &v in order.iter().rev() {
+            if !keep[v] || *budget == 0 {
+                continue;
+            }
+            keep[v] = false;
+            if self.differs_alone(v, &keep, &from_entry, budget) != Some(false) {
+                keep[v] = true;
+            }
+        }
+        debug_assert_eq!(keep.len(), n);
+        Some(keep)
+    }
+
+    /// Whether two paths that end in the same block differ only in `v` among the `keep`
+    /// blocks (`None`: the budget ran out first).
+    fn differs_alone(
+        &self,
+        v: usize,
+        keep: &[bool],
+        from_entry: &[bool],
+        budget: &mut usize,
+    ) -> Option<bool> {
+        let n = self.len();
+        let mut spend = |k: usize| -> Option<()> {
+            *budget = budget.checked_sub(k)?;
+            Some(())
+        };
+        // β: reached from v through blocks without a kept probe.
+        let mut after = vec![false; n];
+        let mut stack: Vec<usize> = self.succs[v].iter().map(|&s| s as usize).collect();
+        while let Some(y) = stack.pop() {
+            spend(1)?;
+            if y == v || std::mem::replace(&mut after[y], true) || keep[y] {
+                continue;
+            }
+            stack.extend(self.succs[y].iter().map(|&s| s as usize));
+        }
+        // α: reaching v through blocks without a kept probe.
+        let mut before = vec![false; n];
+        let mut stack: Vec<usize> = self.preds[v].clone();
+        while let Some(y) = stack.pop() {
+            spend(1)?;
+            if y == v || std::mem::replace(&mut before[y], true) || keep[y] {
+                continue;
+            }
+            stack.extend(self.preds[y].iter().copied());
+        }
+        for a in (0..n).filter(|&a| before[a] && from_entry[a]) {
+            let mut seen = vec![false; n];
+            let mut stack: Vec<usize> = self.succs[a].iter().map(|&s| s as usize).collect();
+            while let Some(y) = stack.pop() {
+                spend(1)?;
+                if y == v || std::mem::replace(&mut seen[y], true) {
+                    continue;
+                }
+                if after[y] {
+                    return Some(true);
+                }
+                if !keep[y] {
+                    stack.extend(self.succs[y].iter().map(|&s| s as usize));
+                }
+            }
+        }
+        Some(false)
+    }
+
+    /// One activation's block coverage in a function without cycles, from its stored local
+    /// bits (`bits[b]` for the blocks whose local probe stores, `stored`; `None`: unknown) and
+    /// the blocks its frame may stand in (`at`, non-empty): a block ran if no path from the
+    /// entry to a candidate that agrees with the stored bits avoids it, and did not if none
+    /// passes it. A path agrees if it passes every block whose bit is set and no other stored
+    /// block — except the last, whose probe may not have run yet. Exact: with a probe set
+    /// from [`path_local_probes`](Self::path_local_probes) and one candidate, every block is
+    /// decided. `budget` as there (unknown once it runs out). `None` if the graph has a
+    /// cycle.
+    pub fn derive_on_path(
+        &self,
+        stored: &[bool],
+        bits: &[Option<bool>],
+        at: &[usize],
+        budget: &mut usize,
+    ) -> Option<Vec<Option<bool>>> {
+        let order = self.topological_order()?;
+        let n = self.len();
+        let mut rank = vec![usize::MAX; n];
+        for (k, &b) in order.iter().enumerate() {
+            rank[b] = k;
+        }
+        let mut out = vec![None; n];
+        if at.is_empty() || at.iter().any(|&c| c >= n || rank[c] == usize::MAX) {
+            return Some(out);
+        }
+        let bit = |b: usize| if stored[b] { bits[b] } else { None };
+        // Does a path from the entry to `c` pass every block of `must` (and `c`), no stored
+        // block whose bit is clear but `c`, and not `avoid`?
+        let fits = |c: usize, extra: Option<usize>, avoid: Option<usize>, budget: &mut usize| {
+            let mut must: Vec<usize> = (0..n)
+                .filter(|&b| b != c && rank[b] != usize::MAX && bit(b) == Some(true))
+                .chain(extra)
+                .collect();
+            if must.iter().any(|&b| Some(b) == avoid)
+                || Some(c) == avoid
+                || extra.is_some_and(|d| d != c && bit(d) == Some(false))
+            {
+                return Some(false);
+            }
+            must.sort_by_key(|&b| rank[b]);
+            must.dedup();
+            if must.iter().any(|&b| rank[b] > rank[c]) {
+                return Some(false);
+            }
+            let open =
+                |y: usize, end: usize| Some(y) != avoid && (y == end || bit(y) != Some(false));
+            let mut from = 0usize;
+            if !open(0, if must.is_empty() { c } else { must[0] }) && 0 != c {
+                return Some(false);
+            }
+            for &to in must.iter().filter(|&&b| b != 0).chain(std::iter::once(&c)) {
+                if to == from {
+                    continue;
+                }
+                let mut seen = vec![false; n];
+                let mut stack = vec![from];
+                let mut found = false;
+                while let Some(y) = stack.pop() {
+                    *budget = budget.checked_sub(1)?;
+                    if y == to {
+                        found = true;
+                        break;
+                    }
+                    if std::mem::replace(&mut seen[y], true) || rank[y] > rank[to] {
+                        continue;
+                    }
+                    for &s in &self.succs[y] {
+                        let s = s as usize;
+                        if open(s, to) {
+                            stack.push(s);
+                        }
+                    }
+                }
+                if !found {
+                    return Some(false);
+                }
+                from = to;
+            }
+            Some(true)
+        };
+        for d in order.iter().copied() {
+            let mut avoid_fits = false;
+            let mut pass_fits = false;
+            for &c in at {
+                if avoid_fits && pass_fits {
+                    break;
+                }
+                let a = if avoid_fits {
+                    Some(true)
+                } else {
+                    fits(c, None, Some(d), budget)
+                };
+                let p = if pass_fits {
+                    Some(true)
+                } else {
+                    fits(c, Some(d), None, budget)
+                };
+                let (Some(a), Some(p)) = (a, p) else {
+                    return Some(out); // out of budget: the rest stays unknown
+                };
+                (avoid_fits, pass_fits) = (a, p);
+            }
+            out[d] = match (avoid_fits, pass_fits) {
+                (false, true) => Some(true),
+                (true, false) => Some(false),
+                _ => None,
+            };
+        }
+        Some(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -769,6 +1003,106 @@ mod tests {
         // Behind a probed block that did not run, a block did not run in any activation,
         // seen or not.
         assert!(never_unseen > 100, "{never_unseen}");
+    }
+
+    /// Random graphs without cycles (edges only to later blocks), 2–15 blocks.
+    fn acyclic_graphs() -> impl Iterator<Item = Vec<Vec<u32>>> {
+        let mut s = 0x1d8e_4e27_c47d_124fu64;
+        let mut next = move |m: u64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % m.max(1)
+        };
+        (0..1500).map(move |_| {
+            let n = 2 + next(14) as usize;
+            (0..n)
+                .map(|b| {
+                    let later = (n - b - 1) as u64;
+                    let k = if later == 0 { 0 } else { next(4) };
+                    let mut out: Vec<u32> = (0..k)
+                        .map(|_| (b as u64 + 1 + next(later)) as u32)
+                        .collect();
+                    out.dedup();
+                    out
+                })
+                .collect()
+        })
+    }
+
+    /// In a function without cycles the locally minimal local probes keep every block of one
+    /// activation decided from its frame's exact block, and every answer is right: random
+    /// paths from the entry stopped anywhere (sometimes at a block's start, before its probe
+    /// stored), from two starting probe sets — every block, and what csi-cc starts from (the
+    /// dominator placement's probes not decided by the position) — also with a blurred
+    /// position (two candidate blocks), where answers may be missing but never wrong.
+    #[test]
+    fn path_local_probes_decide_every_block_of_an_activation() {
+        let mut s = 0x7f4a_7c15_9e37_79b9u64;
+        let mut next = move |m: u64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % m.max(1)
+        };
+        let (mut kept, mut started, mut checked) = (0usize, 0usize, 0usize);
+        for succs in acyclic_graphs() {
+            let g = BlockGraph::new(succs.clone());
+            let n = g.len();
+            assert!(g.topological_order().is_some());
+            let ends: Vec<bool> = (0..n).map(|b| succs[b].is_empty()).collect();
+            let placed = g.coverage_probes(&ends);
+            let by_position = g.position_decided(&vec![false; n]);
+            let reachable: Vec<bool> = (0..n).map(|b| g.reachable(b)).collect();
+            let starts = [
+                reachable.clone(),
+                (0..n)
+                    .map(|b| reachable[b] && placed[b] && !by_position[b])
+                    .collect::<Vec<bool>>(),
+            ];
+            for start in starts {
+                let mut budget = usize::MAX;
+                let stored = g.path_local_probes(&start, &mut budget).unwrap();
+                assert!((0..n).all(|b| !stored[b] || start[b]));
+                started += start.iter().filter(|&&x| x).count();
+                kept += stored.iter().filter(|&&x| x).count();
+                for _ in 0..12 {
+                    let mut on_path = vec![false; n];
+                    let mut b = 0usize;
+                    on_path[b] = true;
+                    while !succs[b].is_empty() && next(4) != 0 {
+                        b = succs[b][next(succs[b].len() as u64) as usize] as usize;
+                        on_path[b] = true;
+                    }
+                    let before_probe = next(4) == 0;
+                    let bits: Vec<Option<bool>> = (0..n)
+                        .map(|k| stored[k].then_some(on_path[k] && !(k == b && before_probe)))
+                        .collect();
+                    let mut budget = usize::MAX;
+                    let got = g.derive_on_path(&stored, &bits, &[b], &mut budget).unwrap();
+                    for k in (0..n).filter(|&k| reachable[k]) {
+                        assert_eq!(
+                            got[k],
+                            Some(on_path[k]),
+                            "{succs:?} stored {stored:?} path end {b} block {k}"
+                        );
+                        checked += 1;
+                    }
+                    let other = next(n as u64) as usize;
+                    let blurred = g.derive_on_path(&stored, &bits, &[b, other], &mut budget);
+                    for (k, r) in blurred.unwrap().into_iter().enumerate() {
+                        if let Some(r) = r {
+                            assert_eq!(r, on_path[k], "{succs:?} blurred {b} {other} block {k}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 50_000, "{checked}");
+        // The search must remove something (the dissertation's Fig. 4.8a: local probes well
+        // below the dominator placement's).
+        assert!(kept * 10 < started * 9, "{kept} of {started}");
+        eprintln!("path_local_probes kept {kept} of {started} local probes");
     }
 
     #[test]

@@ -34,11 +34,11 @@ pub(super) struct CoverageArrays {
 /// Basic-block coverage arrays and where their probes store.
 pub(super) struct BbcArrays {
     global: Global,
-    /// `__BBC_arr`: none when a live frame's position decides every probed block.
+    /// `__BBC_arr`: none when every probed block's local probe is omitted.
     local: Option<Local>,
     /// Blocks that store into the global array.
     probed: Vec<bool>,
-    /// Blocks that also store into the local array (probed, and not decided by position).
+    /// Blocks that also store into the local array (probed, and not `bbc_local_omitted`).
     local_probed: Vec<bool>,
 }
 
@@ -97,15 +97,15 @@ impl ArrayOwner<'_> {
 
     /// Basic-block coverage: `__BBC_arr_<unit>_<name>` and the local `__BBC_arr`, a slot per
     /// block, stored into only in the `probed` blocks (the others are listed in
-    /// `bbc_unprobed`), the local one only in those a live frame's position does not decide
-    /// (`by_position`, listed in `bbc_local_by_position`; no local array when that is all of
-    /// them); the `.debug_BBC` record.
+    /// `bbc_unprobed`), the local one not in `local_omitted` (listed in `bbc_local_omitted`:
+    /// the reader derives them; no local array when that is all of them); the `.debug_BBC`
+    /// record.
     pub(super) unsafe fn bbc(
         &self,
         cfg: &mut CfgFunction,
         info: &[BlockInfo],
         probed: Vec<bool>,
-        by_position: &[bool],
+        local_omitted: &[bool],
     ) -> (Option<BbcArrays>, String) {
         let n = probed.len() as u64;
         let (c, f, sp, name) = (self.c, self.f, self.sp, self.name);
@@ -114,7 +114,7 @@ impl ArrayOwner<'_> {
         let gname = format!("__BBC_arr_{unit_tag}_{name}");
         let global = c.global(&gname, n, sp, f, self.odr_group);
         let local_probed: Vec<bool> = (0..probed.len())
-            .map(|k| probed[k] && !by_position[k])
+            .map(|k| probed[k] && !local_omitted[k])
             .collect();
         let local = local_probed.contains(&true).then(|| {
             let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
@@ -126,7 +126,7 @@ impl ArrayOwner<'_> {
         cfg.bbc_unprobed = (0..probed.len() as u32)
             .filter(|&k| !probed[k as usize])
             .collect();
-        cfg.bbc_local_by_position = (0..probed.len() as u32)
+        cfg.bbc_local_omitted = (0..probed.len() as u32)
             .filter(|&k| probed[k as usize] && !local_probed[k as usize])
             .collect();
         BbcFunction {

@@ -119,6 +119,9 @@ pub struct Options {
     /// metadata (csi-cc v1.4.0's tools read `.debug_BBC`, which cannot say a slot is implied)
     /// probes every block as well.
     pub bb_all_probes: bool,
+    /// Block visits per function for the locally minimal local block probes of functions
+    /// without cycles (`BlockGraph::path_local_probes`); 0 keeps the dominator placement's.
+    pub bb_local_budget: usize,
     /// `--csi-scheme=custom`: every instrumented function gets an uninstrumented replica and a
     /// switch byte that picks one of the two at each call (the dissertation's ch. 3; see
     /// `Unit::make_switchable`).
@@ -971,7 +974,20 @@ impl Unit<'_> {
             } else {
                 facts.position_decided()
             };
-            owner.bbc(&mut rec.cfg, &rec.info, probed, &by_position)
+            let mut local: Vec<bool> = (0..bbs.len())
+                .map(|k| probed[k] && !by_position[k])
+                .collect();
+            // Without cycles an activation is one path from the entry, and the local bits
+            // need only tell apart the paths that end in the same block (the dissertation's
+            // Fig. 4.1a and Fig. 4.7): the reader recovers the rest (`derive_on_path`).
+            if !all && opts.bb_local_budget > 0 {
+                let mut budget = opts.bb_local_budget;
+                if let Some(kept) = facts.graph.path_local_probes(&local, &mut budget) {
+                    local = kept;
+                }
+            }
+            let local_omitted: Vec<bool> = (0..bbs.len()).map(|k| probed[k] && !local[k]).collect();
+            owner.bbc(&mut rec.cfg, &rec.info, probed, &local_omitted)
         } else {
             (None, String::new())
         };
@@ -1124,6 +1140,7 @@ mod tests {
             pt_repeats_once: true,
             cc_all_probes: false,
             bb_all_probes: false,
+            bb_local_budget: 0,
             switchable: false,
             compress_metadata: true,
             source: "w.cpp".into(),

@@ -311,7 +311,7 @@ impl FunctionRecord {
             cc_local_zeroed_in: None,
             cc_local_by_path: false,
             bbc_unprobed: Vec::new(),
-            bbc_local_by_position: Vec::new(),
+            bbc_local_omitted: Vec::new(),
             switch: None,
             off_calls: Vec::new(),
             bbc: None,

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 /// as a replica, when a switched-off function called it).
 /// Version 7 added `pt_runs` (a ring-buffer entry stands for one *or more* consecutive
 /// iterations with that path), so readers of version 6 must not read version 7 records.
-/// Version 8 added `bbc_local_by_position` (a block's slot in the local `__BBC_arr` can stay
+/// Version 8 added `bbc_local_omitted` (a block's slot in the local `__BBC_arr` can stay
 /// zero although the block ran in the activation), so readers of version 7 must not read
 /// version 8 records.
 pub const CFG_FORMAT_VERSION: u32 = 8;
@@ -332,15 +332,18 @@ pub struct CfgFunction {
     /// [`derive_unprobed`](crate::dominance::BlockGraph::derive_unprobed)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bbc_unprobed: Vec<u32>,
-    /// Probed blocks (version 8) whose probe stores only into the global array: a live
-    /// frame's position decides whether the block ran in its activation — each is on no
-    /// cycle and dominates every non-quiet block it reaches (as the call sites beyond
-    /// `cc_local_len`), so it ran iff the frame stands in it or in a block it dominates, and
-    /// did not iff the frame stands where it cannot reach. Their `__BBC_arr` slots stay zero;
-    /// when every probed block is one, the function has no `__BBC_arr`. Both sides:
-    /// [`crate::dominance::BlockGraph`] (`position_decided`, `site_ran`).
+    /// Probed blocks (version 8) whose probe stores only into the global array; the reader
+    /// derives their local bits. Two kinds: blocks on no cycle that dominate every non-quiet
+    /// block they reach (as the call sites beyond `cc_local_len`) — a live frame's position
+    /// decides them: ran iff the frame stands in the block or in a block it dominates, not iff
+    /// it stands where the block cannot reach (`position_decided`, `site_ran`); and, in a
+    /// function without cycles, the blocks the locally minimal search dropped — an
+    /// activation is one path from the entry, and the stored local bits with the frame's
+    /// block single it out (`path_local_probes`, `derive_on_path`). Their `__BBC_arr` slots
+    /// stay zero; when every probed block is one, the function has no `__BBC_arr`. Both
+    /// sides: [`crate::dominance::BlockGraph`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bbc_local_by_position: Vec<u32>,
+    pub bbc_local_omitted: Vec<u32>,
     /// Customizable tracing (`csi-cc --csi-scheme=custom`, version 5): the function's switch,
     /// a one-byte global (in the coverage section) that `csi tracing` sets in the binary. At 0
     /// every call runs an uninstrumented replica (its own subprogram in DWARF, of the same
