@@ -861,20 +861,24 @@ mod tests {
     }
 
     /// Random small graphs (a fixed xorshift sequence), some blocks unreachable.
-    fn graphs() -> impl Iterator<Item = Vec<Vec<u32>>> {
-        let mut s = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
+    /// A xorshift generator of numbers below its argument (the tests' fixed random inputs).
+    fn rng(mut s: u64) -> impl FnMut(u64) -> u64 {
+        move |m: u64| {
             s ^= s << 13;
             s ^= s >> 7;
             s ^= s << 17;
-            s
-        };
+            s % m.max(1)
+        }
+    }
+
+    fn graphs() -> impl Iterator<Item = Vec<Vec<u32>>> {
+        let mut next = rng(0x2545_f491_4f6c_dd1du64);
         (0..2000).map(move |_| {
-            let n = 1 + (next() % 9) as usize;
+            let n = 1 + next(9) as usize;
             (0..n)
                 .map(|_| {
-                    let k = next() % 3;
-                    (0..k).map(|_| (next() % n as u64) as u32).collect()
+                    let k = next(3);
+                    (0..k).map(|_| next(n as u64) as u32).collect()
                 })
                 .collect()
         })
@@ -934,13 +938,7 @@ mod tests {
     /// exact or blurred (candidate sets) live positions, or none (activations unseen).
     #[test]
     fn unprobed_blocks_are_derived_soundly() {
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: u64| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s % m.max(1)
-        };
+        let mut next = rng(0x9e37_79b9_7f4a_7c15u64);
         let (mut decided, mut never_unseen) = (0usize, 0usize);
         for (i, succs) in graphs().enumerate() {
             let g = BlockGraph::new(succs.clone());
@@ -1007,13 +1005,7 @@ mod tests {
 
     /// Random graphs without cycles (edges only to later blocks), 2–15 blocks.
     fn acyclic_graphs() -> impl Iterator<Item = Vec<Vec<u32>>> {
-        let mut s = 0x1d8e_4e27_c47d_124fu64;
-        let mut next = move |m: u64| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s % m.max(1)
-        };
+        let mut next = rng(0x1d8e_4e27_c47d_124fu64);
         (0..1500).map(move |_| {
             let n = 2 + next(14) as usize;
             (0..n)
@@ -1038,13 +1030,7 @@ mod tests {
     /// position (two candidate blocks), where answers may be missing but never wrong.
     #[test]
     fn path_local_probes_decide_every_block_of_an_activation() {
-        let mut s = 0x7f4a_7c15_9e37_79b9u64;
-        let mut next = move |m: u64| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s % m.max(1)
-        };
+        let mut next = rng(0x7f4a_7c15_9e37_79b9u64);
         let (mut kept, mut started, mut checked) = (0usize, 0usize, 0usize);
         for succs in acyclic_graphs() {
             let g = BlockGraph::new(succs.clone());
