@@ -1496,8 +1496,12 @@ impl<'a> Extract<'a> {
         // A switched-off function's frame is its uninstrumented replica's: no probe state.
         let no_state: &[Variable] = &[];
         let variables = if instrumented { variables } else { no_state };
-        // Local block coverage (zeroed at entry: it holds its bits anywhere in the frame).
-        if let Some(bytes) = variable_bytes(variables, "__BBC_arr") {
+        // Local block coverage (zeroed at entry: it holds its bits anywhere in the frame but
+        // at the entry block's start — a thread stopped there by the crash, not in a call,
+        // may not have zeroed it yet; the entry block has no predecessor, so there the
+        // position alone decides every bit).
+        let bbc_zeroed = at_call || !self.in_entry_block(f, &point);
+        if let Some(bytes) = variable_bytes(variables, "__BBC_arr").filter(|_| bbc_zeroed) {
             self.read_local_array(f, bytes, "BBC", &mut rf);
         }
         // Path trace.
@@ -1541,7 +1545,7 @@ impl<'a> Extract<'a> {
         let block_covered =
             instrumented && self.cfg.get(f as usize).is_some_and(|r| r.bbc.is_some());
         if block_covered {
-            for (n, ran) in self.bbc_by_position(f, &rf.point) {
+            for (n, ran) in self.bbc_by_position(f, &rf.point, !bbc_zeroed) {
                 rf.local_coverage.entry(n).or_insert(ran);
             }
             for (n, ran) in self.bbc_on_path(f, &rf.local_coverage, &rf.point) {
@@ -2128,17 +2132,33 @@ impl<'a> Extract<'a> {
         })
     }
 
+    /// Whether some of the candidate `points` of a frame of `f` lie in its entry block.
+    fn in_entry_block(&self, f: FuncId, points: &[NodeId]) -> bool {
+        let Some(rec) = self.cfg.get(f as usize) else {
+            return false;
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        gnodes.len() == rec.nodes.len()
+            && points.iter().any(|p| {
+                gnodes
+                    .iter()
+                    .position(|x| x == p)
+                    .is_some_and(|ip| rec.nodes[ip].block == Some(0))
+            })
+    }
+
     /// Local block coverage of the probed blocks of `f` whose probe csi-cc stored only
-    /// globally (`bbc_local_omitted`), from the frame's candidate points: such a block X
-    /// ran in this activation if the frame stands in X or in a block X dominates, and did not
-    /// if it stands where X cannot reach (`BlockGraph::site_ran`, the facts csi-cc placed the
-    /// probes with); otherwise, or if the candidates disagree, it stays unknown.
-    fn bbc_by_position(&self, f: FuncId, points: &[NodeId]) -> Vec<(NodeId, bool)> {
+    /// globally (`bbc_local_omitted`; every probed block when `all`: the frame's array is not
+    /// read), from the frame's candidate points: such a block X ran in this activation if the
+    /// frame stands in X or in a block X dominates, and did not if it stands where X cannot
+    /// reach (`BlockGraph::site_ran`, the facts csi-cc placed the probes with); otherwise, or
+    /// if the candidates disagree, it stays unknown.
+    fn bbc_by_position(&self, f: FuncId, points: &[NodeId], all: bool) -> Vec<(NodeId, bool)> {
         let mut out = Vec::new();
         let Some(rec) = self
             .cfg
             .get(f as usize)
-            .filter(|r| !r.bbc_local_omitted.is_empty())
+            .filter(|r| r.bbc.is_some() && (all || !r.bbc_local_omitted.is_empty()))
         else {
             return out;
         };
@@ -2157,7 +2177,14 @@ impl<'a> Extract<'a> {
             return out;
         };
         let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
-        for &k in &rec.bbc_local_omitted {
+        let which: Vec<u32> = if all {
+            (0..blocks.len() as u32)
+                .filter(|k| !rec.bbc_unprobed.contains(k))
+                .collect()
+        } else {
+            rec.bbc_local_omitted.clone()
+        };
+        for &k in &which {
             let x = k as usize;
             let Some(&node) = self.labels[f as usize].get(format!("BBC{k}").as_str()) else {
                 continue;

@@ -470,8 +470,8 @@ impl BlockGraph {
     /// also holds when some activations may be unseen (`live: None`) — and it ran if some
     /// block that ran, or every point an activation in progress may stand at, cannot be
     /// reached without `d`. Repeated while it decides more (a block decided is a fact for the
-    /// next round); the `ran` test costs a search per unknown block, skipped in functions
-    /// where that would exceed `REACH_BUDGET` block visits.
+    /// next round), four rounds at most; the `ran` test costs a search per unknown block,
+    /// skipped in functions where that would exceed `REACH_BUDGET` block visits.
     fn derive_by_reach(
         &self,
         probed: &[bool],
@@ -483,7 +483,7 @@ impl BlockGraph {
         if n == 0 {
             return;
         }
-        loop {
+        for _round in 0..4 {
             let mut changed = false;
             let ran_ok = |b: usize| known[b] != Some(false);
             let from_entry = self.reach_within([0], ran_ok);
@@ -636,6 +636,7 @@ impl BlockGraph {
             stack.extend(self.preds[y].iter().copied());
         }
         for a in (0..n).filter(|&a| before[a] && from_entry[a]) {
+            spend(n)?;
             let mut seen = vec![false; n];
             let mut stack: Vec<usize> = self.succs[a].iter().map(|&s| s as usize).collect();
             while let Some(y) = stack.pop() {
@@ -659,10 +660,10 @@ impl BlockGraph {
     /// the blocks its frame may stand in (`at`, non-empty): a block ran if no path from the
     /// entry to a candidate that agrees with the stored bits avoids it, and did not if none
     /// passes it. A path agrees if it passes every block whose bit is set and no other stored
-    /// block — except the last, whose probe may not have run yet. Exact: with a probe set
-    /// from [`path_local_probes`](Self::path_local_probes) and one candidate, every block is
-    /// decided. `budget` as there (unknown once it runs out). `None` if the graph has a
-    /// cycle.
+    /// block — except the last, whose probe may not have run yet. Exact when every stored
+    /// bit is known: with a probe set from [`path_local_probes`](Self::path_local_probes)
+    /// and one candidate, every block is decided. `budget` as there, charged for each search
+    /// and its set-up (unknown once it runs out). `None` if the graph has a cycle.
     pub fn derive_on_path(
         &self,
         stored: &[bool],
@@ -680,10 +681,14 @@ impl BlockGraph {
         if at.is_empty() || at.iter().any(|&c| c >= n || rank[c] == usize::MAX) {
             return Some(out);
         }
+        let mut at = at.to_vec();
+        at.sort_unstable();
+        at.dedup();
         let bit = |b: usize| if stored[b] { bits[b] } else { None };
         // Does a path from the entry to `c` pass every block of `must` (and `c`), no stored
         // block whose bit is clear but `c`, and not `avoid`?
         let fits = |c: usize, extra: Option<usize>, avoid: Option<usize>, budget: &mut usize| {
+            *budget = budget.checked_sub(n)?;
             let mut must: Vec<usize> = (0..n)
                 .filter(|&b| b != c && rank[b] != usize::MAX && bit(b) == Some(true))
                 .chain(extra)
@@ -709,6 +714,7 @@ impl BlockGraph {
                 if to == from {
                     continue;
                 }
+                *budget = budget.checked_sub(n)?;
                 let mut seen = vec![false; n];
                 let mut stack = vec![from];
                 let mut found = false;
@@ -738,7 +744,7 @@ impl BlockGraph {
         for d in order.iter().copied() {
             let mut avoid_fits = false;
             let mut pass_fits = false;
-            for &c in at {
+            for &c in &at {
                 if avoid_fits && pass_fits {
                     break;
                 }
