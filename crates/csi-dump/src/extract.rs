@@ -2132,19 +2132,26 @@ impl<'a> Extract<'a> {
         })
     }
 
+    /// The record's basic block of each of the points of a frame of `f` (`None` for a point
+    /// in no block); `None` when the record does not match the program graph.
+    fn point_blocks(&self, f: FuncId, points: &[NodeId]) -> Option<Vec<Option<usize>>> {
+        let rec = self.cfg.get(f as usize)?;
+        let gnodes = &self.graph.function(f).nodes;
+        (gnodes.len() == rec.nodes.len()).then(|| {
+            points
+                .iter()
+                .map(|p| {
+                    let ip = gnodes.iter().position(|x| x == p)?;
+                    rec.nodes[ip].block.map(|b| b as usize)
+                })
+                .collect()
+        })
+    }
+
     /// Whether some of the candidate `points` of a frame of `f` lie in its entry block.
     fn in_entry_block(&self, f: FuncId, points: &[NodeId]) -> bool {
-        let Some(rec) = self.cfg.get(f as usize) else {
-            return false;
-        };
-        let gnodes = &self.graph.function(f).nodes;
-        gnodes.len() == rec.nodes.len()
-            && points.iter().any(|p| {
-                gnodes
-                    .iter()
-                    .position(|x| x == p)
-                    .is_some_and(|ip| rec.nodes[ip].block == Some(0))
-            })
+        self.point_blocks(f, points)
+            .is_some_and(|bs| bs.contains(&Some(0)))
     }
 
     /// Local block coverage of the probed blocks of `f` whose probe csi-cc stored only
@@ -2162,23 +2169,17 @@ impl<'a> Extract<'a> {
         else {
             return out;
         };
-        let gnodes = &self.graph.function(f).nodes;
-        if gnodes.len() != rec.nodes.len() || points.is_empty() {
-            return out;
-        }
-        let Some(at) = points
-            .iter()
-            .map(|p| {
-                let ip = gnodes.iter().position(|x| x == p)?;
-                rec.nodes[ip].block.map(|b| b as usize)
-            })
-            .collect::<Option<Vec<usize>>>()
+        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
+        let n = blocks.len();
+        let Some(at) = self
+            .point_blocks(f, points)
+            .and_then(|bs| bs.into_iter().map(|b| b.filter(|&b| b < n)).collect())
+            .filter(|at: &Vec<usize>| !at.is_empty())
         else {
             return out;
         };
-        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
         let which: Vec<u32> = if all {
-            (0..blocks.len() as u32)
+            (0..n as u32)
                 .filter(|k| !rec.bbc_unprobed.contains(k))
                 .collect()
         } else {
@@ -2189,7 +2190,7 @@ impl<'a> Extract<'a> {
             let Some(&node) = self.labels[f as usize].get(format!("BBC{k}").as_str()) else {
                 continue;
             };
-            if x >= blocks.len() || at.iter().any(|&b| b >= blocks.len()) {
+            if x >= n {
                 continue;
             }
             let from_x = blocks.reached_from(x);
@@ -2232,27 +2233,18 @@ impl<'a> Extract<'a> {
         else {
             return Vec::new();
         };
-        let gnodes = &self.graph.function(f).nodes;
-        if gnodes.len() != rec.nodes.len() || points.is_empty() {
-            return Vec::new();
-        }
         let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
         let n = blocks.len();
-        let Some(at) = points
-            .iter()
-            .map(|p| {
-                let ip = gnodes.iter().position(|x| x == p)?;
-                rec.nodes[ip].block.map(|b| b as usize).filter(|&b| b < n)
-            })
-            .collect::<Option<Vec<usize>>>()
+        let Some(at) = self
+            .point_blocks(f, points)
+            .and_then(|bs| bs.into_iter().map(|b| b.filter(|&b| b < n)).collect())
+            .filter(|at: &Vec<usize>| !at.is_empty())
         else {
             return Vec::new();
         };
         let labels = &self.labels[f as usize];
         let node_of = |k: usize| labels.get(format!("BBC{k}").as_str()).copied();
-        let stored: Vec<bool> = (0..n as u32)
-            .map(|k| !rec.bbc_unprobed.contains(&k) && !rec.bbc_local_omitted.contains(&k))
-            .collect();
+        let stored: Vec<bool> = (0..n as u32).map(|k| rec.bbc_stores_locally(k)).collect();
         let bits: Vec<Option<bool>> = (0..n)
             .map(|k| {
                 stored[k]
@@ -2273,12 +2265,14 @@ impl<'a> Extract<'a> {
     /// `<prefix><slot>` (not the slots no probe stores into locally).
     fn read_local_array(&self, f: FuncId, bytes: &[u8], prefix: &str, rf: &mut Frame) {
         let unprobed = self.unprobed_slots(f as usize, prefix);
-        let by_position: &[u32] = match self.cfg.get(f as usize) {
-            Some(rec) if prefix == "BBC" => &rec.bbc_local_omitted,
-            _ => &[],
-        };
+        let rec = self.cfg.get(f as usize);
         for (k, &b) in bytes.iter().enumerate() {
-            if unprobed.contains(&(k as u32)) || by_position.contains(&(k as u32)) {
+            let k32 = k as u32;
+            let stored = match rec {
+                Some(rec) if prefix == "BBC" => rec.bbc_stores_locally(k32),
+                _ => !unprobed.contains(&k32),
+            };
+            if !stored {
                 continue;
             }
             if let Some(&n) = self.labels[f as usize].get(format!("{prefix}{k}").as_str()) {

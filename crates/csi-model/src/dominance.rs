@@ -490,12 +490,11 @@ impl BlockGraph {
             let unknown: Vec<usize> = (0..n)
                 .filter(|&d| !probed[d] && known[d].is_none())
                 .collect();
-            let mut never = Vec::new();
-            for &d in &unknown {
-                if !from_entry[d] {
-                    never.push(d);
-                }
-            }
+            let never: Vec<usize> = unknown
+                .iter()
+                .copied()
+                .filter(|&d| !from_entry[d])
+                .collect();
             let search_ran = unknown.len().saturating_mul(n) <= REACH_BUDGET;
             let mut ran = Vec::new();
             if search_ran {
@@ -584,7 +583,6 @@ impl BlockGraph {
     /// has a cycle.
     pub fn path_local_probes(&self, local: &[bool], budget: &mut usize) -> Option<Vec<bool>> {
         let order = self.topological_order()?;
-        let n = self.len();
         let mut keep = local.to_vec();
         let from_entry = self.reach([0], None);
         // Later blocks first: an early branch's arms are the last resort.
@@ -597,7 +595,6 @@ impl BlockGraph {
                 keep[v] = true;
             }
         }
-        debug_assert_eq!(keep.len(), n);
         Some(keep)
     }
 
@@ -707,7 +704,8 @@ impl BlockGraph {
             let open =
                 |y: usize, end: usize| Some(y) != avoid && (y == end || bit(y) != Some(false));
             let mut from = 0usize;
-            if !open(0, if must.is_empty() { c } else { must[0] }) && 0 != c {
+            // Every path starts at the entry (`open` there unless avoided or not run).
+            if !open(0, must.first().copied().unwrap_or(c)) {
                 return Some(false);
             }
             for &to in must.iter().filter(|&&b| b != 0).chain(std::iter::once(&c)) {

@@ -97,15 +97,15 @@ impl ArrayOwner<'_> {
 
     /// Basic-block coverage: `__BBC_arr_<unit>_<name>` and the local `__BBC_arr`, a slot per
     /// block, stored into only in the `probed` blocks (the others are listed in
-    /// `bbc_unprobed`), the local one not in `local_omitted` (listed in `bbc_local_omitted`:
-    /// the reader derives them; no local array when that is all of them); the `.debug_BBC`
-    /// record.
+    /// `bbc_unprobed`), the local one only in the `local_probed` ones (a subset; the other
+    /// probed blocks are listed in `bbc_local_omitted`: the reader derives them; no local
+    /// array when there are none); the `.debug_BBC` record.
     pub(super) unsafe fn bbc(
         &self,
         cfg: &mut CfgFunction,
         info: &[BlockInfo],
         probed: Vec<bool>,
-        local_omitted: &[bool],
+        local_probed: Vec<bool>,
     ) -> (Option<BbcArrays>, String) {
         let n = probed.len() as u64;
         let (c, f, sp, name) = (self.c, self.f, self.sp, self.name);
@@ -113,9 +113,6 @@ impl ArrayOwner<'_> {
         let unit_tag = self.unit_tag;
         let gname = format!("__BBC_arr_{unit_tag}_{name}");
         let global = c.global(&gname, n, sp, f, self.odr_group);
-        let local_probed: Vec<bool> = (0..probed.len())
-            .map(|k| probed[k] && !local_omitted[k])
-            .collect();
         let local = local_probed.contains(&true).then(|| {
             let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);

@@ -986,8 +986,7 @@ impl Unit<'_> {
                     local = kept;
                 }
             }
-            let local_omitted: Vec<bool> = (0..bbs.len()).map(|k| probed[k] && !local[k]).collect();
-            owner.bbc(&mut rec.cfg, &rec.info, probed, &local_omitted)
+            owner.bbc(&mut rec.cfg, &rec.info, probed, local)
         } else {
             (None, String::new())
         };

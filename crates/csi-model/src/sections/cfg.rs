@@ -376,6 +376,12 @@ pub struct CfgFunction {
 }
 
 impl CfgFunction {
+    /// Block `k`'s probe stores into the local `__BBC_arr` (neither `bbc_unprobed` nor
+    /// `bbc_local_omitted`): its slot there is the activation's bit.
+    pub fn bbc_stores_locally(&self, k: u32) -> bool {
+        !self.bbc_unprobed.contains(&k) && !self.bbc_local_omitted.contains(&k)
+    }
+
     /// One JSON line (with the trailing newline).
     pub fn to_line(&self) -> String {
         let mut s = serde_json::to_string(self).expect("plain data serializes");
