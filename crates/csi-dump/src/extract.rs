@@ -2148,6 +2148,25 @@ impl<'a> Extract<'a> {
         })
     }
 
+    /// For a frame of `f` whose record passes `want`: the record, its block graph and the
+    /// blocks of the frame's candidate points — `None` if there are none, or if one is in no
+    /// block of the graph.
+    fn frame_blocks(
+        &self,
+        f: FuncId,
+        points: &[NodeId],
+        want: impl Fn(&CfgFunction) -> bool,
+    ) -> Option<(&CfgFunction, &BlockGraph, Vec<usize>)> {
+        let rec = self.cfg.get(f as usize).filter(|r| want(r))?;
+        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
+        let at: Vec<usize> = self
+            .point_blocks(f, points)?
+            .into_iter()
+            .map(|b| b.filter(|&b| b < blocks.len()))
+            .collect::<Option<_>>()?;
+        (!at.is_empty()).then_some((rec, blocks, at))
+    }
+
     /// Whether some of the candidate `points` of a frame of `f` lie in its entry block.
     fn in_entry_block(&self, f: FuncId, points: &[NodeId]) -> bool {
         self.point_blocks(f, points)
@@ -2162,22 +2181,12 @@ impl<'a> Extract<'a> {
     /// if the candidates disagree, it stays unknown.
     fn bbc_by_position(&self, f: FuncId, points: &[NodeId], all: bool) -> Vec<(NodeId, bool)> {
         let mut out = Vec::new();
-        let Some(rec) = self
-            .cfg
-            .get(f as usize)
-            .filter(|r| r.bbc.is_some() && (all || !r.bbc_local_omitted.is_empty()))
-        else {
+        let Some((rec, blocks, at)) = self.frame_blocks(f, points, |r| {
+            r.bbc.is_some() && (all || !r.bbc_local_omitted.is_empty())
+        }) else {
             return out;
         };
-        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
         let n = blocks.len();
-        let Some(at) = self
-            .point_blocks(f, points)
-            .and_then(|bs| bs.into_iter().map(|b| b.filter(|&b| b < n)).collect())
-            .filter(|at: &Vec<usize>| !at.is_empty())
-        else {
-            return out;
-        };
         let which: Vec<u32> = if all {
             (0..n as u32)
                 .filter(|k| !rec.bbc_unprobed.contains(k))
@@ -2226,22 +2235,12 @@ impl<'a> Extract<'a> {
     ) -> Vec<(NodeId, bool)> {
         /// Block visits one frame's derivation may spend.
         const PATH_BUDGET: usize = 2_000_000;
-        let Some(rec) = self
-            .cfg
-            .get(f as usize)
-            .filter(|r| r.bbc.is_some() && !r.bbc_local_omitted.is_empty())
-        else {
+        let Some((rec, blocks, at)) = self.frame_blocks(f, points, |r| {
+            r.bbc.is_some() && !r.bbc_local_omitted.is_empty()
+        }) else {
             return Vec::new();
         };
-        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
         let n = blocks.len();
-        let Some(at) = self
-            .point_blocks(f, points)
-            .and_then(|bs| bs.into_iter().map(|b| b.filter(|&b| b < n)).collect())
-            .filter(|at: &Vec<usize>| !at.is_empty())
-        else {
-            return Vec::new();
-        };
         let labels = &self.labels[f as usize];
         let node_of = |k: usize| labels.get(format!("BBC{k}").as_str()).copied();
         let stored: Vec<bool> = (0..n as u32).map(|k| rec.bbc_stores_locally(k)).collect();
