@@ -35,6 +35,9 @@ const CSI_OPTIONS: &str =
   --csi-bb-local-budget=N  block visits per function the search for locally minimal local
                         block probes may spend (functions without cycles; the dissertation's
                         Fig. 4.7; default 20000000, 0: keep the dominator placement's)
+  --csi-global-stores=G `at-return` (default: a call-site or block probe inside a loop sets
+                        only the frame's local bit; the function copies it into the global
+                        array when it returns) or `in-place` (both bytes every iteration)
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -441,6 +444,7 @@ struct CsiOptions {
     cc_all_probes: bool,
     bb_all_probes: bool,
     bb_local_budget: usize,
+    global_at_return: bool,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
     compress_metadata: bool,
@@ -461,6 +465,7 @@ impl CsiOptions {
             cc_all_probes: false,
             bb_all_probes: false,
             bb_local_budget: 20_000_000,
+            global_at_return: true,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
@@ -489,6 +494,8 @@ impl CsiOptions {
                         "--csi-bb-local-budget must be a number of block visits, not `{v}`"
                     ))
                 });
+            } else if let Some(v) = a.strip_prefix("--csi-global-stores=") {
+                o.global_at_return = either(v, "--csi-global-stores", "at-return", "in-place");
             } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
                 o.before_optimization = either(
                     v,
@@ -697,6 +704,7 @@ impl Steps<'_> {
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,
             bb_local_budget: self.csi.bb_local_budget,
+            global_at_return: self.csi.global_at_return,
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             source: src.clone(),

@@ -201,7 +201,9 @@ impl Crash {
         let mut ignored = Vec::new();
         // The passing run's own switches, from its coverage file.
         let traced = ctx.tracing_switches(&|fi, name| bytes_of(fi, name, 1));
-        let mut coverage = ctx.coverage_from(&bytes_of, &traced, &mut ignored);
+        // Activations may have been in progress when the run wrote its coverage (SIGUSR2, or
+        // `exit` inside a loop): a slot only a return sets stays unknown when clear.
+        let mut coverage = ctx.coverage_from(&bytes_of, &traced, None, &mut ignored);
         // Activations may have been in progress when the run wrote its coverage (SIGUSR2).
         ctx.derive_unprobed_global(&mut coverage, None);
         Some(coverage)
@@ -342,7 +344,7 @@ fn load_parts(
     }
     notices.extend(modules_without_lines(&process, &debug, &threads));
     if metadata != Metadata::None {
-        report.global_coverage = ctx.global_coverage(&mut notices);
+        report.global_coverage = ctx.global_coverage(&report.threads, &mut notices);
         // Points of frames stopped mid-node (see `Extract::thread`).
         for f in report.threads.iter().flat_map(|t| &t.frames) {
             if f.stopped_at.is_some() {
@@ -1608,7 +1610,8 @@ impl<'a> Extract<'a> {
         let array_holds_bits = self.cc_array_holds_bits(f, &rf.point, at_call);
         if let Some(bytes) = variable_bytes(variables, "__CC_arr").filter(|_| array_holds_bits) {
             self.read_local_array(f, bytes, "CC", rf);
-            for (n, ran) in self.implied_cc(f, bytes, Some((&rf.point, at_call))) {
+            let bits: Vec<Option<bool>> = bytes.iter().map(|&b| Some(b != 0)).collect();
+            for (n, ran) in self.implied_cc(f, &bits, Some((&rf.point, at_call))) {
                 rf.local_coverage.insert(n, ran);
             }
         }
@@ -1856,10 +1859,17 @@ impl<'a> Extract<'a> {
         })
     }
 
-    fn global_coverage(&self, notices: &mut Vec<String>) -> BTreeMap<NodeId, bool> {
+    /// Global coverage from the process's memory; `threads`, the report's frames, decide the
+    /// slots set only at a return (see `coverage_from`).
+    fn global_coverage(
+        &self,
+        threads: &[csi_model::report::Thread],
+        notices: &mut Vec<String>,
+    ) -> BTreeMap<NodeId, bool> {
         self.coverage_from(
             &|fi, name, n| self.global_bytes(fi, name, n),
             &self.traced,
+            every_activation_seen(threads),
             notices,
         )
     }
@@ -1907,11 +1917,14 @@ impl<'a> Extract<'a> {
 
     /// Global coverage from the coverage arrays `bytes_of(function record, array, length)`
     /// gives: the process's memory, or a passing run's coverage files; the arrays of functions
-    /// not `traced` there (tracing switched off) are skipped.
+    /// not `traced` there (tracing switched off) are skipped. A slot that only a return sets
+    /// (`cc_global_at_return`, `bbc_global_at_return`) and is clear ran iff an activation in
+    /// progress ran it: decided from `live`, every activation's frame, when known.
     fn coverage_from(
         &self,
         bytes_of: &ArrayBytes<'_>,
         traced: &[bool],
+        live: Option<&[csi_model::report::Thread]>,
         notices: &mut Vec<String>,
     ) -> BTreeMap<NodeId, bool> {
         let mut out = BTreeMap::new();
@@ -1932,16 +1945,33 @@ impl<'a> Extract<'a> {
                     continue;
                 };
                 let unprobed = self.unprobed_slots(fi, prefix);
-                for (k, &b) in bytes.iter().enumerate() {
+                let at_return = |k: usize| match prefix {
+                    "CC" => rec.cc_global_at_return.contains(&(k as u64)),
+                    _ => rec.bbc_global_at_return.contains(&(k as u32)),
+                };
+                let bits: Vec<Option<bool>> = bytes
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &b)| {
+                        let node = labels.get(format!("{prefix}{k}").as_str())?;
+                        match b != 0 || !at_return(k) {
+                            true => Some(b != 0),
+                            false => self.ran_in_live_activation(fi as FuncId, *node, live?),
+                        }
+                    })
+                    .collect();
+                for (k, bit) in bits.iter().enumerate() {
                     if unprobed.contains(&(k as u32)) {
                         continue;
                     }
-                    if let Some(&node) = labels.get(format!("{prefix}{k}").as_str()) {
-                        out.insert(node, b != 0);
+                    if let (Some(&node), Some(b)) =
+                        (labels.get(format!("{prefix}{k}").as_str()), bit)
+                    {
+                        out.insert(node, *b);
                     }
                 }
                 if prefix == "CC" {
-                    out.extend(self.implied_cc(fi as FuncId, &bytes, None));
+                    out.extend(self.implied_cc(fi as FuncId, &bits, None));
                 }
             }
             if let Some(name) = &rec.fc {
@@ -1961,6 +1991,28 @@ impl<'a> Extract<'a> {
         out
     }
 
+    /// Whether some activation of `f` in progress — a frame in `threads`, which holds every
+    /// one — ran `node`, by the frame's local coverage: `None` if one may have and its local
+    /// bit is unknown.
+    fn ran_in_live_activation(
+        &self,
+        f: FuncId,
+        node: NodeId,
+        threads: &[csi_model::report::Thread],
+    ) -> Option<bool> {
+        let mut ran = Some(false);
+        for fr in threads.iter().flat_map(|t| &t.frames) {
+            if fr.function == Some(f) {
+                match fr.local_coverage.get(&node) {
+                    Some(true) => return Some(true),
+                    Some(false) => {}
+                    None => ran = None,
+                }
+            }
+        }
+        ran
+    }
+
     /// Coverage of the call sites of `f` whose probe csi-cc omitted (`CfgImplied`: probed
     /// sites `first` before and `last` after them in the same basic block), from a `__CC_arr`
     /// array's bytes. `last` set ⇒ ran; `first` clear ⇒ did not run; otherwise unknown —
@@ -1971,7 +2023,7 @@ impl<'a> Extract<'a> {
     fn implied_cc(
         &self,
         f: FuncId,
-        bytes: &[u8],
+        bits: &[Option<bool>],
         stop: Option<(&[NodeId], bool)>,
     ) -> Vec<(NodeId, bool)> {
         let mut out = Vec::new();
@@ -1984,7 +2036,7 @@ impl<'a> Extract<'a> {
         }
         let bit = |label: &str| -> Option<bool> {
             let j: usize = label.strip_prefix("CC")?.parse().ok()?;
-            bytes.get(j).map(|&b| b != 0)
+            bits.get(j).copied().flatten()
         };
         for (k, node) in rec.nodes.iter().enumerate() {
             let Some(imp) = &node.implied else { continue };
@@ -2350,12 +2402,7 @@ impl<'a> Extract<'a> {
         coverage: &mut BTreeMap<NodeId, bool>,
         threads: Option<&[csi_model::report::Thread]>,
     ) {
-        // A thread whose walk stopped early, or a frame of an unknown function, may hide an
-        // activation of any function.
-        let threads = threads.filter(|ts| {
-            ts.iter()
-                .all(|t| !t.outer_frames_unknown && t.frames.iter().all(|f| f.function.is_some()))
-        });
+        let threads = threads.and_then(every_activation_seen);
         for (fi, rec) in self.cfg.iter().enumerate() {
             if rec.bbc_unprobed.is_empty() {
                 continue;
@@ -2389,6 +2436,18 @@ impl<'a> Extract<'a> {
         })?;
         Some((mi, addr))
     }
+}
+
+/// `threads` when their frames are every activation in progress: not when a thread's walk
+/// stopped early or a frame's function is unknown, which may hide an activation of any
+/// function.
+fn every_activation_seen(
+    threads: &[csi_model::report::Thread],
+) -> Option<&[csi_model::report::Thread]> {
+    threads
+        .iter()
+        .all(|t| !t.outer_frames_unknown && t.frames.iter().all(|f| f.function.is_some()))
+        .then_some(threads)
 }
 
 /// Where coverage arrays are read from: (function record, array name, length) → bytes.

@@ -15,8 +15,8 @@ use common::fixture_crashes;
 use csi_analysis::best_effort_coverage;
 
 /// What tells two crashes apart: the crashing thread's depth, the fault address (near 0),
-/// and the line the innermost frame stopped at.
-type RunShape = (usize, Option<u64>, Option<u32>);
+/// the line the innermost frame stopped at, and the other threads' innermost lines.
+type RunShape = (usize, Option<u64>, Option<u32>, Vec<Option<u32>>);
 
 /// (must, never) lines, as `file:line`, and the run's shape.
 fn line_claims(
@@ -38,6 +38,20 @@ fn line_claims(
         .and_then(|t| t.frames.first())
         .and_then(|f| f.location.as_ref())
         .map(|l| l.line);
+    // Where the other threads stand: their innermost line in the program (thread timing
+    // differs from run to run — thread_crash's main may still be in `pthread_create`).
+    let mut others: Vec<Option<u32>> = crash
+        .threads
+        .iter()
+        .skip(1)
+        .map(|t| {
+            t.frames
+                .iter()
+                .find_map(|f| f.location.as_ref())
+                .map(|l| l.line)
+        })
+        .collect();
+    others.sort_unstable();
     let cov = best_effort_coverage(&crash.graph, &crash.report)
         .unwrap_or_else(|e| panic!("{}: {e}", core.display()));
     let (mut must, mut never) = (BTreeSet::new(), BTreeSet::new());
@@ -45,7 +59,7 @@ fn line_claims(
         must.extend(l.must.iter().map(|x| format!("{file}:{x}")));
         never.extend(l.never.iter().map(|x| format!("{file}:{x}")));
     }
-    (must, never, (depth, fault, line))
+    (must, never, (depth, fault, line, others))
 }
 
 #[test]
@@ -82,9 +96,16 @@ fn switching_tracing_off_only_takes_evidence_away() {
             !switches.is_empty() && switches.iter().all(|s| !s.on),
             "{key}: the customoff build has switches on: {switches:?}"
         );
-        let (on_must, on_never, (on_depth, on_fault, on_line)) = line_claims(&on.exe, &on.core);
-        let (off_must, off_never, (off_depth, off_fault, off_line)) =
+        let (on_must, on_never, (on_depth, on_fault, on_line, on_others)) =
+            line_claims(&on.exe, &on.core);
+        let (off_must, off_never, (off_depth, off_fault, off_line, off_others)) =
             line_claims(&off.exe, &off.core);
+        if on_others != off_others {
+            other_runs.push(format!(
+                "{key} (other threads at {on_others:?} / {off_others:?})"
+            ));
+            continue;
+        }
         if on_depth != off_depth && on_depth.max(off_depth) > 1000 {
             // A stack overflow: the replicas' frames differ in size from the instrumented
             // bodies', so the process died at another depth — another run. (Elsewhere depths

@@ -331,6 +331,18 @@ impl CcLayout {
         }
     }
 
+    /// The probed sites with a slot in the local array: (slot, block).
+    pub(super) fn local_slots(&self, cfg: &CfgFunction) -> Vec<(u64, usize)> {
+        self.slot
+            .iter()
+            .zip(&self.call_nodes)
+            .filter_map(|(s, &n)| {
+                let j = (*s).filter(|&j| j < self.n_local)?;
+                Some((j, cfg.nodes[n as usize].block? as usize))
+            })
+            .collect()
+    }
+
     /// Writes the layout into the record: the local array's length and zeroing block, and
     /// each call-site node's label (`CC<slot>`), or the probes that imply its coverage.
     pub(super) fn label(&self, cfg: &mut CfgFunction) -> Result<(), &'static str> {

@@ -10,6 +10,8 @@ pub(super) struct ArrayOwner<'a> {
     pub(super) c: &'a Ctx,
     pub(super) f: LLVMValueRef,
     pub(super) sp: LLVMMetadataRef,
+    /// Global arrays padded to whole words (see `Ctx::global`).
+    pub(super) padded: bool,
     pub(super) name: &'a str,
     /// `mash` of the unit's source, or `odr` (see `odr_group`).
     pub(super) unit_tag: &'a str,
@@ -29,6 +31,79 @@ pub(super) struct CoverageArrays {
     pub(super) bbc: Option<BbcArrays>,
     /// `__FC_arr_*`.
     pub(super) fc: Option<Global>,
+    /// The probes whose global slot is set at the returns.
+    pub(super) at_return: AtReturn,
+}
+
+/// Probes whose global store moves from the probe to the function's returns, which copy the
+/// probe's local bit into the global slot (`CfgFunction::cc_global_at_return`,
+/// `bbc_global_at_return`).
+#[derive(Default)]
+pub(super) struct AtReturn {
+    /// Slots of `__CC_arr` / `__CC_arr_*`.
+    cc: Vec<u64>,
+    /// Blocks (slots of `__BBC_arr` / `__BBC_arr_*`).
+    bbc: Vec<u32>,
+    /// The blocks that end in `ret`.
+    returns: Vec<usize>,
+}
+
+impl AtReturn {
+    /// The probes on a cycle that store into a local array — where a loop stored both bytes
+    /// every iteration. A copy at the return is right only if the local array holds the
+    /// activation's bits there: `__BBC_arr` is zeroed at entry, `__CC_arr` in a block that
+    /// must then dominate every return.
+    pub(super) unsafe fn new(
+        arrays: &CoverageArrays,
+        bbs: &[LLVMBasicBlockRef],
+        facts: &BlockFacts,
+        cfg: &CfgFunction,
+        layout: &CcLayout,
+    ) -> AtReturn {
+        let g = &facts.graph;
+        let returns: Vec<usize> = (0..bbs.len())
+            .filter(|&k| {
+                let t = LLVMGetBasicBlockTerminator(bbs[k]);
+                !t.is_null() && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMRet
+            })
+            .collect();
+        let mut out = AtReturn {
+            returns,
+            ..AtReturn::default()
+        };
+        if let Some(b) = arrays.bbc.as_ref().filter(|b| b.local.is_some()) {
+            out.bbc = (0..bbs.len())
+                .filter(|&k| b.local_probed[k] && g.on_cycle(k))
+                .map(|k| k as u32)
+                .collect();
+        }
+        let zeroed_before_returns = |h: usize| out.returns.iter().all(|&r| g.dominates(h, r));
+        if arrays.cc.is_some_and(|(_, local)| local.is_some())
+            && zeroed_before_returns(layout.zeroing.block())
+        {
+            out.cc = layout
+                .local_slots(cfg)
+                .into_iter()
+                .filter(|&(_, b)| g.on_cycle(b))
+                .map(|(j, _)| j)
+                .collect();
+            out.cc.sort_unstable();
+        }
+        out
+    }
+
+    pub(super) fn record(&self, cfg: &mut CfgFunction) {
+        cfg.cc_global_at_return = self.cc.clone();
+        cfg.bbc_global_at_return = self.bbc.clone();
+    }
+
+    fn cc_has(&self, j: u64) -> bool {
+        self.cc.binary_search(&j).is_ok()
+    }
+
+    fn bbc_has(&self, k: usize) -> bool {
+        self.bbc.binary_search(&(k as u32)).is_ok()
+    }
 }
 
 /// Basic-block coverage arrays and where their probes store.
@@ -56,7 +131,7 @@ impl ArrayOwner<'_> {
         let mut cc_text = String::new();
         let unit_tag = self.unit_tag;
         let gname = format!("__CC_arr_{unit_tag}_{name}");
-        let (g, gty) = c.global(&gname, layout.n_probes, sp, f, self.odr_group);
+        let (g, gty) = c.global(&gname, layout.n_probes, self.padded, sp, f, self.odr_group);
         // The local array holds the slots below `n_local`; none at all when every
         // probe is in the entry block (no zeroing then).
         let local = (n_local > 0).then(|| {
@@ -112,7 +187,7 @@ impl ArrayOwner<'_> {
         let mut bbc_text = String::new();
         let unit_tag = self.unit_tag;
         let gname = format!("__BBC_arr_{unit_tag}_{name}");
-        let global = c.global(&gname, n, sp, f, self.odr_group);
+        let global = c.global(&gname, n, self.padded, sp, f, self.odr_group);
         let local = local_probed.contains(&true).then(|| {
             let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);
@@ -155,7 +230,7 @@ impl ArrayOwner<'_> {
         let mut fc_text = String::new();
         let unit_tag = self.unit_tag;
         let gname = format!("__FC_arr_{unit_tag}_{name}");
-        let fc_var = Some(c.global(&gname, 1, sp, f, self.odr_group));
+        let fc_var = Some(c.global(&gname, 1, false, sp, f, self.odr_group));
         cfg.fc = Some(gname.clone());
         FcFunction {
             name: name.to_string(),
@@ -187,6 +262,9 @@ impl CoverageArrays {
                     let lp = c.gep(lty, a, idx);
                     c.vstore(one, lp);
                 }
+                if self.at_return.cc_has(j) {
+                    continue;
+                }
                 let gp = c.gep(gty, g, idx);
                 c.vstore(one, gp);
             }
@@ -204,6 +282,9 @@ impl CoverageArrays {
                     let lp = c.gep(lty, a, idx);
                     c.vstore(one, lp);
                 }
+                if self.at_return.bbc_has(k) {
+                    continue;
+                }
                 let gp = c.gep(gty, g, idx);
                 c.vstore(one, gp);
             }
@@ -212,6 +293,84 @@ impl CoverageArrays {
             c.position_before(after_allocas(bbs[0]));
             let gp = c.gep(gty, g, LLVMConstInt(c.i64t, 0, 0));
             c.vstore(one, gp);
+        }
+    }
+
+    /// At the start of each return block, the `at_return` probes' local bits go into their
+    /// global slots. First a check, word by word (the arrays are padded to words): a local
+    /// bit set whose global byte is clear (`local & !global`; every other set local bit has
+    /// its global byte set by its own probe). Only then, in a block of its own, each such
+    /// probe's byte is stored either into its global slot (when set) or back where it was
+    /// read from (when clear) — branch-free, and never a zero into an array that other
+    /// activations and threads share. Once a function's loops have run their usual blocks,
+    /// a return pays a few loads, not a store per probe. Last of the instrumentation: it
+    /// splits the return blocks.
+    pub(super) unsafe fn copy_at_returns(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef]) {
+        let at = &self.at_return;
+        let cc = self
+            .cc
+            .and_then(|(g, l)| Some((g, l?)))
+            .map(|(g, l)| (g, l, at.cc.clone()));
+        let bbc = self
+            .bbc
+            .as_ref()
+            .and_then(|b| Some((b.global, b.local?)))
+            .map(|(g, l)| (g, l, at.bbc.iter().map(|&k| k as u64).collect::<Vec<u64>>()));
+        let arrays: Vec<(Global, Local, Vec<u64>)> = [cc, bbc]
+            .into_iter()
+            .flatten()
+            .filter(|(_, _, slots)| !slots.is_empty())
+            .collect();
+        if arrays.is_empty() {
+            return;
+        }
+        let word = |ty: LLVMTypeRef, a: LLVMValueRef, w: u64| {
+            let p = c.gep(ty, a, LLVMConstInt(c.i64t, 8 * w, 0));
+            let l = c.vload(c.i64t, p);
+            LLVMSetAlignment(l, 1);
+            l
+        };
+        for &r in &at.returns {
+            let resume = c.first_insertion(bbs[r]);
+            c.position_before(resume);
+            let mut missing = LLVMConstInt(c.i64t, 0, 0);
+            for &((g, gty), (a, lty), ref slots) in &arrays {
+                let words: BTreeSet<u64> = slots.iter().map(|j| j / 8).collect();
+                for w in words {
+                    let local = word(lty, a, w);
+                    let global = LLVMBuildNot(c.builder, word(gty, g, w), c"".as_ptr());
+                    let new = LLVMBuildAnd(c.builder, local, global, c"".as_ptr());
+                    missing = LLVMBuildOr(c.builder, missing, new, c"".as_ptr());
+                }
+            }
+            let zero = LLVMConstInt(c.i64t, 0, 0);
+            let any = LLVMBuildICmp(
+                c.builder,
+                LLVMIntPredicate::LLVMIntNE,
+                missing,
+                zero,
+                c"".as_ptr(),
+            );
+            let then = csi_split_if_then(any, resume);
+            c.position_before(then);
+            for &((g, gty), (a, lty), ref slots) in &arrays {
+                for &j in slots {
+                    let idx = LLVMConstInt(c.i64t, j, 0);
+                    let lp = c.gep(lty, a, idx);
+                    let bit = c.vload(c.i8t, lp);
+                    let zero = LLVMConstInt(c.i8t, 0, 0);
+                    let set = LLVMBuildICmp(
+                        c.builder,
+                        LLVMIntPredicate::LLVMIntNE,
+                        bit,
+                        zero,
+                        c"".as_ptr(),
+                    );
+                    let gp = c.gep(gty, g, idx);
+                    let p = LLVMBuildSelect(c.builder, set, gp, lp, c"".as_ptr());
+                    c.vstore(bit, p);
+                }
+            }
         }
     }
 

@@ -122,6 +122,10 @@ pub struct Options {
     /// Block visits per function for the locally minimal local block probes of functions
     /// without cycles (`BlockGraph::path_local_probes`); 0 keeps the dominator placement's.
     pub bb_local_budget: usize,
+    /// `--csi-global-stores=at-return` (default): a probe on a cycle that also stores into a
+    /// local array leaves its global slot to the function's returns, which copy the local
+    /// bit (`CfgFunction::cc_global_at_return`, `bbc_global_at_return`).
+    pub global_at_return: bool,
     /// `--csi-scheme=custom`: every instrumented function gets an uninstrumented replica and a
     /// switch byte that picks one of the two at each call (the dissertation's ch. 3; see
     /// `Unit::make_switchable`).
@@ -447,15 +451,18 @@ impl Ctx {
         g
     }
 
+    /// A global coverage array of `n` slots, `padded` to whole 8-byte words (which
+    /// `AtReturn`'s check reads; DWARF still says `n`).
     unsafe fn global(
         &self,
         name: &str,
         n: u64,
+        padded: bool,
         sp: LLVMMetadataRef,
         f: LLVMValueRef,
         odr_group: Option<&str>,
     ) -> (LLVMValueRef, LLVMTypeRef) {
-        let ty = LLVMArrayType2(self.i8t, n);
+        let ty = LLVMArrayType2(self.i8t, if padded { n.div_ceil(8) * 8 } else { n });
         let g = self.coverage_global(name, ty, f, odr_group);
         LLVMSetInitializer(g, LLVMConstNull(ty));
         if !sp.is_null() {
@@ -945,10 +952,21 @@ impl Unit<'_> {
             self.pt_base += nb.n + 1;
         }
         // ---- Coverage globals / metadata ----------------------------------------------------
+        // Probes on a cycle that store into a local array leave their global slot to the
+        // returns, which copy the local bit (`AtReturn`): a loop then stores one byte per
+        // probe and iteration, not two. Not where an activation can end without returning
+        // and without staying on the stack (unwinding; `setjmp`-like calls keep every probe),
+        // nor for v1.4.0's readers (text metadata).
+        let at_return = opts.global_at_return
+            && opts.compress_metadata
+            && is_nounwind(f)
+            && !has_returns_twice_call(&bbs)
+            && (0..bbs.len()).any(|k| facts.graph.on_cycle(k));
         let owner = ArrayOwner {
             c,
             f,
             sp,
+            padded: at_return,
             name: &name,
             unit_tag: &unit_tag,
             odr_group: odr_group.as_deref(),
@@ -995,7 +1013,16 @@ impl Unit<'_> {
         } else {
             (None, String::new())
         };
-        let arrays = CoverageArrays { cc, bbc, fc };
+        let mut arrays = CoverageArrays {
+            cc,
+            bbc,
+            fc,
+            at_return: AtReturn::default(),
+        };
+        if at_return {
+            arrays.at_return = AtReturn::new(&arrays, &bbs, &facts, &rec.cfg, &layout);
+            arrays.at_return.record(&mut rec.cfg);
+        }
         // ---- Code -----------------------------------------------------------------------------
         // Coverage stores first (they only insert before existing instructions).
         arrays.store(c, &bbs, &rec.calls, &layout);
@@ -1021,6 +1048,8 @@ impl Unit<'_> {
         arrays
             .zero_locals(c, &bbs, &facts, layout.zeroing)
             .map_err(unsupported)?;
+        // Last: it splits the return blocks.
+        arrays.copy_at_returns(c, &bbs);
         let body = match replica {
             Some(off) => {
                 self.make_switchable(f, off, &name, &unit_tag, odr_group.as_deref(), &mut rec.cfg)
@@ -1140,6 +1169,7 @@ mod tests {
             cc_all_probes: false,
             bb_all_probes: false,
             bb_local_budget: 0,
+            global_at_return: true,
             switchable: false,
             compress_metadata: true,
             source: "w.cpp".into(),

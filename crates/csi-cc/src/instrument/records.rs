@@ -310,6 +310,8 @@ impl FunctionRecord {
             cc_local_len: None,
             cc_local_zeroed_in: None,
             cc_local_by_path: false,
+            cc_global_at_return: Vec::new(),
+            bbc_global_at_return: Vec::new(),
             bbc_unprobed: Vec::new(),
             bbc_local_omitted: Vec::new(),
             switch: None,

@@ -37,7 +37,10 @@ use std::collections::HashMap;
 /// Version 8 added `bbc_local_omitted` (a block's slot in the local `__BBC_arr` can stay
 /// zero although the block ran in the activation), so readers of version 7 must not read
 /// version 8 records.
-pub const CFG_FORMAT_VERSION: u32 = 8;
+/// Version 9 added `cc_global_at_return` and `bbc_global_at_return` (a global slot can stay
+/// zero although its site ran, in an activation still in progress), so readers of version 8
+/// must not read version 9 records.
+pub const CFG_FORMAT_VERSION: u32 = 9;
 
 /// Customizable tracing (`csi-cc --csi-scheme=custom`): the suffixes csi-cc gives a switchable
 /// function's pieces — symbol and DWARF linkage name `<linkage or name><suffix>` — which the
@@ -323,8 +326,23 @@ pub struct CfgFunction {
     /// ignore this field see no local array: unknown, which is sound.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cc_local_by_path: bool,
+    /// Slots of the global `__CC_arr_*` (version 9) whose probe stores only into the local
+    /// `__CC_arr` where the site is: the function copies each such local bit that is set
+    /// into its global slot when it returns. These are sites on a cycle (a loop stored both
+    /// bytes every iteration), in functions that cannot unwind. A zero global slot then
+    /// means "did not run" only in activations that returned; an activation in progress
+    /// says what it ran in its own local array. Readers decide such a slot from every live
+    /// frame of the function, and leave it unknown when some activation may be unseen
+    /// (a truncated stack walk, a passing run's coverage file). Activations ended by
+    /// `longjmp` or a thread's cancellation are not seen, as for every derived bit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cc_global_at_return: Vec<u64>,
     #[serde(default)]
     pub bbc: Option<String>,
+    /// Blocks (version 9) whose probe stores only into the local `__BBC_arr`; the global
+    /// slot is set when the function returns, as `cc_global_at_return`'s.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bbc_global_at_return: Vec<u32>,
     /// Blocks (indices, as the `BBC<k>` labels) whose block-coverage probe csi-cc omitted
     /// (version 5): their slots in `__BBC_arr` and the global array stay zero, and their
     /// coverage follows from the probed blocks they dominate and from where the function's
