@@ -46,6 +46,11 @@ pub(super) struct AtReturn {
     bbc: Vec<u32>,
     /// The blocks that end in `ret`.
     returns: Vec<usize>,
+    /// The global array whose first padding byte is the function's "every slot set at the
+    /// return is set" flag (`copy_at_returns`): `__BBC_arr_*` if it has such slots, else
+    /// `__CC_arr_*`; and that byte's index (the array's slot count).
+    flag_in_bbc: bool,
+    flag_index: u64,
 }
 
 impl AtReturn {
@@ -89,6 +94,10 @@ impl AtReturn {
                 .collect();
             out.cc.sort_unstable();
         }
+        (out.flag_in_bbc, out.flag_index) = match out.bbc.is_empty() {
+            false => (true, bbs.len() as u64),
+            true => (false, layout.n_probes),
+        };
         out
     }
 
@@ -297,14 +306,18 @@ impl CoverageArrays {
     }
 
     /// At the start of each return block, the `at_return` probes' local bits go into their
-    /// global slots. First a check, word by word (the arrays are padded to words): a local
-    /// bit set whose global byte is clear (`local & !global`; every other set local bit has
-    /// its global byte set by its own probe). Only then, in a block of its own, each such
-    /// probe's byte is stored either into its global slot (when set) or back where it was
-    /// read from (when clear) — branch-free, and never a zero into an array that other
-    /// activations and threads share. Once a function's loops have run their usual blocks,
-    /// a return pays a few loads, not a store per probe. Last of the instrumentation: it
-    /// splits the return blocks.
+    /// global slots. Once every such slot is set, nothing is left to copy: a flag byte (the
+    /// global array's first padding byte) says so, and a return only tests it. Until then, a
+    /// check, word by word (the arrays are padded to words): a local bit set whose global
+    /// byte is clear (`local & !global`; every other set local bit has its global byte set by
+    /// its own probe). Only then, in a block of its own, each such probe's byte is stored
+    /// either into its global slot (when set) or back where it was read from (when clear) —
+    /// branch-free, and never a zero into a slot that other activations and threads share.
+    /// Then the flag is recomputed (a racing thread's store of a stale 0 only costs a
+    /// check; a 1 is stored only when every slot is set, and slots are never cleared). The
+    /// flag matters: the word loads right after a loop's byte stores wait for them (no store
+    /// forwarding from narrower stores), which cost Lua's small looping functions more than
+    /// the stores saved. Last of the instrumentation: it splits the return blocks.
     pub(super) unsafe fn copy_at_returns(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef]) {
         let at = &self.at_return;
         let cc = self
@@ -316,24 +329,34 @@ impl CoverageArrays {
             .as_ref()
             .and_then(|b| Some((b.global, b.local?)))
             .map(|(g, l)| (g, l, at.bbc.iter().map(|&k| k as u64).collect::<Vec<u64>>()));
+        let flag_array = if at.flag_in_bbc { bbc.as_ref() } else { cc.as_ref() };
+        let Some(&((fg, fgty), _, _)) = flag_array.filter(|(_, _, slots)| !slots.is_empty())
+        else {
+            return;
+        };
         let arrays: Vec<(Global, Local, Vec<u64>)> = [cc, bbc]
             .into_iter()
             .flatten()
             .filter(|(_, _, slots)| !slots.is_empty())
             .collect();
-        if arrays.is_empty() {
-            return;
-        }
         let word = |ty: LLVMTypeRef, a: LLVMValueRef, w: u64| {
             let p = c.gep(ty, a, LLVMConstInt(c.i64t, 8 * w, 0));
             let l = c.vload(c.i64t, p);
             LLVMSetAlignment(l, 1);
             l
         };
+        let i64c = |v: u64| LLVMConstInt(c.i64t, v, 0);
+        let i8c = |v: u64| LLVMConstInt(c.i8t, v, 0);
+        let flag = c.gep(fgty, fg, i64c(at.flag_index));
         for &r in &at.returns {
+            // if (!flag) { missing = ...; if (missing) { copy }; flag = every slot set }
             let resume = c.first_insertion(bbs[r]);
             c.position_before(resume);
-            let mut missing = LLVMConstInt(c.i64t, 0, 0);
+            let done = c.vload(c.i8t, flag);
+            let open = LLVMBuildICmp(c.builder, LLVMIntPredicate::LLVMIntEQ, done, i8c(0), c"".as_ptr());
+            let check_end = csi_split_if_then(open, resume);
+            c.position_before(check_end);
+            let mut missing = i64c(0);
             for &((g, gty), (a, lty), ref slots) in &arrays {
                 let words: BTreeSet<u64> = slots.iter().map(|j| j / 8).collect();
                 for w in words {
@@ -343,34 +366,37 @@ impl CoverageArrays {
                     missing = LLVMBuildOr(c.builder, missing, new, c"".as_ptr());
                 }
             }
-            let zero = LLVMConstInt(c.i64t, 0, 0);
-            let any = LLVMBuildICmp(
-                c.builder,
-                LLVMIntPredicate::LLVMIntNE,
-                missing,
-                zero,
-                c"".as_ptr(),
-            );
-            let then = csi_split_if_then(any, resume);
-            c.position_before(then);
+            let any = LLVMBuildICmp(c.builder, LLVMIntPredicate::LLVMIntNE, missing, i64c(0), c"".as_ptr());
+            let copy_end = csi_split_if_then(any, check_end);
+            c.position_before(copy_end);
             for &((g, gty), (a, lty), ref slots) in &arrays {
                 for &j in slots {
-                    let idx = LLVMConstInt(c.i64t, j, 0);
-                    let lp = c.gep(lty, a, idx);
+                    let lp = c.gep(lty, a, i64c(j));
                     let bit = c.vload(c.i8t, lp);
-                    let zero = LLVMConstInt(c.i8t, 0, 0);
-                    let set = LLVMBuildICmp(
-                        c.builder,
-                        LLVMIntPredicate::LLVMIntNE,
-                        bit,
-                        zero,
-                        c"".as_ptr(),
-                    );
-                    let gp = c.gep(gty, g, idx);
+                    let set = LLVMBuildICmp(c.builder, LLVMIntPredicate::LLVMIntNE, bit, i8c(0), c"".as_ptr());
+                    let gp = c.gep(gty, g, i64c(j));
                     let p = LLVMBuildSelect(c.builder, set, gp, lp, c"".as_ptr());
                     c.vstore(bit, p);
                 }
             }
+            // Every slot set: (global & mask) == mask in every word, mask = 1 per slot.
+            c.position_before(check_end);
+            let mut unset = i64c(0);
+            for &((g, gty), _, ref slots) in &arrays {
+                let mut masks: BTreeMap<u64, u64> = BTreeMap::new();
+                for &j in slots {
+                    *masks.entry(j / 8).or_default() |= 1u64 << (8 * (j % 8));
+                }
+                for (w, mask) in masks {
+                    let global = word(gty, g, w);
+                    let not = LLVMBuildNot(c.builder, global, c"".as_ptr());
+                    let lacking = LLVMBuildAnd(c.builder, not, i64c(mask), c"".as_ptr());
+                    unset = LLVMBuildOr(c.builder, unset, lacking, c"".as_ptr());
+                }
+            }
+            let all = LLVMBuildICmp(c.builder, LLVMIntPredicate::LLVMIntEQ, unset, i64c(0), c"".as_ptr());
+            let v = LLVMBuildZExt(c.builder, all, c.i8t, c"".as_ptr());
+            c.vstore(v, flag);
         }
     }
 

@@ -451,8 +451,8 @@ impl Ctx {
         g
     }
 
-    /// A global coverage array of `n` slots, `padded` to whole 8-byte words (which
-    /// `AtReturn`'s check reads; DWARF still says `n`).
+    /// A global coverage array of `n` slots, `padded` with at least one byte (`AtReturn`'s
+    /// flag) to whole 8-byte words (which its check reads; DWARF still says `n`).
     unsafe fn global(
         &self,
         name: &str,
@@ -462,7 +462,7 @@ impl Ctx {
         f: LLVMValueRef,
         odr_group: Option<&str>,
     ) -> (LLVMValueRef, LLVMTypeRef) {
-        let ty = LLVMArrayType2(self.i8t, if padded { n.div_ceil(8) * 8 } else { n });
+        let ty = LLVMArrayType2(self.i8t, if padded { (n + 1).div_ceil(8) * 8 } else { n });
         let g = self.coverage_global(name, ty, f, odr_group);
         LLVMSetInitializer(g, LLVMConstNull(ty));
         if !sp.is_null() {
