@@ -313,11 +313,12 @@ impl CoverageArrays {
     /// its own probe). Only then, in a block of its own, each such probe's byte is stored
     /// either into its global slot (when set) or back where it was read from (when clear) —
     /// branch-free, and never a zero into a slot that other activations and threads share.
-    /// Then the flag is recomputed (a racing thread's store of a stale 0 only costs a
+    /// After a copy the flag is recomputed (a racing thread's store of a stale 0 only costs a
     /// check; a 1 is stored only when every slot is set, and slots are never cleared). The
-    /// flag matters: the word loads right after a loop's byte stores wait for them (no store
+    /// flag matters: word loads right after a loop's byte stores wait for them (no store
     /// forwarding from narrower stores), which cost Lua's small looping functions more than
-    /// the stores saved. Last of the instrumentation: it splits the return blocks.
+    /// the stores saved; for the same reason a check of a few slots loads bytes. Last of
+    /// the instrumentation: it splits the return blocks.
     pub(super) unsafe fn copy_at_returns(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef]) {
         let at = &self.at_return;
         let cc = self
@@ -329,9 +330,12 @@ impl CoverageArrays {
             .as_ref()
             .and_then(|b| Some((b.global, b.local?)))
             .map(|(g, l)| (g, l, at.bbc.iter().map(|&k| k as u64).collect::<Vec<u64>>()));
-        let flag_array = if at.flag_in_bbc { bbc.as_ref() } else { cc.as_ref() };
-        let Some(&((fg, fgty), _, _)) = flag_array.filter(|(_, _, slots)| !slots.is_empty())
-        else {
+        let flag_array = if at.flag_in_bbc {
+            bbc.as_ref()
+        } else {
+            cc.as_ref()
+        };
+        let Some(&((fg, fgty), _, _)) = flag_array.filter(|(_, _, slots)| !slots.is_empty()) else {
             return;
         };
         let arrays: Vec<(Global, Local, Vec<u64>)> = [cc, bbc]
@@ -345,6 +349,10 @@ impl CoverageArrays {
             LLVMSetAlignment(l, 1);
             l
         };
+        let byte = |ty: LLVMTypeRef, a: LLVMValueRef, j: u64| {
+            let p = c.gep(ty, a, LLVMConstInt(c.i64t, j, 0));
+            LLVMBuildZExt(c.builder, c.vload(c.i8t, p), c.i64t, c"".as_ptr())
+        };
         let i64c = |v: u64| LLVMConstInt(c.i64t, v, 0);
         let i8c = |v: u64| LLVMConstInt(c.i8t, v, 0);
         let flag = c.gep(fgty, fg, i64c(at.flag_index));
@@ -353,34 +361,63 @@ impl CoverageArrays {
             let resume = c.first_insertion(bbs[r]);
             c.position_before(resume);
             let done = c.vload(c.i8t, flag);
-            let open = LLVMBuildICmp(c.builder, LLVMIntPredicate::LLVMIntEQ, done, i8c(0), c"".as_ptr());
+            let open = LLVMBuildICmp(
+                c.builder,
+                LLVMIntPredicate::LLVMIntEQ,
+                done,
+                i8c(0),
+                c"".as_ptr(),
+            );
             let check_end = csi_split_if_then(open, resume);
             c.position_before(check_end);
             let mut missing = i64c(0);
             for &((g, gty), (a, lty), ref slots) in &arrays {
                 let words: BTreeSet<u64> = slots.iter().map(|j| j / 8).collect();
-                for w in words {
-                    let local = word(lty, a, w);
-                    let global = LLVMBuildNot(c.builder, word(gty, g, w), c"".as_ptr());
+                // Few slots: byte loads, which the loop's byte stores forward to.
+                let parts: Vec<(LLVMValueRef, LLVMValueRef)> = if slots.len() <= 2 * words.len() {
+                    slots
+                        .iter()
+                        .map(|&j| (byte(lty, a, j), byte(gty, g, j)))
+                        .collect()
+                } else {
+                    words
+                        .into_iter()
+                        .map(|w| (word(lty, a, w), word(gty, g, w)))
+                        .collect()
+                };
+                for (local, global) in parts {
+                    let global = LLVMBuildNot(c.builder, global, c"".as_ptr());
                     let new = LLVMBuildAnd(c.builder, local, global, c"".as_ptr());
                     missing = LLVMBuildOr(c.builder, missing, new, c"".as_ptr());
                 }
             }
-            let any = LLVMBuildICmp(c.builder, LLVMIntPredicate::LLVMIntNE, missing, i64c(0), c"".as_ptr());
+            let any = LLVMBuildICmp(
+                c.builder,
+                LLVMIntPredicate::LLVMIntNE,
+                missing,
+                i64c(0),
+                c"".as_ptr(),
+            );
             let copy_end = csi_split_if_then(any, check_end);
             c.position_before(copy_end);
             for &((g, gty), (a, lty), ref slots) in &arrays {
                 for &j in slots {
                     let lp = c.gep(lty, a, i64c(j));
                     let bit = c.vload(c.i8t, lp);
-                    let set = LLVMBuildICmp(c.builder, LLVMIntPredicate::LLVMIntNE, bit, i8c(0), c"".as_ptr());
+                    let set = LLVMBuildICmp(
+                        c.builder,
+                        LLVMIntPredicate::LLVMIntNE,
+                        bit,
+                        i8c(0),
+                        c"".as_ptr(),
+                    );
                     let gp = c.gep(gty, g, i64c(j));
                     let p = LLVMBuildSelect(c.builder, set, gp, lp, c"".as_ptr());
                     c.vstore(bit, p);
                 }
             }
-            // Every slot set: (global & mask) == mask in every word, mask = 1 per slot.
-            c.position_before(check_end);
+            // Every slot set now? (global & mask) == mask in every word, mask = 1 per slot.
+            // Only after a copy: otherwise no slot changed.
             let mut unset = i64c(0);
             for &((g, gty), _, ref slots) in &arrays {
                 let mut masks: BTreeMap<u64, u64> = BTreeMap::new();
@@ -394,7 +431,13 @@ impl CoverageArrays {
                     unset = LLVMBuildOr(c.builder, unset, lacking, c"".as_ptr());
                 }
             }
-            let all = LLVMBuildICmp(c.builder, LLVMIntPredicate::LLVMIntEQ, unset, i64c(0), c"".as_ptr());
+            let all = LLVMBuildICmp(
+                c.builder,
+                LLVMIntPredicate::LLVMIntEQ,
+                unset,
+                i64c(0),
+                c"".as_ptr(),
+            );
             let v = LLVMBuildZExt(c.builder, all, c.i8t, c"".as_ptr());
             c.vstore(v, flag);
         }
