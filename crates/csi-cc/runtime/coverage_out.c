@@ -195,3 +195,21 @@ void __csi_rt_init(void) {
 
 /* Unload time: normal exit or dlclose (a destructor, added by csi-cc). */
 void __csi_rt_fini(void) { __csi_rt_dump(0); }
+
+/* The copy at a return of a function whose loop probes leave their global slots to the
+ * returns (csi-cc's `copy_at_returns`, `.debug_CSI_CFG`'s `*_global_at_return`): for each of
+ * the `n` slots, a local bit set makes its global byte 1. Only ones are written — other
+ * activations and threads set the same bytes. Returns whether every listed global byte is
+ * set now (the caller's flag: then its returns skip the check). Called only when the inline
+ * check found a bit to copy: out of line, so the returns stay small. */
+__attribute__((noinline, cold)) int __csi_rt_copy(const uint32_t *slots, uint32_t n,
+                                                  const volatile char *local,
+                                                  volatile char *global) {
+  int all = 1;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t j = slots[i];
+    if (local[j] && !global[j]) global[j] = 1;
+    if (!global[j]) all = 0;
+  }
+  return all;
+}

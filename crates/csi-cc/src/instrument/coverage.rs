@@ -51,6 +51,8 @@ pub(super) struct AtReturn {
     /// `__CC_arr_*`; and that byte's index (the array's slot count).
     flag_in_bbc: bool,
     flag_index: u64,
+    /// The function calls something (not an intrinsic without code).
+    calls: bool,
 }
 
 impl AtReturn {
@@ -63,6 +65,7 @@ impl AtReturn {
         bbs: &[LLVMBasicBlockRef],
         facts: &BlockFacts,
         cfg: &CfgFunction,
+        calls: &[CallSite],
         layout: &CcLayout,
     ) -> AtReturn {
         let g = &facts.graph;
@@ -94,6 +97,7 @@ impl AtReturn {
                 .collect();
             out.cc.sort_unstable();
         }
+        out.calls = !calls.is_empty();
         (out.flag_in_bbc, out.flag_index) = match out.bbc.is_empty() {
             false => (true, bbs.len() as u64),
             true => (false, layout.n_probes),
@@ -310,11 +314,12 @@ impl CoverageArrays {
     /// global array's first padding byte) says so, and a return only tests it. Until then, a
     /// check, word by word (the arrays are padded to words): a local bit set whose global
     /// byte is clear (`local & !global`; every other set local bit has its global byte set by
-    /// its own probe). Only then, in a block of its own, each such probe's byte is stored
-    /// either into its global slot (when set) or back where it was read from (when clear) —
-    /// branch-free, and never a zero into a slot that other activations and threads share.
-    /// After a copy the flag is recomputed (a racing thread's store of a stale 0 only costs a
-    /// check; a 1 is stored only when every slot is set, and slots are never cleared). The
+    /// its own probe). Only then, in a cold block of its own, the runtime's `__csi_rt_copy`
+    /// sets the global byte of each listed slot whose local bit is set — only ones are
+    /// written, never a zero into a slot that other activations and threads share (out of
+    /// line: a copy inlined at every return grew Lua's `.text` by a sixth) — and the flag is
+    /// recomputed (a racing thread's store of a stale 0 only costs a check; a 1 is stored
+    /// only when every slot is set, and slots are never cleared). The
     /// flag matters: word loads right after a loop's byte stores wait for them (no store
     /// forwarding from narrower stores), which cost Lua's small looping functions more than
     /// the stores saved; for the same reason a check of a few slots loads bytes. Last of
@@ -356,6 +361,17 @@ impl CoverageArrays {
         let i64c = |v: u64| LLVMConstInt(c.i64t, v, 0);
         let i8c = |v: u64| LLVMConstInt(c.i8t, v, 0);
         let flag = c.gep(fgty, fg, i64c(at.flag_index));
+        // A function that calls nothing copies inline (a call would cost it a stack frame on
+        // every call); the others call `__csi_rt_copy` (csi-cc's runtime) with each array's
+        // slot list, a constant.
+        let leaf = !at.calls;
+        let lists: Vec<(LLVMValueRef, u64)> = arrays
+            .iter()
+            .map(|(_, _, slots)| match leaf {
+                true => (ptr::null_mut(), 0),
+                false => (c.slot_list(slots), slots.len() as u64),
+            })
+            .collect();
         for &r in &at.returns {
             // if (!flag) { missing = ...; if (missing) { copy }; flag = every slot set }
             let resume = c.first_insertion(bbs[r]);
@@ -400,44 +416,56 @@ impl CoverageArrays {
             );
             let copy_end = csi_split_if_then(any, check_end);
             c.position_before(copy_end);
-            for &((g, gty), (a, lty), ref slots) in &arrays {
-                for &j in slots {
-                    let lp = c.gep(lty, a, i64c(j));
-                    let bit = c.vload(c.i8t, lp);
-                    let set = LLVMBuildICmp(
+            let mut all = LLVMConstInt(LLVMInt1TypeInContext(c.ctx), 1, 0);
+            for (&((g, gty), (a, lty), ref slots), list) in arrays.iter().zip(&lists) {
+                let every = if leaf {
+                    // Inline: each slot's byte goes either into its global slot (when set) or
+                    // back where it was read from (when clear), branch-free; then every
+                    // slot set is (global & mask) == mask in every word, mask = 1 per slot.
+                    let mut masks: BTreeMap<u64, u64> = BTreeMap::new();
+                    for &j in slots {
+                        let lp = c.gep(lty, a, i64c(j));
+                        let bit = c.vload(c.i8t, lp);
+                        let set = LLVMBuildICmp(
+                            c.builder,
+                            LLVMIntPredicate::LLVMIntNE,
+                            bit,
+                            i8c(0),
+                            c"".as_ptr(),
+                        );
+                        let gp = c.gep(gty, g, i64c(j));
+                        let p = LLVMBuildSelect(c.builder, set, gp, lp, c"".as_ptr());
+                        c.vstore(bit, p);
+                        *masks.entry(j / 8).or_default() |= 1u64 << (8 * (j % 8));
+                    }
+                    let mut unset = i64c(0);
+                    for (w, mask) in masks {
+                        let not = LLVMBuildNot(c.builder, word(gty, g, w), c"".as_ptr());
+                        let lacking = LLVMBuildAnd(c.builder, not, i64c(mask), c"".as_ptr());
+                        unset = LLVMBuildOr(c.builder, unset, lacking, c"".as_ptr());
+                    }
+                    LLVMBuildICmp(
+                        c.builder,
+                        LLVMIntPredicate::LLVMIntEQ,
+                        unset,
+                        i64c(0),
+                        c"".as_ptr(),
+                    )
+                } else {
+                    let every = c.call_rt_copy(list.0, list.1, a, g);
+                    // The return's line (the split's branches have none).
+                    LLVMInstructionSetDebugLoc(every, LLVMInstructionGetDebugLoc(resume));
+                    let zero = LLVMConstInt(c.i32t(), 0, 0);
+                    LLVMBuildICmp(
                         c.builder,
                         LLVMIntPredicate::LLVMIntNE,
-                        bit,
-                        i8c(0),
+                        every,
+                        zero,
                         c"".as_ptr(),
-                    );
-                    let gp = c.gep(gty, g, i64c(j));
-                    let p = LLVMBuildSelect(c.builder, set, gp, lp, c"".as_ptr());
-                    c.vstore(bit, p);
-                }
+                    )
+                };
+                all = LLVMBuildAnd(c.builder, all, every, c"".as_ptr());
             }
-            // Every slot set now? (global & mask) == mask in every word, mask = 1 per slot.
-            // Only after a copy: otherwise no slot changed.
-            let mut unset = i64c(0);
-            for &((g, gty), _, ref slots) in &arrays {
-                let mut masks: BTreeMap<u64, u64> = BTreeMap::new();
-                for &j in slots {
-                    *masks.entry(j / 8).or_default() |= 1u64 << (8 * (j % 8));
-                }
-                for (w, mask) in masks {
-                    let global = word(gty, g, w);
-                    let not = LLVMBuildNot(c.builder, global, c"".as_ptr());
-                    let lacking = LLVMBuildAnd(c.builder, not, i64c(mask), c"".as_ptr());
-                    unset = LLVMBuildOr(c.builder, unset, lacking, c"".as_ptr());
-                }
-            }
-            let all = LLVMBuildICmp(
-                c.builder,
-                LLVMIntPredicate::LLVMIntEQ,
-                unset,
-                i64c(0),
-                c"".as_ptr(),
-            );
             let v = LLVMBuildZExt(c.builder, all, c.i8t, c"".as_ptr());
             c.vstore(v, flag);
         }

@@ -305,6 +305,47 @@ impl Ctx {
         LLVMAddCallSiteAttribute(call, 1, attr);
     }
 
+    unsafe fn i32t(&self) -> LLVMTypeRef {
+        LLVMInt32TypeInContext(self.ctx)
+    }
+
+    /// A private constant array of the `slots` (u32), for `__csi_rt_copy`.
+    unsafe fn slot_list(&self, slots: &[u64]) -> LLVMValueRef {
+        let mut vals: Vec<LLVMValueRef> = slots
+            .iter()
+            .map(|&j| LLVMConstInt(self.i32t(), j, 0))
+            .collect();
+        let init = LLVMConstArray2(self.i32t(), vals.as_mut_ptr(), vals.len() as u64);
+        let g = LLVMAddGlobal(self.module, LLVMTypeOf(init), c"__csi_slots".as_ptr());
+        LLVMSetInitializer(g, init);
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(g, llvm_sys::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
+        g
+    }
+
+    /// `__csi_rt_copy(slots, n, local, global)` (runtime/coverage_out.c): copies the set
+    /// local bits of the listed slots into the global array; nonzero when every listed global
+    /// byte is set.
+    unsafe fn call_rt_copy(
+        &self,
+        slots: LLVMValueRef,
+        n: u64,
+        local: LLVMValueRef,
+        global: LLVMValueRef,
+    ) -> LLVMValueRef {
+        let ptr = LLVMPointerTypeInContext(self.ctx, 0);
+        let mut params = [ptr, self.i32t(), ptr, ptr];
+        let fty = LLVMFunctionType(self.i32t(), params.as_mut_ptr(), 4, 0);
+        let name = c"__csi_rt_copy";
+        let mut f = LLVMGetNamedFunction(self.module, name.as_ptr());
+        if f.is_null() {
+            f = LLVMAddFunction(self.module, name.as_ptr(), fty);
+        }
+        let mut args = [slots, LLVMConstInt(self.i32t(), n, 0), local, global];
+        LLVMBuildCall2(self.builder, fty, f, args.as_mut_ptr(), 4, c"".as_ptr())
+    }
+
     unsafe fn position_before(&self, i: LLVMValueRef) {
         LLVMPositionBuilderBefore(self.builder, i);
     }
@@ -1020,7 +1061,7 @@ impl Unit<'_> {
             at_return: AtReturn::default(),
         };
         if at_return {
-            arrays.at_return = AtReturn::new(&arrays, &bbs, &facts, &rec.cfg, &layout);
+            arrays.at_return = AtReturn::new(&arrays, &bbs, &facts, &rec.cfg, &rec.calls, &layout);
             arrays.at_return.record(&mut rec.cfg);
         }
         // ---- Code -----------------------------------------------------------------------------
