@@ -360,6 +360,9 @@ impl CoverageArrays {
         };
         let i64c = |v: u64| LLVMConstInt(c.i64t, v, 0);
         let i8c = |v: u64| LLVMConstInt(c.i8t, v, 0);
+        let icmp = |p: LLVMIntPredicate, a: LLVMValueRef, b: LLVMValueRef| {
+            LLVMBuildICmp(c.builder, p, a, b, c"".as_ptr())
+        };
         let flag = c.gep(fgty, fg, i64c(at.flag_index));
         // A function that calls nothing copies inline (a call would cost it a stack frame on
         // every call); the others call `__csi_rt_copy` (csi-cc's runtime) with each array's
@@ -377,13 +380,7 @@ impl CoverageArrays {
             let resume = c.first_insertion(bbs[r]);
             c.position_before(resume);
             let done = c.vload(c.i8t, flag);
-            let open = LLVMBuildICmp(
-                c.builder,
-                LLVMIntPredicate::LLVMIntEQ,
-                done,
-                i8c(0),
-                c"".as_ptr(),
-            );
+            let open = icmp(LLVMIntPredicate::LLVMIntEQ, done, i8c(0));
             let check_end = csi_split_if_then(open, resume);
             c.position_before(check_end);
             let mut missing = i64c(0);
@@ -407,13 +404,7 @@ impl CoverageArrays {
                     missing = LLVMBuildOr(c.builder, missing, new, c"".as_ptr());
                 }
             }
-            let any = LLVMBuildICmp(
-                c.builder,
-                LLVMIntPredicate::LLVMIntNE,
-                missing,
-                i64c(0),
-                c"".as_ptr(),
-            );
+            let any = icmp(LLVMIntPredicate::LLVMIntNE, missing, i64c(0));
             let copy_end = csi_split_if_then(any, check_end);
             c.position_before(copy_end);
             let mut all = LLVMConstInt(LLVMInt1TypeInContext(c.ctx), 1, 0);
@@ -426,13 +417,7 @@ impl CoverageArrays {
                     for &j in slots {
                         let lp = c.gep(lty, a, i64c(j));
                         let bit = c.vload(c.i8t, lp);
-                        let set = LLVMBuildICmp(
-                            c.builder,
-                            LLVMIntPredicate::LLVMIntNE,
-                            bit,
-                            i8c(0),
-                            c"".as_ptr(),
-                        );
+                        let set = icmp(LLVMIntPredicate::LLVMIntNE, bit, i8c(0));
                         let gp = c.gep(gty, g, i64c(j));
                         let p = LLVMBuildSelect(c.builder, set, gp, lp, c"".as_ptr());
                         c.vstore(bit, p);
@@ -444,25 +429,13 @@ impl CoverageArrays {
                         let lacking = LLVMBuildAnd(c.builder, not, i64c(mask), c"".as_ptr());
                         unset = LLVMBuildOr(c.builder, unset, lacking, c"".as_ptr());
                     }
-                    LLVMBuildICmp(
-                        c.builder,
-                        LLVMIntPredicate::LLVMIntEQ,
-                        unset,
-                        i64c(0),
-                        c"".as_ptr(),
-                    )
+                    icmp(LLVMIntPredicate::LLVMIntEQ, unset, i64c(0))
                 } else {
                     let every = c.call_rt_copy(list.0, list.1, a, g);
                     // The return's line (the split's branches have none).
                     LLVMInstructionSetDebugLoc(every, LLVMInstructionGetDebugLoc(resume));
                     let zero = LLVMConstInt(c.i32t(), 0, 0);
-                    LLVMBuildICmp(
-                        c.builder,
-                        LLVMIntPredicate::LLVMIntNE,
-                        every,
-                        zero,
-                        c"".as_ptr(),
-                    )
+                    icmp(LLVMIntPredicate::LLVMIntNE, every, zero)
                 };
                 all = LLVMBuildAnd(c.builder, all, every, c"".as_ptr());
             }
