@@ -344,8 +344,10 @@ fn compressed_metadata_reads_as_the_text() {
             &run(Command::new(csi_cxx())
                 .arg("--csi-scheme=all")
                 // Text metadata probes every block (`.debug_BBC` cannot say a slot is
-                // implied): so does the compressed build here, for identical records.
+                // implied) and stores global bits in place: so does the compressed build
+                // here, for identical records.
                 .arg("--csi-bb-probes=all")
+                .arg("--csi-global-stores=in-place")
                 .arg(format!("--csi-metadata={format}"))
                 .args(["-O0", "-c"])
                 .arg(src)
