@@ -35,9 +35,12 @@ const CSI_OPTIONS: &str =
   --csi-bb-local-budget=N  block visits per function the search for locally minimal local
                         block probes may spend (functions without cycles; the dissertation's
                         Fig. 4.7; default 20000000, 0: keep the dominator placement's)
-  --csi-global-stores=G `at-return` (default: a call-site or block probe inside a loop sets
-                        only the frame's local bit; the function copies it into the global
-                        array when it returns) or `in-place` (both bytes every iteration)
+  --csi-global-stores=G `in-place` (default: a probe stores its global byte where it runs)
+                        or `at-return`: a call-site or block probe inside a loop sets only the
+                        frame's local bit and the function copies it into the global array
+                        when it returns — cheaper loops, but ONLY for programs that never
+                        longjmp (or cancel a thread) through such a function: an activation
+                        ended that way loses its loops' global bits (then a never can be wrong)
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -465,7 +468,7 @@ impl CsiOptions {
             cc_all_probes: false,
             bb_all_probes: false,
             bb_local_budget: 20_000_000,
-            global_at_return: true,
+            global_at_return: false,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),

@@ -471,8 +471,9 @@ fn block_probes_are_placed_by_dominators() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Probes inside loops store only their local bit; the function copies it into the global
-/// slot when it returns (`cc_global_at_return`, `bbc_global_at_return`). loops.c's loops run
+/// With `--csi-global-stores=at-return`, probes inside loops store only their local bit; the
+/// function copies it into the global slot when it returns (`cc_global_at_return`,
+/// `bbc_global_at_return`). loops.c's loops run
 /// every block and call, so after `main` returns (stopped in `exit`) each such global slot
 /// must be set — by the copy alone, since no probe stores there.
 #[test]
@@ -498,7 +499,7 @@ fn loop_probes_set_their_global_slots_at_return() {
                 );
                 parse_cfg(&section(exe, ".debug_CSI_CFG"), scheme).unwrap()
             };
-            let cfg = build(&exe, &[]);
+            let cfg = build(&exe, &["--csi-global-stores=at-return"]);
             let slots = |f: &CfgFunction| -> Vec<u64> {
                 match scheme {
                     "bb" => f.bbc_global_at_return.iter().map(|&k| k as u64).collect(),
@@ -547,13 +548,16 @@ fn loop_probes_set_their_global_slots_at_return() {
             }
             let in_place = build(
                 &d.join(format!("{scheme}{opt}p")),
-                &["--csi-global-stores=in-place"],
+                &[], // the default: in place
             );
             assert!(
                 in_place.iter().all(|f| slots(f).is_empty()),
                 "{scheme}{opt}"
             );
-            let text = build(&d.join(format!("{scheme}{opt}t")), &["--csi-metadata=text"]);
+            let text = build(
+                &d.join(format!("{scheme}{opt}t")),
+                &["--csi-global-stores=at-return", "--csi-metadata=text"],
+            );
             assert!(text.iter().all(|f| slots(f).is_empty()), "{scheme}{opt}");
         }
     }

@@ -122,9 +122,11 @@ pub struct Options {
     /// Block visits per function for the locally minimal local block probes of functions
     /// without cycles (`BlockGraph::path_local_probes`); 0 keeps the dominator placement's.
     pub bb_local_budget: usize,
-    /// `--csi-global-stores=at-return` (default): a probe on a cycle that also stores into a
+    /// `--csi-global-stores=at-return` (opt-in): a probe on a cycle that also stores into a
     /// local array leaves its global slot to the function's returns, which copy the local
-    /// bit (`CfgFunction::cc_global_at_return`, `bbc_global_at_return`).
+    /// bit (`CfgFunction::cc_global_at_return`, `bbc_global_at_return`). Not the default: an
+    /// activation that a `longjmp` ends (Lua's errors and coroutines) never returns, and its
+    /// loops' global bits would be lost.
     pub global_at_return: bool,
     /// `--csi-scheme=custom`: every instrumented function gets an uninstrumented replica and a
     /// switch byte that picks one of the two at each call (the dissertation's ch. 3; see
