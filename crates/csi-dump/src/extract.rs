@@ -202,9 +202,9 @@ impl Crash {
         // The passing run's own switches, from its coverage file.
         let traced = ctx.tracing_switches(&|fi, name| bytes_of(fi, name, 1));
         // Activations may have been in progress when the run wrote its coverage (SIGUSR2, or
-        // `exit` inside a loop): a slot only a return sets stays unknown when clear.
+        // `exit` inside a loop): a slot only a return sets stays unknown when clear, and the
+        // unprobed blocks are derived with activations unseen.
         let mut coverage = ctx.coverage_from(&bytes_of, &traced, None, &mut ignored);
-        // Activations may have been in progress when the run wrote its coverage (SIGUSR2).
         ctx.derive_unprobed_global(&mut coverage, None);
         Some(coverage)
     }
@@ -1949,25 +1949,23 @@ impl<'a> Extract<'a> {
                     "CC" => rec.cc_global_at_return.contains(&(k as u64)),
                     _ => rec.bbc_global_at_return.contains(&(k as u32)),
                 };
+                let nodes: Vec<Option<NodeId>> = (0..bytes.len())
+                    .map(|k| labels.get(format!("{prefix}{k}").as_str()).copied())
+                    .collect();
                 let bits: Vec<Option<bool>> = bytes
                     .iter()
+                    .zip(&nodes)
                     .enumerate()
-                    .map(|(k, &b)| {
-                        let node = labels.get(format!("{prefix}{k}").as_str())?;
-                        match b != 0 || !at_return(k) {
-                            true => Some(b != 0),
-                            false => self.ran_in_live_activation(fi as FuncId, *node, live?),
-                        }
+                    .map(|(k, (&b, node))| match b != 0 || !at_return(k) {
+                        true => node.map(|_| b != 0),
+                        false => self.ran_in_live_activation(fi as FuncId, (*node)?, live?),
                     })
                     .collect();
-                for (k, bit) in bits.iter().enumerate() {
-                    if unprobed.contains(&(k as u32)) {
-                        continue;
-                    }
-                    if let (Some(&node), Some(b)) =
-                        (labels.get(format!("{prefix}{k}").as_str()), bit)
+                for (k, (node, bit)) in nodes.iter().zip(&bits).enumerate() {
+                    if let (Some(node), Some(b), false) =
+                        (node, bit, unprobed.contains(&(k as u32)))
                     {
-                        out.insert(node, *b);
+                        out.insert(*node, *b);
                     }
                 }
                 if prefix == "CC" {

@@ -368,12 +368,9 @@ impl CoverageArrays {
         // every call); the others call `__csi_rt_copy` (csi-cc's runtime) with each array's
         // slot list, a constant.
         let leaf = !at.calls;
-        let lists: Vec<(LLVMValueRef, u64)> = arrays
+        let lists: Vec<Option<LLVMValueRef>> = arrays
             .iter()
-            .map(|(_, _, slots)| match leaf {
-                true => (ptr::null_mut(), 0),
-                false => (c.slot_list(slots), slots.len() as u64),
-            })
+            .map(|(_, _, slots)| (!leaf).then(|| c.slot_list(slots)))
             .collect();
         for &r in &at.returns {
             // if (!flag) { missing = ...; if (missing) { copy }; flag = every slot set }
@@ -409,7 +406,13 @@ impl CoverageArrays {
             c.position_before(copy_end);
             let mut all = LLVMConstInt(LLVMInt1TypeInContext(c.ctx), 1, 0);
             for (&((g, gty), (a, lty), ref slots), list) in arrays.iter().zip(&lists) {
-                let every = if leaf {
+                let every = if let &Some(list) = list {
+                    let every = c.call_rt_copy(list, slots.len() as u64, a, g);
+                    // The return's line (the split's branches have none).
+                    LLVMInstructionSetDebugLoc(every, LLVMInstructionGetDebugLoc(resume));
+                    let zero = LLVMConstInt(c.i32t(), 0, 0);
+                    icmp(LLVMIntPredicate::LLVMIntNE, every, zero)
+                } else {
                     // Inline: each slot's byte goes either into its global slot (when set) or
                     // back where it was read from (when clear), branch-free; then every
                     // slot set is (global & mask) == mask in every word, mask = 1 per slot.
@@ -430,12 +433,6 @@ impl CoverageArrays {
                         unset = LLVMBuildOr(c.builder, unset, lacking, c"".as_ptr());
                     }
                     icmp(LLVMIntPredicate::LLVMIntEQ, unset, i64c(0))
-                } else {
-                    let every = c.call_rt_copy(list.0, list.1, a, g);
-                    // The return's line (the split's branches have none).
-                    LLVMInstructionSetDebugLoc(every, LLVMInstructionGetDebugLoc(resume));
-                    let zero = LLVMConstInt(c.i32t(), 0, 0);
-                    icmp(LLVMIntPredicate::LLVMIntNE, every, zero)
                 };
                 all = LLVMBuildAnd(c.builder, all, every, c"".as_ptr());
             }
