@@ -7,7 +7,7 @@ mod callgraph;
 mod defuse;
 mod instrument;
 
-use instrument::{Mechanisms, Options};
+use instrument::{GlobalStores, Mechanisms, Options};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
@@ -35,12 +35,15 @@ const CSI_OPTIONS: &str =
   --csi-bb-local-budget=N  block visits per function the search for locally minimal local
                         block probes may spend (functions without cycles; the dissertation's
                         Fig. 4.7; default 20000000, 0: keep the dominator placement's)
-  --csi-global-stores=G `in-place` (default: a probe stores its global byte where it runs)
-                        or `at-return`: a call-site or block probe inside a loop sets only the
-                        frame's local bit and the function copies it into the global array
-                        when it returns — cheaper loops, but ONLY for programs that never
-                        longjmp (or cancel a thread) through such a function: an activation
-                        ended that way loses its loops' global bits (then a never can be wrong)
+  --csi-global-stores=G where a call-site or block probe inside a loop sets its global byte:
+                        `auto` (default): in a loop whose every call comes back (the unit's
+                        own functions no longjmp can pass through, LLVM intrinsics, pure C
+                        library functions), the probe sets only the frame's local bit and the
+                        loop's exits copy it into the global array; elsewhere where the probe
+                        runs. `in-place`: always where it runs. `all-loops`: copied at the
+                        exits of every loop — cheaper, but ONLY for programs that never
+                        longjmp (or cancel a thread) out of a loop: an activation ended that
+                        way loses its loop's global bits (then a never can be wrong)
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -447,7 +450,7 @@ struct CsiOptions {
     cc_all_probes: bool,
     bb_all_probes: bool,
     bb_local_budget: usize,
-    global_at_return: bool,
+    global_stores: GlobalStores,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
     compress_metadata: bool,
@@ -468,7 +471,7 @@ impl CsiOptions {
             cc_all_probes: false,
             bb_all_probes: false,
             bb_local_budget: 20_000_000,
-            global_at_return: false,
+            global_stores: GlobalStores::Auto,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
@@ -498,7 +501,14 @@ impl CsiOptions {
                     ))
                 });
             } else if let Some(v) = a.strip_prefix("--csi-global-stores=") {
-                o.global_at_return = either(v, "--csi-global-stores", "at-return", "in-place");
+                o.global_stores = match v {
+                    "auto" => GlobalStores::Auto,
+                    "in-place" => GlobalStores::InPlace,
+                    "all-loops" => GlobalStores::AllLoops,
+                    _ => fail(&format!(
+                        "--csi-global-stores must be `auto`, `in-place` or `all-loops`, not `{v}`"
+                    )),
+                };
             } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
                 o.before_optimization = either(
                     v,
@@ -707,7 +717,7 @@ impl Steps<'_> {
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,
             bb_local_budget: self.csi.bb_local_budget,
-            global_at_return: self.csi.global_at_return,
+            global_stores: self.csi.global_stores,
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             source: src.clone(),

@@ -31,12 +31,12 @@ pub(super) struct CoverageArrays {
     pub(super) bbc: Option<BbcArrays>,
     /// `__FC_arr_*`.
     pub(super) fc: Option<Global>,
-    /// The probes whose global slot is set at the returns.
+    /// The probes whose global slot is set at their loop's exits.
     pub(super) at_return: AtReturn,
 }
 
-/// Probes whose global store moves from the probe to the function's returns, which copy the
-/// probe's local bit into the global slot (`CfgFunction::cc_global_at_return`,
+/// Probes whose global store moves from the probe to the exits of its loop, where the
+/// probe's local bit is copied into the global slot (`CfgFunction::cc_global_at_return`,
 /// `bbc_global_at_return`).
 #[derive(Default)]
 pub(super) struct AtReturn {
@@ -44,62 +44,132 @@ pub(super) struct AtReturn {
     cc: Vec<u64>,
     /// Blocks (slots of `__BBC_arr` / `__BBC_arr_*`).
     bbc: Vec<u32>,
-    /// The blocks that end in `ret`.
-    returns: Vec<usize>,
-    /// The global array whose first padding byte is the function's "every slot set at the
-    /// return is set" flag (`copy_at_returns`): `__BBC_arr_*` if it has such slots, else
-    /// `__CC_arr_*`; and that byte's index (the array's slot count).
+    /// The blocks at whose start the copy goes: every block outside a copied loop that an
+    /// edge from inside it enters (a return leaves the loop through one).
+    copy_points: Vec<usize>,
+    /// The global array whose first padding byte is the function's "every slot set at a
+    /// loop's exit is set" flag (`copy_at_loop_exits`): `__BBC_arr_*` if it has such slots,
+    /// else `__CC_arr_*`; and that byte's index (the array's slot count).
     flag_in_bbc: bool,
     flag_index: u64,
     /// The function calls something (not an intrinsic without code).
     calls: bool,
 }
 
+/// The loops whose probes leave their global store to the loop's exits: the maximal strongly
+/// connected regions of the block graph whose blocks are all `eligible` (every call in them
+/// comes back: `comes_back`), so that an activation which entered one either leaves it
+/// through an exit edge, stays in it, or crashes in it (a live frame). A region with an
+/// ineligible block is not copied as a whole; its inner loops are, found again without its
+/// entry blocks (those entered from outside it, the loop heads).
+pub(super) fn copied_loops(succs: &[Vec<u32>], eligible: &[bool]) -> Vec<Vec<usize>> {
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let mut out = Vec::new();
+    let mut work: Vec<Vec<usize>> = vec![(0..succs.len()).collect()];
+    while let Some(region) = work.pop() {
+        let index: HashMap<usize, u32> = region
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| (b, i as u32))
+            .collect();
+        let mut g: DiGraph<(), ()> = DiGraph::with_capacity(region.len(), 0);
+        for _ in &region {
+            g.add_node(());
+        }
+        for (i, &b) in region.iter().enumerate() {
+            for s in &succs[b] {
+                if let Some(&j) = index.get(&(*s as usize)) {
+                    g.add_edge(NodeIndex::new(i), NodeIndex::new(j as usize), ());
+                }
+            }
+        }
+        for scc in petgraph::algo::tarjan_scc(&g) {
+            let mut blocks: Vec<usize> = scc.iter().map(|n| region[n.index()]).collect();
+            blocks.sort_unstable();
+            let cyclic = blocks.len() > 1 || succs[blocks[0]].contains(&(blocks[0] as u32));
+            if !cyclic {
+                continue;
+            }
+            if blocks.iter().all(|&b| eligible[b]) {
+                out.push(blocks);
+                continue;
+            }
+            let inside: HashSet<usize> = blocks.iter().copied().collect();
+            let mut entered = vec![false; succs.len()];
+            entered[0] = true;
+            for (b, s) in succs.iter().enumerate() {
+                if !inside.contains(&b) {
+                    for &t in s {
+                        entered[t as usize] = true;
+                    }
+                }
+            }
+            let inner: Vec<usize> = blocks.into_iter().filter(|&b| !entered[b]).collect();
+            if !inner.is_empty() {
+                work.push(inner);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 impl AtReturn {
-    /// The probes on a cycle that store into a local array — where a loop stored both bytes
-    /// every iteration. A copy at the return is right only if the local array holds the
-    /// activation's bits there: `__BBC_arr` is zeroed at entry, `__CC_arr` in a block that
-    /// must then dominate every return.
-    pub(super) unsafe fn new(
+    /// The probes in `loops` (`copied_loops`) that store into a local array — where a loop
+    /// stored both bytes every iteration. A copy at a loop's exit is right only if the local
+    /// array holds the activation's bits there: `__BBC_arr` is zeroed at entry, `__CC_arr`
+    /// in a block that must then dominate every copy point.
+    pub(super) fn new(
         arrays: &CoverageArrays,
-        bbs: &[LLVMBasicBlockRef],
+        n_blocks: usize,
+        succs: &[Vec<u32>],
+        loops: &[Vec<usize>],
         facts: &BlockFacts,
         cfg: &CfgFunction,
         calls: &[CallSite],
         layout: &CcLayout,
     ) -> AtReturn {
         let g = &facts.graph;
-        let returns: Vec<usize> = (0..bbs.len())
-            .filter(|&k| {
-                let t = LLVMGetBasicBlockTerminator(bbs[k]);
-                !t.is_null() && LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMRet
-            })
-            .collect();
+        let mut in_loop = vec![false; n_blocks];
+        let mut points = BTreeSet::new();
+        for l in loops {
+            for &b in l {
+                in_loop[b] = true;
+            }
+            for &b in l {
+                for &t in &succs[b] {
+                    if l.binary_search(&(t as usize)).is_err() {
+                        points.insert(t as usize);
+                    }
+                }
+            }
+        }
         let mut out = AtReturn {
-            returns,
+            copy_points: points.into_iter().collect(),
             ..AtReturn::default()
         };
         if let Some(b) = arrays.bbc.as_ref().filter(|b| b.local.is_some()) {
-            out.bbc = (0..bbs.len())
-                .filter(|&k| b.local_probed[k] && g.on_cycle(k))
+            out.bbc = (0..n_blocks)
+                .filter(|&k| b.local_probed[k] && in_loop[k])
                 .map(|k| k as u32)
                 .collect();
         }
-        let zeroed_before_returns = |h: usize| out.returns.iter().all(|&r| g.dominates(h, r));
+        let zeroed_before_copies =
+            |h: usize| out.copy_points.iter().all(|&r| g.dominates(h, r));
         if arrays.cc.is_some_and(|(_, local)| local.is_some())
-            && zeroed_before_returns(layout.zeroing.block())
+            && zeroed_before_copies(layout.zeroing.block())
         {
             out.cc = layout
                 .local_slots(cfg)
                 .into_iter()
-                .filter(|&(_, b)| g.on_cycle(b))
+                .filter(|&(_, b)| in_loop[b])
                 .map(|(j, _)| j)
                 .collect();
             out.cc.sort_unstable();
         }
         out.calls = !calls.is_empty();
         (out.flag_in_bbc, out.flag_index) = match out.bbc.is_empty() {
-            false => (true, bbs.len() as u64),
+            false => (true, n_blocks as u64),
             true => (false, layout.n_probes),
         };
         out
@@ -309,9 +379,10 @@ impl CoverageArrays {
         }
     }
 
-    /// At the start of each return block, the `at_return` probes' local bits go into their
-    /// global slots. Once every such slot is set, nothing is left to copy: a flag byte (the
-    /// global array's first padding byte) says so, and a return only tests it. Until then, a
+    /// At the start of each copy point (a block a copied loop's exit edge enters), the
+    /// `at_return` probes' local bits go into their global slots. Once every such slot is
+    /// set, nothing is left to copy: a flag byte (the global array's first padding byte) says
+    /// so, and a copy point only tests it. Until then, a
     /// check, word by word (the arrays are padded to words): a local bit set whose global
     /// byte is clear (`local & !global`; every other set local bit has its global byte set by
     /// its own probe). Only then, in a cold block of its own, the runtime's `__csi_rt_copy`
@@ -323,8 +394,8 @@ impl CoverageArrays {
     /// flag matters: word loads right after a loop's byte stores wait for them (no store
     /// forwarding from narrower stores), which cost Lua's small looping functions more than
     /// the stores saved; for the same reason a check of a few slots loads bytes. Last of
-    /// the instrumentation: it splits the return blocks.
-    pub(super) unsafe fn copy_at_returns(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef]) {
+    /// the instrumentation: it splits the copy points' blocks.
+    pub(super) unsafe fn copy_at_loop_exits(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef]) {
         let at = &self.at_return;
         let cc = self
             .cc
@@ -372,7 +443,7 @@ impl CoverageArrays {
             .iter()
             .map(|(_, _, slots)| (!leaf).then(|| c.slot_list(slots)))
             .collect();
-        for &r in &at.returns {
+        for &r in &at.copy_points {
             // if (!flag) { missing = ...; if (missing) { copy }; flag = every slot set }
             let resume = c.first_insertion(bbs[r]);
             c.position_before(resume);
@@ -408,7 +479,7 @@ impl CoverageArrays {
             for (&((g, gty), (a, lty), ref slots), list) in arrays.iter().zip(&lists) {
                 let every = if let &Some(list) = list {
                     let every = c.call_rt_copy(list, slots.len() as u64, a, g);
-                    // The return's line (the split's branches have none).
+                    // The copy point's line (the split's branches have none).
                     LLVMInstructionSetDebugLoc(every, LLVMInstructionGetDebugLoc(resume));
                     let zero = LLVMConstInt(c.i32t(), 0, 0);
                     icmp(LLVMIntPredicate::LLVMIntNE, every, zero)

@@ -16,7 +16,7 @@ use llvm_sys::core::*;
 use llvm_sys::debuginfo::*;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::{CStr, CString};
 use std::ptr;
 
@@ -105,6 +105,23 @@ impl Mechanisms {
     }
 }
 
+/// Where a probe on a cycle that also stores into a local array sets its global slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GlobalStores {
+    /// Where it runs: two stores per probe and loop iteration.
+    InPlace,
+    /// The loop's exits copy the local bit into the global slot
+    /// (`CfgFunction::cc_global_at_return`, `bbc_global_at_return`): one store per probe and
+    /// iteration. Only in loops whose every call comes back (`comes_back`: the unit's own
+    /// functions no `longjmp` passes through, intrinsics, pure C library functions): an
+    /// activation that a `longjmp` ends inside a loop (Lua's errors and coroutines) never
+    /// leaves it through an exit, and its global bits would be lost. The default.
+    Auto,
+    /// As `Auto` in every loop, trusting the program never to `longjmp` (or cancel a thread)
+    /// out of one (opt-in).
+    AllLoops,
+}
+
 pub struct Options {
     pub default: Mechanisms,
     pub per_function: HashMap<String, Mechanisms>,
@@ -122,12 +139,8 @@ pub struct Options {
     /// Block visits per function for the locally minimal local block probes of functions
     /// without cycles (`BlockGraph::path_local_probes`); 0 keeps the dominator placement's.
     pub bb_local_budget: usize,
-    /// `--csi-global-stores=at-return` (opt-in): a probe on a cycle that also stores into a
-    /// local array leaves its global slot to the function's returns, which copy the local
-    /// bit (`CfgFunction::cc_global_at_return`, `bbc_global_at_return`). Not the default: an
-    /// activation that a `longjmp` ends (Lua's errors and coroutines) never returns, and its
-    /// loops' global bits would be lost.
-    pub global_at_return: bool,
+    /// `--csi-global-stores`: where probes on a cycle store their global bit.
+    pub global_stores: GlobalStores,
     /// `--csi-scheme=custom`: every instrumented function gets an uninstrumented replica and a
     /// switch byte that picks one of the two at each call (the dissertation's ch. 3; see
     /// `Unit::make_switchable`).
@@ -716,7 +729,12 @@ unsafe fn instrument_module(
     let funcs = defined_functions(c.module);
     let address_taken = address_taken_functions(c.module, opts);
     let module_record = module_record(c.module, opts, &address_taken);
+    let no_longjmp_through = match opts.global_stores {
+        GlobalStores::Auto => no_longjmp_through(&funcs),
+        _ => HashSet::new(),
+    };
     let mut unit = Unit {
+        no_longjmp_through,
         c,
         opts,
         skip,
@@ -785,6 +803,9 @@ struct Unit<'a> {
     unit_mash: String,
     /// Address-taken functions (see `address_taken_functions`).
     address_taken: Vec<(LLVMValueRef, String)>,
+    /// The functions no `longjmp` can pass through (see `no_longjmp_through`), for
+    /// `GlobalStores::Auto`.
+    no_longjmp_through: HashSet<LLVMValueRef>,
     /// Address-taken functions by function type, for indirect calls.
     candidates_of_type: HashMap<LLVMTypeRef, Vec<String>>,
     /// Path-tracing block ids are unique in the unit: the next function's first.
@@ -998,13 +1019,28 @@ impl Unit<'_> {
         // Probes on a cycle that store into a local array leave their global slot to the
         // returns, which copy the local bit (`AtReturn`): a loop then stores one byte per
         // probe and iteration, not two. Not where an activation can end without returning
-        // and without staying on the stack (unwinding; `setjmp`-like calls keep every probe),
-        // nor for v1.4.0's readers (text metadata).
-        let at_return = opts.global_at_return
+        // and without staying on the stack (a `longjmp` through it: `GlobalStores`;
+        // unwinding; `setjmp`-like calls keep every probe), nor for v1.4.0's readers (text
+        // metadata).
+        let copied_loops = if opts.global_stores != GlobalStores::InPlace
             && opts.compress_metadata
             && is_nounwind(f)
             && !has_returns_twice_call(&bbs)
-            && (0..bbs.len()).any(|k| facts.graph.on_cycle(k));
+        {
+            let eligible: Vec<bool> = bbs
+                .iter()
+                .map(|&b| {
+                    opts.global_stores == GlobalStores::AllLoops
+                        || instructions(b)
+                            .into_iter()
+                            .all(|i| !is_call(i) || comes_back(&self.no_longjmp_through, i))
+                })
+                .collect();
+            copied_loops(&succs, &eligible)
+        } else {
+            Vec::new()
+        };
+        let at_return = !copied_loops.is_empty();
         let owner = ArrayOwner {
             c,
             f,
@@ -1063,7 +1099,16 @@ impl Unit<'_> {
             at_return: AtReturn::default(),
         };
         if at_return {
-            arrays.at_return = AtReturn::new(&arrays, &bbs, &facts, &rec.cfg, &rec.calls, &layout);
+            arrays.at_return = AtReturn::new(
+                &arrays,
+                bbs.len(),
+                &succs,
+                &copied_loops,
+                &facts,
+                &rec.cfg,
+                &rec.calls,
+                &layout,
+            );
             arrays.at_return.record(&mut rec.cfg);
         }
         // ---- Code -----------------------------------------------------------------------------
@@ -1091,8 +1136,8 @@ impl Unit<'_> {
         arrays
             .zero_locals(c, &bbs, &facts, layout.zeroing)
             .map_err(unsupported)?;
-        // Last: it splits the return blocks.
-        arrays.copy_at_returns(c, &bbs);
+        // Last: it splits the copy points' blocks.
+        arrays.copy_at_loop_exits(c, &bbs);
         let body = match replica {
             Some(off) => {
                 self.make_switchable(f, off, &name, &unit_tag, odr_group.as_deref(), &mut rec.cfg)
@@ -1173,7 +1218,35 @@ unsafe fn after_allocas(entry: LLVMBasicBlockRef) -> LLVMValueRef {
 
 #[cfg(test)]
 mod tests {
-    use super::{cc_probe_placement, instrument_file, Mechanisms, Options};
+    use super::{cc_probe_placement, copied_loops, instrument_file, Mechanisms, Options};
+
+    /// A loop whose blocks may all be left only through its exits is copied whole; one with
+    /// a block whose call may not come back is not, but its inner loops are.
+    #[test]
+    fn loops_are_copied_whole_or_by_their_inner_loops() {
+        // 0 → 1 → 2 ⇄ 3 → 4 → 1 (the outer loop), 4 → 5 → 6, which loops on itself.
+        let succs: Vec<Vec<u32>> = vec![
+            vec![1],
+            vec![2],
+            vec![3],
+            vec![2, 4],
+            vec![1, 5],
+            vec![6],
+            vec![6],
+        ];
+        let all = vec![true; 7];
+        assert_eq!(copied_loops(&succs, &all), vec![vec![1, 2, 3, 4], vec![6]]);
+        let mut four_calls_out = all.clone();
+        four_calls_out[4] = false;
+        assert_eq!(
+            copied_loops(&succs, &four_calls_out),
+            vec![vec![2, 3], vec![6]]
+        );
+        let mut three_calls_out = all.clone();
+        three_calls_out[3] = false;
+        assert_eq!(copied_loops(&succs, &three_calls_out), vec![vec![6]]);
+        assert!(copied_loops(&succs, &[false; 7]).is_empty());
+    }
 
     /// A function csi-cc cannot instrument (funclet-based EH, as clang emits for MSVC targets;
     /// the instrumentation is IR-level, so the target does not matter here) is left as it
@@ -1212,7 +1285,7 @@ mod tests {
             cc_all_probes: false,
             bb_all_probes: false,
             bb_local_budget: 0,
-            global_at_return: true,
+            global_stores: super::GlobalStores::AllLoops,
             switchable: false,
             compress_metadata: true,
             source: "w.cpp".into(),
