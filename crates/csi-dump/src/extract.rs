@@ -1917,9 +1917,9 @@ impl<'a> Extract<'a> {
 
     /// Global coverage from the coverage arrays `bytes_of(function record, array, length)`
     /// gives: the process's memory, or a passing run's coverage files; the arrays of functions
-    /// not `traced` there (tracing switched off) are skipped. A slot that only a return sets
-    /// (`cc_global_at_return`, `bbc_global_at_return`) and is clear ran iff an activation in
-    /// progress ran it: decided from `live`, every activation's frame, when known.
+    /// not `traced` there (tracing switched off) are skipped. A slot that only its loop's exits
+    /// set (`cc_global_at_return`, `bbc_global_at_return`) and is clear ran iff an activation
+    /// in progress ran it: decided from `live`, every activation's frame, when known.
     fn coverage_from(
         &self,
         bytes_of: &ArrayBytes<'_>,

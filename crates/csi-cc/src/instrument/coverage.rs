@@ -130,37 +130,52 @@ impl AtReturn {
         layout: &CcLayout,
     ) -> AtReturn {
         let g = &facts.graph;
+        let bbc_local = arrays
+            .bbc
+            .as_ref()
+            .filter(|b| b.local.is_some())
+            .map(|b| &b.local_probed);
+        let cc_local: Vec<(u64, usize)> = match arrays.cc {
+            Some((_, Some(_))) => layout.local_slots(cfg),
+            _ => Vec::new(),
+        };
+        // Only loops with a probe to copy get copy points: every point copies every slot, and
+        // a point must come after the zeroing of the arrays it reads.
         let mut in_loop = vec![false; n_blocks];
         let mut points = BTreeSet::new();
         for l in loops {
-            for &b in l {
-                in_loop[b] = true;
+            let has = |k: usize| l.binary_search(&k).is_ok();
+            let probes = bbc_local.is_some_and(|p| l.iter().any(|&k| p[k]))
+                || cc_local.iter().any(|&(_, b)| has(b));
+            if !probes {
+                continue;
             }
             for &b in l {
-                for &t in &succs[b] {
-                    if l.binary_search(&(t as usize)).is_err() {
-                        points.insert(t as usize);
-                    }
-                }
+                in_loop[b] = true;
+                points.extend(succs[b].iter().map(|&t| t as usize).filter(|&t| !has(t)));
             }
         }
         let mut out = AtReturn {
             copy_points: points.into_iter().collect(),
             ..AtReturn::default()
         };
-        if let Some(b) = arrays.bbc.as_ref().filter(|b| b.local.is_some()) {
+        if let Some(p) = bbc_local {
             out.bbc = (0..n_blocks)
-                .filter(|&k| b.local_probed[k] && in_loop[k])
+                .filter(|&k| p[k] && in_loop[k])
                 .map(|k| k as u32)
                 .collect();
         }
-        let zeroed_before_copies =
-            |h: usize| out.copy_points.iter().all(|&r| g.dominates(h, r));
-        if arrays.cc.is_some_and(|(_, local)| local.is_some())
-            && zeroed_before_copies(layout.zeroing.block())
+        // `__BBC_arr` is zeroed at the start of the entry block, which no loop exit enters;
+        // `__CC_arr` in (or on the edges into) a block that must strictly dominate every copy
+        // point: a copy in the zeroing block itself would go before the zeroing and read
+        // what the stack held.
+        let h = layout.zeroing.block();
+        if out
+            .copy_points
+            .iter()
+            .all(|&r| r != h && g.dominates(h, r))
         {
-            out.cc = layout
-                .local_slots(cfg)
+            out.cc = cc_local
                 .into_iter()
                 .filter(|&(_, b)| in_loop[b])
                 .map(|(j, _)| j)

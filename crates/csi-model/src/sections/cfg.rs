@@ -327,11 +327,13 @@ pub struct CfgFunction {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cc_local_by_path: bool,
     /// Slots of the global `__CC_arr_*` (version 9) whose probe stores only into the local
-    /// `__CC_arr` where the site is: the function copies each such local bit that is set
-    /// into its global slot when it returns. These are sites on a cycle (a loop stored both
-    /// bytes every iteration), in functions that cannot unwind. A zero global slot then
-    /// means "did not run" only in activations that returned; an activation in progress
-    /// says what it ran in its own local array. Readers decide such a slot from every live
+    /// `__CC_arr` where the site is: each exit of the site's loop copies each such local
+    /// bit that is set into its global slot (the name is from when only returns did). These
+    /// are sites on a cycle (a loop stored both bytes every iteration), in functions that
+    /// cannot unwind, in loops that no `longjmp` can leave by default (csi-cc's
+    /// `--csi-global-stores`). A zero global slot then means "did not run" only in
+    /// activations that left the loop or returned; an activation in progress says what it
+    /// ran in its own local array. Readers decide such a slot from every live
     /// frame of the function, and leave it unknown when some activation may be unseen
     /// (a truncated stack walk, a passing run's coverage file). Activations ended by
     /// `longjmp` or a thread's cancellation are not seen, as for every derived bit.
@@ -340,7 +342,7 @@ pub struct CfgFunction {
     #[serde(default)]
     pub bbc: Option<String>,
     /// Blocks (version 9) whose probe stores only into the local `__BBC_arr`; the global
-    /// slot is set when the function returns, as `cc_global_at_return`'s.
+    /// slot is set when the activation leaves the block's loop, as `cc_global_at_return`'s.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bbc_global_at_return: Vec<u32>,
     /// Blocks (indices, as the `BBC<k>` labels) whose block-coverage probe csi-cc omitted
