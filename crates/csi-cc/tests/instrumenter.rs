@@ -577,6 +577,53 @@ fn loop_probes_set_their_global_slots_at_return() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A loop's exit copy reads the frame's local array only after its zeroing: exits.c's
+/// `parse` has a loop without calls whose exit enters the block that zeroes `__CC_arr`, on a
+/// stack `dirty` filled with ones, and the loop that calls `hexval` never runs — so its
+/// global slot must stay clear (a copy before the zeroing set it from the stack's garbage).
+#[test]
+fn loop_exit_copies_read_the_local_array_only_after_its_zeroing() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb not installed");
+        return;
+    }
+    let d = scratch();
+    let exe = d.join("exits");
+    ok(
+        &run(Command::new(CSI_CC)
+            .args(["--csi-scheme=cc", "-O0", &fixture("exits.c"), "-o"])
+            .arg(&exe)),
+        "exits.c",
+    );
+    let plain = run(&mut Command::new(&exe));
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "123\n");
+    let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "exits").unwrap();
+    let parse = cfg.iter().find(|f| f.name == "parse").expect("parse's record");
+    assert!(
+        !parse.cc_global_at_return.is_empty(),
+        "the hexval loop is copied at its exits"
+    );
+    let nm = run(Command::new("nm").arg(&exe));
+    let symbol = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .find(|s| s.starts_with("__CC_arr_") && s.ends_with("_parse"))
+        .expect("parse's global array")
+        .to_string();
+    let out = run(Command::new("gdb")
+        .args(["-batch", "-nx", "-ex", "set print repeats unlimited"])
+        .args(["-ex", "set breakpoint pending on"])
+        .args(["-ex", "break exit", "-ex", "run"])
+        .args(["-ex", &format!("p/d '{symbol}'")])
+        .arg(&exe));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let bytes = parse_array(gdb_values(&text).last().expect("gdb printed the array"));
+    for &j in &parse.cc_global_at_return {
+        assert_eq!(bytes[j as usize], 0, "slot {j}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A symbol's address, from `nm`.
 fn symbol_address(exe: &Path, symbol: &str) -> u64 {
     let nm = run(Command::new("nm").arg(exe));
