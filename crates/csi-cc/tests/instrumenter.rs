@@ -512,8 +512,7 @@ fn loop_probes_set_their_global_slots_at_return() {
                 // The default is `auto`.
                 let args: Vec<&str> = if with_noisy { vec![&flag] } else { Vec::new() };
                 let cfg = build(&exe, &args);
-                let with: Vec<&CfgFunction> =
-                    cfg.iter().filter(|f| !slots(f).is_empty()).collect();
+                let with: Vec<&CfgFunction> = cfg.iter().filter(|f| !slots(f).is_empty()).collect();
                 let names: Vec<&str> = with.iter().map(|f| f.name.as_str()).collect();
                 let expected: &[&str] = match scheme {
                     "bb" => leaves,
@@ -598,7 +597,10 @@ fn loop_exit_copies_read_the_local_array_only_after_its_zeroing() {
     let plain = run(&mut Command::new(&exe));
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "123\n");
     let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "exits").unwrap();
-    let parse = cfg.iter().find(|f| f.name == "parse").expect("parse's record");
+    let parse = cfg
+        .iter()
+        .find(|f| f.name == "parse")
+        .expect("parse's record");
     assert!(
         !parse.cc_global_at_return.is_empty(),
         "the hexval loop is copied at its exits"

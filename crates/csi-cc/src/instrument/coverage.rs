@@ -10,8 +10,8 @@ pub(super) struct ArrayOwner<'a> {
     pub(super) c: &'a Ctx,
     pub(super) f: LLVMValueRef,
     pub(super) sp: LLVMMetadataRef,
-    /// Global arrays padded to whole words (see `Ctx::global`).
-    pub(super) padded: bool,
+    /// Flag bytes after the slots of the global arrays (see `Ctx::global`).
+    pub(super) flags: u64,
     pub(super) name: &'a str,
     /// `mash` of the unit's source, or `odr` (see `odr_group`).
     pub(super) unit_tag: &'a str,
@@ -44,16 +44,23 @@ pub(super) struct AtReturn {
     cc: Vec<u64>,
     /// Blocks (slots of `__BBC_arr` / `__BBC_arr_*`).
     bbc: Vec<u32>,
-    /// The blocks at whose start the copy goes: every block outside a copied loop that an
-    /// edge from inside it enters (a return leaves the loop through one).
-    copy_points: Vec<usize>,
-    /// The global array whose first padding byte is the function's "every slot set at a
-    /// loop's exit is set" flag (`copy_at_loop_exits`): `__BBC_arr_*` if it has such slots,
-    /// else `__CC_arr_*`; and that byte's index (the array's slot count).
+    loops: Vec<CopiedLoop>,
+    /// The global array whose bytes after the slots are the loops' "every slot of the loop
+    /// is set" flags (`copy_at_loop_exits`): `__BBC_arr_*` if it has such slots, else
+    /// `__CC_arr_*`; and the index of the first loop's flag (the array's slot count).
     flag_in_bbc: bool,
-    flag_index: u64,
+    flag_base: u64,
     /// The function calls something (not an intrinsic without code).
     calls: bool,
+}
+
+/// A loop whose probes' global slots its exits set.
+struct CopiedLoop {
+    cc: Vec<u64>,
+    bbc: Vec<u64>,
+    /// The blocks at whose start the copy goes: every block outside the loop that an edge
+    /// from inside it enters (a return leaves the loop through one).
+    exits: Vec<usize>,
 }
 
 /// The loops whose probes leave their global store to the loop's exits: the maximal strongly
@@ -139,51 +146,43 @@ impl AtReturn {
             Some((_, Some(_))) => layout.local_slots(cfg),
             _ => Vec::new(),
         };
-        // Only loops with a probe to copy get copy points: every point copies every slot, and
-        // a point must come after the zeroing of the arrays it reads.
-        let mut in_loop = vec![false; n_blocks];
-        let mut points = BTreeSet::new();
-        for l in loops {
-            let has = |k: usize| l.binary_search(&k).is_ok();
-            let probes = bbc_local.is_some_and(|p| l.iter().any(|&k| p[k]))
-                || cc_local.iter().any(|&(_, b)| has(b));
-            if !probes {
-                continue;
-            }
-            for &b in l {
-                in_loop[b] = true;
-                points.extend(succs[b].iter().map(|&t| t as usize).filter(|&t| !has(t)));
-            }
-        }
-        let mut out = AtReturn {
-            copy_points: points.into_iter().collect(),
-            ..AtReturn::default()
-        };
-        if let Some(p) = bbc_local {
-            out.bbc = (0..n_blocks)
-                .filter(|&k| p[k] && in_loop[k])
-                .map(|k| k as u32)
-                .collect();
-        }
         // `__BBC_arr` is zeroed at the start of the entry block, which no loop exit enters;
         // `__CC_arr` in (or on the edges into) a block that must strictly dominate every copy
-        // point: a copy in the zeroing block itself would go before the zeroing and read
-        // what the stack held.
+        // point of the loop: a copy in the zeroing block itself would go before the zeroing
+        // and read what the stack held.
         let h = layout.zeroing.block();
-        if out
-            .copy_points
-            .iter()
-            .all(|&r| r != h && g.dominates(h, r))
-        {
-            out.cc = cc_local
-                .into_iter()
-                .filter(|&(_, b)| in_loop[b])
-                .map(|(j, _)| j)
-                .collect();
-            out.cc.sort_unstable();
+        let mut out = AtReturn::default();
+        for l in loops {
+            let has = |k: usize| l.binary_search(&k).is_ok();
+            let mut exits = BTreeSet::new();
+            for &b in l {
+                exits.extend(succs[b].iter().map(|&t| t as usize).filter(|&t| !has(t)));
+            }
+            let exits: Vec<usize> = exits.into_iter().collect();
+            let bbc: Vec<u64> = match bbc_local {
+                Some(p) => l.iter().filter(|&&k| p[k]).map(|&k| k as u64).collect(),
+                None => Vec::new(),
+            };
+            let cc: Vec<u64> = if exits.iter().all(|&r| r != h && g.dominates(h, r)) {
+                cc_local
+                    .iter()
+                    .filter(|&&(_, b)| has(b))
+                    .map(|&(j, _)| j)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if cc.is_empty() && bbc.is_empty() {
+                continue;
+            }
+            out.cc.extend(&cc);
+            out.bbc.extend(bbc.iter().map(|&k| k as u32));
+            out.loops.push(CopiedLoop { cc, bbc, exits });
         }
+        out.cc.sort_unstable();
+        out.bbc.sort_unstable();
         out.calls = !calls.is_empty();
-        (out.flag_in_bbc, out.flag_index) = match out.bbc.is_empty() {
+        (out.flag_in_bbc, out.flag_base) = match out.bbc.is_empty() {
             false => (true, n_blocks as u64),
             true => (false, layout.n_probes),
         };
@@ -229,7 +228,7 @@ impl ArrayOwner<'_> {
         let mut cc_text = String::new();
         let unit_tag = self.unit_tag;
         let gname = format!("__CC_arr_{unit_tag}_{name}");
-        let (g, gty) = c.global(&gname, layout.n_probes, self.padded, sp, f, self.odr_group);
+        let (g, gty) = c.global(&gname, layout.n_probes, self.flags, sp, f, self.odr_group);
         // The local array holds the slots below `n_local`; none at all when every
         // probe is in the entry block (no zeroing then).
         let local = (n_local > 0).then(|| {
@@ -285,7 +284,7 @@ impl ArrayOwner<'_> {
         let mut bbc_text = String::new();
         let unit_tag = self.unit_tag;
         let gname = format!("__BBC_arr_{unit_tag}_{name}");
-        let global = c.global(&gname, n, self.padded, sp, f, self.odr_group);
+        let global = c.global(&gname, n, self.flags, sp, f, self.odr_group);
         let local = local_probed.contains(&true).then(|| {
             let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);
@@ -328,7 +327,7 @@ impl ArrayOwner<'_> {
         let mut fc_text = String::new();
         let unit_tag = self.unit_tag;
         let gname = format!("__FC_arr_{unit_tag}_{name}");
-        let fc_var = Some(c.global(&gname, 1, false, sp, f, self.odr_group));
+        let fc_var = Some(c.global(&gname, 1, 0, sp, f, self.odr_group));
         cfg.fc = Some(gname.clone());
         FcFunction {
             name: name.to_string(),
@@ -394,46 +393,31 @@ impl CoverageArrays {
         }
     }
 
-    /// At the start of each copy point (a block a copied loop's exit edge enters), the
-    /// `at_return` probes' local bits go into their global slots. Once every such slot is
-    /// set, nothing is left to copy: a flag byte (the global array's first padding byte) says
-    /// so, and a copy point only tests it. Until then, a
-    /// check, word by word (the arrays are padded to words): a local bit set whose global
-    /// byte is clear (`local & !global`; every other set local bit has its global byte set by
-    /// its own probe). Only then, in a cold block of its own, the runtime's `__csi_rt_copy`
-    /// sets the global byte of each listed slot whose local bit is set — only ones are
-    /// written, never a zero into a slot that other activations and threads share (out of
-    /// line: a copy inlined at every return grew Lua's `.text` by a sixth) — and the flag is
-    /// recomputed (a racing thread's store of a stale 0 only costs a check; a 1 is stored
-    /// only when every slot is set, and slots are never cleared). The
-    /// flag matters: word loads right after a loop's byte stores wait for them (no store
+    /// At the start of each exit of a copied loop (a block an edge from inside it enters),
+    /// the loop's probes' local bits go into their global slots. Once every such slot of the
+    /// loop is set, nothing is left to copy: the loop's flag byte (after the global array's
+    /// slots) says so, and its exits only test it. Until then, a check, word by word (the
+    /// arrays are padded to words): a local bit set whose global byte is clear
+    /// (`local & !global`). Only then, in a cold block of its own, the runtime's
+    /// `__csi_rt_copy` sets the global byte of each listed slot whose local bit is set — only
+    /// ones are written, never a zero into a slot that other activations and threads share
+    /// (out of line: a copy inlined at every return grew Lua's `.text` by a sixth) — and the
+    /// flag is recomputed (a racing thread's store of a stale 0 only costs a check; a 1 is
+    /// stored only when every slot is set, and slots are never cleared). Per loop, not per
+    /// function: an inner loop's exit inside a hot outer loop checks only its own few slots
+    /// (checking the whole function's made flex's `bb` ×1.29 instead of ×1.27 in place). The
+    /// flags matter: word loads right after a loop's byte stores wait for them (no store
     /// forwarding from narrower stores), which cost Lua's small looping functions more than
     /// the stores saved; for the same reason a check of a few slots loads bytes. Last of
-    /// the instrumentation: it splits the copy points' blocks.
+    /// the instrumentation: it splits the exits' blocks.
     pub(super) unsafe fn copy_at_loop_exits(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef]) {
         let at = &self.at_return;
-        let cc = self
-            .cc
-            .and_then(|(g, l)| Some((g, l?)))
-            .map(|(g, l)| (g, l, at.cc.clone()));
-        let bbc = self
-            .bbc
-            .as_ref()
-            .and_then(|b| Some((b.global, b.local?)))
-            .map(|(g, l)| (g, l, at.bbc.iter().map(|&k| k as u64).collect::<Vec<u64>>()));
-        let flag_array = if at.flag_in_bbc {
-            bbc.as_ref()
-        } else {
-            cc.as_ref()
-        };
-        let Some(&((fg, fgty), _, _)) = flag_array.filter(|(_, _, slots)| !slots.is_empty()) else {
+        let cc = self.cc.and_then(|(g, l)| Some((g, l?)));
+        let bbc = self.bbc.as_ref().and_then(|b| Some((b.global, b.local?)));
+        let flag_array = if at.flag_in_bbc { bbc } else { cc };
+        let Some(((fg, fgty), _)) = flag_array.filter(|_| !at.loops.is_empty()) else {
             return;
         };
-        let arrays: Vec<(Global, Local, Vec<u64>)> = [cc, bbc]
-            .into_iter()
-            .flatten()
-            .filter(|(_, _, slots)| !slots.is_empty())
-            .collect();
         let word = |ty: LLVMTypeRef, a: LLVMValueRef, w: u64| {
             let p = c.gep(ty, a, LLVMConstInt(c.i64t, 8 * w, 0));
             let l = c.vload(c.i64t, p);
@@ -449,81 +433,90 @@ impl CoverageArrays {
         let icmp = |p: LLVMIntPredicate, a: LLVMValueRef, b: LLVMValueRef| {
             LLVMBuildICmp(c.builder, p, a, b, c"".as_ptr())
         };
-        let flag = c.gep(fgty, fg, i64c(at.flag_index));
         // A function that calls nothing copies inline (a call would cost it a stack frame on
         // every call); the others call `__csi_rt_copy` (csi-cc's runtime) with each array's
         // slot list, a constant.
         let leaf = !at.calls;
-        let lists: Vec<Option<LLVMValueRef>> = arrays
-            .iter()
-            .map(|(_, _, slots)| (!leaf).then(|| c.slot_list(slots)))
-            .collect();
-        for &r in &at.copy_points {
-            // if (!flag) { missing = ...; if (missing) { copy }; flag = every slot set }
-            let resume = c.first_insertion(bbs[r]);
-            c.position_before(resume);
-            let done = c.vload(c.i8t, flag);
-            let open = icmp(LLVMIntPredicate::LLVMIntEQ, done, i8c(0));
-            let check_end = csi_split_if_then(open, resume);
-            c.position_before(check_end);
-            let mut missing = i64c(0);
-            for &((g, gty), (a, lty), ref slots) in &arrays {
-                let words: BTreeSet<u64> = slots.iter().map(|j| j / 8).collect();
-                // Few slots: byte loads, which the loop's byte stores forward to.
-                let parts: Vec<(LLVMValueRef, LLVMValueRef)> = if slots.len() <= 2 * words.len() {
-                    slots
-                        .iter()
-                        .map(|&j| (byte(lty, a, j), byte(gty, g, j)))
-                        .collect()
-                } else {
-                    words
-                        .into_iter()
-                        .map(|w| (word(lty, a, w), word(gty, g, w)))
-                        .collect()
-                };
-                for (local, global) in parts {
-                    let global = LLVMBuildNot(c.builder, global, c"".as_ptr());
-                    let new = LLVMBuildAnd(c.builder, local, global, c"".as_ptr());
-                    missing = LLVMBuildOr(c.builder, missing, new, c"".as_ptr());
+        for (li, l) in at.loops.iter().enumerate() {
+            let flag = c.gep(fgty, fg, i64c(at.flag_base + li as u64));
+            let arrays: Vec<(Global, Local, &Vec<u64>)> = [(cc, &l.cc), (bbc, &l.bbc)]
+                .into_iter()
+                .filter_map(|(a, slots)| Some((a?, slots)))
+                .filter(|(_, slots)| !slots.is_empty())
+                .map(|((g, loc), slots)| (g, loc, slots))
+                .collect();
+            let lists: Vec<Option<LLVMValueRef>> = arrays
+                .iter()
+                .map(|(_, _, slots)| (!leaf).then(|| c.slot_list(slots)))
+                .collect();
+            for &r in &l.exits {
+                // if (!flag) { missing = ...; if (missing) { copy }; flag = every slot set }
+                let resume = c.first_insertion(bbs[r]);
+                c.position_before(resume);
+                let done = c.vload(c.i8t, flag);
+                let open = icmp(LLVMIntPredicate::LLVMIntEQ, done, i8c(0));
+                let check_end = csi_split_if_then(open, resume);
+                c.position_before(check_end);
+                let mut missing = i64c(0);
+                for &((g, gty), (a, lty), ref slots) in &arrays {
+                    let words: BTreeSet<u64> = slots.iter().map(|j| j / 8).collect();
+                    // Few slots: byte loads, which the loop's byte stores forward to.
+                    let parts: Vec<(LLVMValueRef, LLVMValueRef)> = if slots.len() <= 2 * words.len()
+                    {
+                        slots
+                            .iter()
+                            .map(|&j| (byte(lty, a, j), byte(gty, g, j)))
+                            .collect()
+                    } else {
+                        words
+                            .into_iter()
+                            .map(|w| (word(lty, a, w), word(gty, g, w)))
+                            .collect()
+                    };
+                    for (local, global) in parts {
+                        let global = LLVMBuildNot(c.builder, global, c"".as_ptr());
+                        let new = LLVMBuildAnd(c.builder, local, global, c"".as_ptr());
+                        missing = LLVMBuildOr(c.builder, missing, new, c"".as_ptr());
+                    }
                 }
+                let any = icmp(LLVMIntPredicate::LLVMIntNE, missing, i64c(0));
+                let copy_end = csi_split_if_then(any, check_end);
+                c.position_before(copy_end);
+                let mut all = LLVMConstInt(LLVMInt1TypeInContext(c.ctx), 1, 0);
+                for (&((g, gty), (a, lty), ref slots), list) in arrays.iter().zip(&lists) {
+                    let every = if let &Some(list) = list {
+                        let every = c.call_rt_copy(list, slots.len() as u64, a, g);
+                        // The copy point's line (the split's branches have none).
+                        LLVMInstructionSetDebugLoc(every, LLVMInstructionGetDebugLoc(resume));
+                        let zero = LLVMConstInt(c.i32t(), 0, 0);
+                        icmp(LLVMIntPredicate::LLVMIntNE, every, zero)
+                    } else {
+                        // Inline: each slot's byte goes either into its global slot (when set) or
+                        // back where it was read from (when clear), branch-free; then every
+                        // slot set is (global & mask) == mask in every word, mask = 1 per slot.
+                        let mut masks: BTreeMap<u64, u64> = BTreeMap::new();
+                        for &j in slots.iter() {
+                            let lp = c.gep(lty, a, i64c(j));
+                            let bit = c.vload(c.i8t, lp);
+                            let set = icmp(LLVMIntPredicate::LLVMIntNE, bit, i8c(0));
+                            let gp = c.gep(gty, g, i64c(j));
+                            let p = LLVMBuildSelect(c.builder, set, gp, lp, c"".as_ptr());
+                            c.vstore(bit, p);
+                            *masks.entry(j / 8).or_default() |= 1u64 << (8 * (j % 8));
+                        }
+                        let mut unset = i64c(0);
+                        for (w, mask) in masks {
+                            let not = LLVMBuildNot(c.builder, word(gty, g, w), c"".as_ptr());
+                            let lacking = LLVMBuildAnd(c.builder, not, i64c(mask), c"".as_ptr());
+                            unset = LLVMBuildOr(c.builder, unset, lacking, c"".as_ptr());
+                        }
+                        icmp(LLVMIntPredicate::LLVMIntEQ, unset, i64c(0))
+                    };
+                    all = LLVMBuildAnd(c.builder, all, every, c"".as_ptr());
+                }
+                let v = LLVMBuildZExt(c.builder, all, c.i8t, c"".as_ptr());
+                c.vstore(v, flag);
             }
-            let any = icmp(LLVMIntPredicate::LLVMIntNE, missing, i64c(0));
-            let copy_end = csi_split_if_then(any, check_end);
-            c.position_before(copy_end);
-            let mut all = LLVMConstInt(LLVMInt1TypeInContext(c.ctx), 1, 0);
-            for (&((g, gty), (a, lty), ref slots), list) in arrays.iter().zip(&lists) {
-                let every = if let &Some(list) = list {
-                    let every = c.call_rt_copy(list, slots.len() as u64, a, g);
-                    // The copy point's line (the split's branches have none).
-                    LLVMInstructionSetDebugLoc(every, LLVMInstructionGetDebugLoc(resume));
-                    let zero = LLVMConstInt(c.i32t(), 0, 0);
-                    icmp(LLVMIntPredicate::LLVMIntNE, every, zero)
-                } else {
-                    // Inline: each slot's byte goes either into its global slot (when set) or
-                    // back where it was read from (when clear), branch-free; then every
-                    // slot set is (global & mask) == mask in every word, mask = 1 per slot.
-                    let mut masks: BTreeMap<u64, u64> = BTreeMap::new();
-                    for &j in slots {
-                        let lp = c.gep(lty, a, i64c(j));
-                        let bit = c.vload(c.i8t, lp);
-                        let set = icmp(LLVMIntPredicate::LLVMIntNE, bit, i8c(0));
-                        let gp = c.gep(gty, g, i64c(j));
-                        let p = LLVMBuildSelect(c.builder, set, gp, lp, c"".as_ptr());
-                        c.vstore(bit, p);
-                        *masks.entry(j / 8).or_default() |= 1u64 << (8 * (j % 8));
-                    }
-                    let mut unset = i64c(0);
-                    for (w, mask) in masks {
-                        let not = LLVMBuildNot(c.builder, word(gty, g, w), c"".as_ptr());
-                        let lacking = LLVMBuildAnd(c.builder, not, i64c(mask), c"".as_ptr());
-                        unset = LLVMBuildOr(c.builder, unset, lacking, c"".as_ptr());
-                    }
-                    icmp(LLVMIntPredicate::LLVMIntEQ, unset, i64c(0))
-                };
-                all = LLVMBuildAnd(c.builder, all, every, c"".as_ptr());
-            }
-            let v = LLVMBuildZExt(c.builder, all, c.i8t, c"".as_ptr());
-            c.vstore(v, flag);
         }
     }
 

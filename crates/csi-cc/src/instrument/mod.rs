@@ -507,18 +507,23 @@ impl Ctx {
         g
     }
 
-    /// A global coverage array of `n` slots, `padded` with at least one byte (`AtReturn`'s
-    /// flag) to whole 8-byte words (which its check reads; DWARF still says `n`).
+    /// A global coverage array of `n` slots, followed by `flags` bytes (`AtReturn`'s flags)
+    /// and, when there are any, padded to whole 8-byte words (which its check reads; DWARF
+    /// still says `n`).
     unsafe fn global(
         &self,
         name: &str,
         n: u64,
-        padded: bool,
+        flags: u64,
         sp: LLVMMetadataRef,
         f: LLVMValueRef,
         odr_group: Option<&str>,
     ) -> (LLVMValueRef, LLVMTypeRef) {
-        let ty = LLVMArrayType2(self.i8t, if padded { (n + 1).div_ceil(8) * 8 } else { n });
+        let len = match flags {
+            0 => n,
+            _ => (n + flags).div_ceil(8) * 8,
+        };
+        let ty = LLVMArrayType2(self.i8t, len);
         let g = self.coverage_global(name, ty, f, odr_group);
         LLVMSetInitializer(g, LLVMConstNull(ty));
         if !sp.is_null() {
@@ -1045,7 +1050,7 @@ impl Unit<'_> {
             c,
             f,
             sp,
-            padded: at_return,
+            flags: copied_loops.len() as u64,
             name: &name,
             unit_tag: &unit_tag,
             odr_group: odr_group.as_deref(),
