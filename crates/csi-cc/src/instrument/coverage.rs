@@ -125,10 +125,9 @@ impl AtReturn {
     /// The probes in `loops` (`copied_loops`) that store into a local array — where a loop
     /// stored both bytes every iteration. A copy at a loop's exit is right only if the local
     /// array holds the activation's bits there: `__BBC_arr` is zeroed at entry, `__CC_arr`
-    /// in a block that must then dominate every copy point.
+    /// in a block that must then strictly dominate every exit of the loop.
     pub(super) fn new(
         arrays: &CoverageArrays,
-        n_blocks: usize,
         succs: &[Vec<u32>],
         loops: &[Vec<usize>],
         facts: &BlockFacts,
@@ -183,7 +182,7 @@ impl AtReturn {
         out.bbc.sort_unstable();
         out.calls = !calls.is_empty();
         (out.flag_in_bbc, out.flag_base) = match out.bbc.is_empty() {
-            false => (true, n_blocks as u64),
+            false => (true, succs.len() as u64),
             true => (false, layout.n_probes),
         };
         out
@@ -458,7 +457,7 @@ impl CoverageArrays {
                 let check_end = csi_split_if_then(open, resume);
                 c.position_before(check_end);
                 let mut missing = i64c(0);
-                for &((g, gty), (a, lty), ref slots) in &arrays {
+                for &((g, gty), (a, lty), slots) in &arrays {
                     let words: BTreeSet<u64> = slots.iter().map(|j| j / 8).collect();
                     // Few slots: byte loads, which the loop's byte stores forward to.
                     let parts: Vec<(LLVMValueRef, LLVMValueRef)> = if slots.len() <= 2 * words.len()
@@ -483,7 +482,7 @@ impl CoverageArrays {
                 let copy_end = csi_split_if_then(any, check_end);
                 c.position_before(copy_end);
                 let mut all = LLVMConstInt(LLVMInt1TypeInContext(c.ctx), 1, 0);
-                for (&((g, gty), (a, lty), ref slots), list) in arrays.iter().zip(&lists) {
+                for (&((g, gty), (a, lty), slots), list) in arrays.iter().zip(&lists) {
                     let every = if let &Some(list) = list {
                         let every = c.call_rt_copy(list, slots.len() as u64, a, g);
                         // The copy point's line (the split's branches have none).

@@ -1106,7 +1106,6 @@ impl Unit<'_> {
         if at_return {
             arrays.at_return = AtReturn::new(
                 &arrays,
-                bbs.len(),
                 &succs,
                 &copied_loops,
                 &facts,
