@@ -526,29 +526,13 @@ fn loop_probes_set_their_global_slots_at_return() {
                     with_noisy,
                     "{scheme}{opt} {mode}: {names:?}"
                 );
-                let nm = run(Command::new("nm").arg(&exe));
-                let nm = String::from_utf8_lossy(&nm.stdout).into_owned();
                 for f in &with {
                     if scheme == "bb" {
                         for k in &f.bbc_global_at_return {
                             assert!(f.bbc_stores_locally(*k), "{} block {k}", f.name);
                         }
                     }
-                    let symbol = nm
-                        .lines()
-                        .filter_map(|l| l.split_whitespace().nth(2))
-                        .find(|s| s.starts_with(prefix) && s.ends_with(&format!("_{}", f.name)))
-                        .unwrap_or_else(|| panic!("{scheme}{opt}: no global array of {}", f.name))
-                        .to_string();
-                    let out = run(Command::new("gdb")
-                        .args(["-batch", "-nx", "-ex", "set print repeats unlimited"])
-                        .args(["-ex", "set breakpoint pending on"])
-                        .args(["-ex", "break exit", "-ex", "run"])
-                        .args(["-ex", &format!("p/d '{symbol}'")])
-                        .arg(&exe));
-                    let text = String::from_utf8_lossy(&out.stdout);
-                    let values = gdb_values(&text);
-                    let bytes = parse_array(values.last().expect("gdb printed the array"));
+                    let (bytes, text) = global_array_at_exit(&exe, prefix, &f.name);
                     for j in slots(f) {
                         assert_eq!(
                             bytes[j as usize], 1,
@@ -605,25 +589,32 @@ fn loop_exit_copies_read_the_local_array_only_after_its_zeroing() {
         !parse.cc_global_at_return.is_empty(),
         "the hexval loop is copied at its exits"
     );
-    let nm = run(Command::new("nm").arg(&exe));
+    let (bytes, text) = global_array_at_exit(&exe, "__CC_arr_", "parse");
+    for &j in &parse.cc_global_at_return {
+        assert_eq!(bytes[j as usize], 0, "slot {j}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The global coverage array (`prefix`: `__CC_arr_`, `__BBC_arr_`) of `function` as gdb
+/// prints it with the program stopped in `exit`, and gdb's output.
+fn global_array_at_exit(exe: &Path, prefix: &str, function: &str) -> (Vec<i64>, String) {
+    let nm = run(Command::new("nm").arg(exe));
     let symbol = String::from_utf8_lossy(&nm.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().nth(2))
-        .find(|s| s.starts_with("__CC_arr_") && s.ends_with("_parse"))
-        .expect("parse's global array")
+        .find(|s| s.starts_with(prefix) && s.ends_with(&format!("_{function}")))
+        .unwrap_or_else(|| panic!("{}: no global array of {function}", exe.display()))
         .to_string();
     let out = run(Command::new("gdb")
         .args(["-batch", "-nx", "-ex", "set print repeats unlimited"])
         .args(["-ex", "set breakpoint pending on"])
         .args(["-ex", "break exit", "-ex", "run"])
         .args(["-ex", &format!("p/d '{symbol}'")])
-        .arg(&exe));
-    let text = String::from_utf8_lossy(&out.stdout);
+        .arg(exe));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let bytes = parse_array(gdb_values(&text).last().expect("gdb printed the array"));
-    for &j in &parse.cc_global_at_return {
-        assert_eq!(bytes[j as usize], 0, "slot {j}: {text}");
-    }
-    let _ = std::fs::remove_dir_all(&d);
+    (bytes, text)
 }
 
 /// A symbol's address, from `nm`.

@@ -1,4 +1,5 @@
-//! What we know about C library functions: which ones never call back into the program.
+//! What we know about C library functions: which ones never call back into the program, and
+//! which of those also always come back (or end the process).
 //!
 //! A call to library code that receives function pointers (`qsort`, `pthread_create`,
 //! `signal`, `atexit`, ...) can run program functions the graph cannot see being called.
@@ -6,10 +7,21 @@
 //! run program code, so address-taken functions are reached only through the graph's own
 //! indirect calls. Anything not listed is assumed to call back (sound, less precise).
 
-/// Library functions that never call a function of the program. Deliberately conservative:
-/// only functions that take no function pointers and do not run user-registered hooks.
-const NEVER_CALLS_BACK: &[&str] = &[
-    // memory and strings
+/// Library functions that never call a function of the program, by kind. Deliberately
+/// conservative: only functions that take no function pointers and do not run
+/// user-registered hooks.
+const NEVER_CALLS_BACK: &[&[&str]] = &[
+    MEMORY_AND_STRINGS,
+    CONVERSIONS_AND_CTYPE,
+    STDIO,
+    PROCESS_TIME_ENVIRONMENT_FILES,
+    MATH,
+    THREAD_SYNCHRONIZATION,
+    ENDING,
+    LEAVING,
+];
+
+const MEMORY_AND_STRINGS: &[&str] = &[
     "malloc",
     "calloc",
     "realloc",
@@ -64,7 +76,9 @@ const NEVER_CALLS_BACK: &[&str] = &[
     "__strncpy_chk",
     "__stpcpy_chk",
     "__explicit_bzero_chk",
-    // conversions and ctype
+];
+
+const CONVERSIONS_AND_CTYPE: &[&str] = &[
     "atoi",
     "atol",
     "atoll",
@@ -99,7 +113,10 @@ const NEVER_CALLS_BACK: &[&str] = &[
     "llabs",
     "div",
     "ldiv",
-    // stdio (no custom streams or printf hooks assumed)
+];
+
+/// No custom streams or printf hooks assumed.
+const STDIO: &[&str] = &[
     "printf",
     "fprintf",
     "sprintf",
@@ -158,7 +175,9 @@ const NEVER_CALLS_BACK: &[&str] = &[
     "__getdelim",
     "popen",
     "pclose",
-    // process, time, environment, files
+];
+
+const PROCESS_TIME_ENVIRONMENT_FILES: &[&str] = &[
     "getenv",
     "setenv",
     "unsetenv",
@@ -213,43 +232,17 @@ const NEVER_CALLS_BACK: &[&str] = &[
     "realpath",
     "getcwd",
     "chdir",
-    // math
-    "sqrt",
-    "sqrtf",
-    "pow",
-    "powf",
-    "exp",
-    "expf",
-    "log",
-    "logf",
-    "log10",
-    "log2",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "atan2",
-    "sinh",
-    "cosh",
-    "tanh",
-    "floor",
-    "floorf",
-    "ceil",
-    "ceilf",
-    "fabs",
-    "fabsf",
-    "fmod",
-    "fmodf",
-    "frexp",
-    "ldexp",
-    "modf",
-    "round",
-    "trunc",
-    "hypot",
+];
+
+const MATH: &[&str] = &[
+    "sqrt", "sqrtf", "pow", "powf", "exp", "expf", "log", "logf", "log10", "log2", "sin", "cos",
+    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "floorf", "ceil",
+    "ceilf", "fabs", "fabsf", "fmod", "fmodf", "frexp", "ldexp", "modf", "round", "trunc", "hypot",
     "cbrt",
-    // threads: synchronization only (pthread_create and pthread_once call back)
+];
+
+/// `pthread_create` and `pthread_once` call back: not listed.
+const THREAD_SYNCHRONIZATION: &[&str] = &[
     "pthread_join",
     "pthread_self",
     "pthread_equal",
@@ -273,12 +266,20 @@ const NEVER_CALLS_BACK: &[&str] = &[
     "pthread_attr_setstacksize",
     "pthread_setname_np",
     "sched_yield",
-    // leaving: these do not return, but `exit` runs atexit handlers — not listed.
+];
+
+/// These end the process without running program code (`exit` runs atexit handlers: not
+/// listed).
+const ENDING: &[&str] = &[
     "abort",
     "_exit",
     "_Exit",
     "__assert_fail",
     "__stack_chk_fail",
+];
+
+/// These do not return: a signal's handler may run, or control goes to a `setjmp`.
+const LEAVING: &[&str] = &[
     "raise",
     "kill",
     "setjmp",
@@ -291,5 +292,16 @@ const NEVER_CALLS_BACK: &[&str] = &[
 
 /// Does a call to the library function `name` never run program code?
 pub fn never_calls_back(name: &str) -> bool {
-    name.starts_with("llvm.") || NEVER_CALLS_BACK.contains(&name)
+    name.starts_with("llvm.") || NEVER_CALLS_BACK.iter().any(|kind| kind.contains(&name))
+}
+
+/// Does a call to the library function `name` come back, or end the process, without
+/// running program code — no callback, no signal handler, no `longjmp`, and no
+/// thread-cancellation point (where a thread's cancellation unwinds through its callers)?
+/// Memory, strings, conversions, character classes, arithmetic and the allocator, and the
+/// functions that abort.
+pub fn comes_back_or_ends(name: &str) -> bool {
+    [MEMORY_AND_STRINGS, CONVERSIONS_AND_CTYPE, MATH, ENDING]
+        .iter()
+        .any(|kind| kind.contains(&name))
 }

@@ -148,14 +148,14 @@ impl BlockFacts {
 /// The defined functions through which no `longjmp`, exception or thread cancellation can
 /// pass: each activation ends by returning or stays on the stack for good (a crash, `exit`,
 /// `abort`, a loop that never ends); calls of them come back (`comes_back`), so a loop whose
-/// calls all do is left only through its exits (`GlobalStores::Auto`). The greatest fixpoint of: `nounwind`, a definition
-/// that no other unit's can replace (not weak or common), and every call a direct call of an
-/// LLVM intrinsic (but `llvm.eh.sjlj.longjmp`), of such a function, or of a C library
-/// function that calls no user code, is no cancellation point and comes back
-/// (`RETURNING_LIBRARY`). An indirect call, inline assembly, or any other declaration (it
-/// may `longjmp`, call back, or be `pthread_exit`) rules a function out. Asynchronous
-/// signals whose handlers `longjmp` are outside the analysis's assumptions, as for every
-/// placement that leaves a block without its own probe.
+/// calls all do is left only through its exits (`GlobalStores::Auto`). The greatest fixpoint
+/// of: `nounwind`, a definition that no other unit's can replace (not weak or common), and
+/// every call a direct call of an LLVM intrinsic (but `llvm.eh.sjlj.longjmp`), of such a
+/// function, or of a C library function that calls no user code, is no cancellation point
+/// and comes back (`csi_model::libc::comes_back_or_ends`). An indirect call, inline
+/// assembly, or any other declaration (it may `longjmp`, call back, or be `pthread_exit`)
+/// rules a function out. Asynchronous signals whose handlers `longjmp` are outside the
+/// analysis's assumptions, as for every placement that leaves a block without its own probe.
 pub(super) unsafe fn no_longjmp_through(funcs: &[LLVMValueRef]) -> HashSet<LLVMValueRef> {
     use LLVMLinkage::*;
     let mut set: HashSet<LLVMValueRef> = funcs
@@ -195,8 +195,8 @@ pub(super) unsafe fn no_longjmp_through(funcs: &[LLVMValueRef]) -> HashSet<LLVMV
 }
 
 /// The call `i` comes back or stays on the stack (see `no_longjmp_through`): a direct call of
-/// an LLVM intrinsic (but `llvm.eh.sjlj.longjmp`), of a function in `set`, or of one of
-/// `RETURNING_LIBRARY`.
+/// an LLVM intrinsic (but `llvm.eh.sjlj.longjmp`), of a function in `set`, or of a library
+/// function `csi_model::libc::comes_back_or_ends` lists.
 pub(super) unsafe fn comes_back(set: &HashSet<LLVMValueRef>, i: LLVMValueRef) -> bool {
     let callee = LLVMGetCalledValue(i);
     if LLVMIsAFunction(callee).is_null() {
@@ -206,84 +206,10 @@ pub(super) unsafe fn comes_back(set: &HashSet<LLVMValueRef>, i: LLVMValueRef) ->
         return value_name(callee) != "llvm.eh.sjlj.longjmp";
     }
     if LLVMIsDeclaration(callee) != 0 {
-        return RETURNING_LIBRARY.contains(&value_name(callee).as_str());
+        return csi_model::libc::comes_back_or_ends(&value_name(callee));
     }
     set.contains(&callee)
 }
-
-/// C library functions that call no user code (no callbacks, no `atexit` handlers), are no
-/// thread-cancellation points and do not `longjmp`: they return, or crash inside (a live
-/// frame). Memory, strings, characters, arithmetic and the allocator.
-const RETURNING_LIBRARY: &[&str] = &[
-    "memcpy",
-    "memmove",
-    "memset",
-    "memcmp",
-    "memchr",
-    "memrchr",
-    "bcmp",
-    "bzero",
-    "strlen",
-    "strnlen",
-    "strcmp",
-    "strncmp",
-    "strcasecmp",
-    "strncasecmp",
-    "strchr",
-    "strrchr",
-    "strstr",
-    "strcpy",
-    "strncpy",
-    "strcat",
-    "strncat",
-    "strspn",
-    "strcspn",
-    "strpbrk",
-    "strdup",
-    "strndup",
-    "stpcpy",
-    "wcslen",
-    "wmemcpy",
-    "wmemset",
-    "malloc",
-    "calloc",
-    "realloc",
-    "free",
-    "aligned_alloc",
-    "posix_memalign",
-    "abs",
-    "labs",
-    "llabs",
-    "sqrt",
-    "sqrtf",
-    "fabs",
-    "floor",
-    "ceil",
-    "fmod",
-    "pow",
-    "exp",
-    "log",
-    "log2",
-    "log10",
-    "ldexp",
-    "frexp",
-    "toupper",
-    "tolower",
-    "isalpha",
-    "isdigit",
-    "isalnum",
-    "isspace",
-    "isupper",
-    "islower",
-    "isxdigit",
-    "isprint",
-    "__ctype_b_loc",
-    "__ctype_tolower_loc",
-    "__ctype_toupper_loc",
-    "__errno_location",
-    "__assert_fail",
-    "abort",
-];
 
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
 pub(super) unsafe fn has_returns_twice_call(bbs: &[LLVMBasicBlockRef]) -> bool {
