@@ -32,14 +32,14 @@ pub(super) struct CoverageArrays {
     /// `__FC_arr_*`.
     pub(super) fc: Option<Global>,
     /// The probes whose global slot is set at their loop's exits.
-    pub(super) at_return: AtReturn,
+    pub(super) loop_exits: LoopExitCopies,
 }
 
 /// Probes whose global store moves from the probe to the exits of its loop, where the
 /// probe's local bit is copied into the global slot (`CfgFunction::cc_global_at_return`,
 /// `bbc_global_at_return`).
 #[derive(Default)]
-pub(super) struct AtReturn {
+pub(super) struct LoopExitCopies {
     /// Slots of `__CC_arr` / `__CC_arr_*`.
     cc: Vec<u64>,
     /// Blocks (slots of `__BBC_arr` / `__BBC_arr_*`).
@@ -101,11 +101,10 @@ pub(super) fn copied_loops(succs: &[Vec<u32>], eligible: &[bool]) -> Vec<Vec<usi
                 out.push(blocks);
                 continue;
             }
-            let inside: HashSet<usize> = blocks.iter().copied().collect();
             let mut entered = vec![false; succs.len()];
             entered[0] = true;
             for (b, s) in succs.iter().enumerate() {
-                if !inside.contains(&b) {
+                if blocks.binary_search(&b).is_err() {
                     for &t in s {
                         entered[t as usize] = true;
                     }
@@ -121,7 +120,7 @@ pub(super) fn copied_loops(succs: &[Vec<u32>], eligible: &[bool]) -> Vec<Vec<usi
     out
 }
 
-impl AtReturn {
+impl LoopExitCopies {
     /// The probes in `loops` (`copied_loops`) that store into a local array — where a loop
     /// stored both bytes every iteration. A copy at a loop's exit is right only if the local
     /// array holds the activation's bits there: `__BBC_arr` is zeroed at entry, `__CC_arr`
@@ -134,7 +133,7 @@ impl AtReturn {
         cfg: &CfgFunction,
         calls: &[CallSite],
         layout: &CcLayout,
-    ) -> AtReturn {
+    ) -> LoopExitCopies {
         let g = &facts.graph;
         let bbc_local = arrays
             .bbc
@@ -150,7 +149,7 @@ impl AtReturn {
         // point of the loop: a copy in the zeroing block itself would go before the zeroing
         // and read what the stack held.
         let h = layout.zeroing.block();
-        let mut out = AtReturn::default();
+        let mut out = LoopExitCopies::default();
         for l in loops {
             let has = |k: usize| l.binary_search(&k).is_ok();
             let mut exits = BTreeSet::new();
@@ -358,7 +357,7 @@ impl CoverageArrays {
                     let lp = c.gep(lty, a, idx);
                     c.vstore(one, lp);
                 }
-                if self.at_return.cc_has(j) {
+                if self.loop_exits.cc_has(j) {
                     continue;
                 }
                 let gp = c.gep(gty, g, idx);
@@ -378,7 +377,7 @@ impl CoverageArrays {
                     let lp = c.gep(lty, a, idx);
                     c.vstore(one, lp);
                 }
-                if self.at_return.bbc_has(k) {
+                if self.loop_exits.bbc_has(k) {
                     continue;
                 }
                 let gp = c.gep(gty, g, idx);
@@ -410,7 +409,7 @@ impl CoverageArrays {
     /// the stores saved; for the same reason a check of a few slots loads bytes. Last of
     /// the instrumentation: it splits the exits' blocks.
     pub(super) unsafe fn copy_at_loop_exits(&self, c: &Ctx, bbs: &[LLVMBasicBlockRef]) {
-        let at = &self.at_return;
+        let at = &self.loop_exits;
         let cc = self.cc.and_then(|(g, l)| Some((g, l?)));
         let bbc = self.bbc.as_ref().and_then(|b| Some((b.global, b.local?)));
         let flag_array = if at.flag_in_bbc { bbc } else { cc };

@@ -507,7 +507,7 @@ impl Ctx {
         g
     }
 
-    /// A global coverage array of `n` slots, followed by `flags` bytes (`AtReturn`'s flags)
+    /// A global coverage array of `n` slots, followed by `flags` bytes (`LoopExitCopies`'s flags)
     /// and, when there are any, padded to whole 8-byte words (which its check reads; DWARF
     /// still says `n`).
     unsafe fn global(
@@ -1022,8 +1022,8 @@ impl Unit<'_> {
         }
         // ---- Coverage globals / metadata ----------------------------------------------------
         // Probes on a cycle that store into a local array leave their global slot to the
-        // returns, which copy the local bit (`AtReturn`): a loop then stores one byte per
-        // probe and iteration, not two. Not where an activation can end without returning
+        // exits of their loop, which copy the local bit (`LoopExitCopies`): a loop then
+        // stores one byte per probe and iteration, not two. Not where an activation can end without returning
         // and without staying on the stack (a `longjmp` through it: `GlobalStores`;
         // unwinding; `setjmp`-like calls keep every probe), nor for v1.4.0's readers (text
         // metadata).
@@ -1045,7 +1045,6 @@ impl Unit<'_> {
         } else {
             Vec::new()
         };
-        let at_return = !copied_loops.is_empty();
         let owner = ArrayOwner {
             c,
             f,
@@ -1101,10 +1100,10 @@ impl Unit<'_> {
             cc,
             bbc,
             fc,
-            at_return: AtReturn::default(),
+            loop_exits: LoopExitCopies::default(),
         };
-        if at_return {
-            arrays.at_return = AtReturn::new(
+        if !copied_loops.is_empty() {
+            arrays.loop_exits = LoopExitCopies::new(
                 &arrays,
                 &succs,
                 &copied_loops,
@@ -1113,7 +1112,7 @@ impl Unit<'_> {
                 &rec.calls,
                 &layout,
             );
-            arrays.at_return.record(&mut rec.cfg);
+            arrays.loop_exits.record(&mut rec.cfg);
         }
         // ---- Code -----------------------------------------------------------------------------
         // Coverage stores first (they only insert before existing instructions).
@@ -1140,7 +1139,7 @@ impl Unit<'_> {
         arrays
             .zero_locals(c, &bbs, &facts, layout.zeroing)
             .map_err(unsupported)?;
-        // Last: it splits the copy points' blocks.
+        // Last: it splits the loops' exit blocks.
         arrays.copy_at_loop_exits(c, &bbs);
         let body = match replica {
             Some(off) => {
