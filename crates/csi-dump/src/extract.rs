@@ -1649,6 +1649,18 @@ impl<'a> Extract<'a> {
                 }
             }
         }
+        // Call sites in blocks without a probe (`cc_unprobed`): from the sites above and
+        // the frame's position, this activation alone.
+        let activation = [rf.point.clone()];
+        let derived = self.unprobed_call_sites(
+            f,
+            &rf.local_coverage,
+            Some(&activation),
+            Some((&rf.point, at_call)),
+        );
+        for (n, ran) in derived {
+            rf.local_coverage.entry(n).or_insert(ran);
+        }
     }
 
     /// The activation's path and (single) point as source steps, one per line in a row.
@@ -2371,25 +2383,117 @@ impl<'a> Extract<'a> {
         let bits: Vec<Option<bool>> = (0..n)
             .map(|k| node_of(k).and_then(|node| known.get(&node).copied()))
             .collect();
-        let index: HashMap<NodeId, usize> =
-            gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect();
-        // An activation at a point without a block (or unknown to the record) may be anywhere.
-        let live: Option<Vec<Vec<usize>>> = live.map(|acts| {
-            acts.iter()
-                .map(|points| {
-                    points
-                        .iter()
-                        .map(|p| rec.nodes[*index.get(p)?].block.map(|b| b as usize))
-                        .collect::<Option<Vec<usize>>>()
-                        .unwrap_or_default()
-                })
-                .collect()
-        });
+        let live = live_blocks(rec, gnodes, live);
         let derived = blocks.derive_unprobed(&probed, &bits, live.as_deref());
         rec.bbc_unprobed
             .iter()
             .filter_map(|&k| Some((node_of(k as usize)?, derived[k as usize]?)))
             .collect()
+    }
+
+    /// The coverage of `f`'s call sites in blocks without a probe (`cc_unprobed`) from the
+    /// probed sites' coverage in `known` and the activations in progress (`live`, as for
+    /// [`unprobed_blocks`](Self::unprobed_blocks)), over the block graph csi-cc placed the
+    /// probes on: a block with a probed site ran iff its first site's bit says so (a block
+    /// without calls is unknown), and `BlockGraph::derive_unprobed` does the rest. An
+    /// unprobed block that did not run ran none of its sites. One that ran ran all of them
+    /// when it was left — every call of it comes back — which holds when a probed block it
+    /// strictly dominates ran, or when no activation may stand in it. `stop` (a live frame's
+    /// own coverage: its candidate points and whether it is in a call): in the block the
+    /// frame stands in, the sites before its position ran, and those after it did not when
+    /// the block is on no cycle.
+    fn unprobed_call_sites(
+        &self,
+        f: FuncId,
+        known: &BTreeMap<NodeId, bool>,
+        live: Option<&[Vec<NodeId>]>,
+        stop: Option<(&[NodeId], bool)>,
+    ) -> Vec<(NodeId, bool)> {
+        let mut out = Vec::new();
+        let Some(rec) = self
+            .cfg
+            .get(f as usize)
+            .filter(|r| r.cc.is_some() && !r.cc_unprobed.is_empty())
+        else {
+            return out;
+        };
+        let gnodes = &self.graph.function(f).nodes;
+        let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
+        let n = blocks.len();
+        if gnodes.len() != rec.nodes.len() || rec.cc_unprobed.iter().any(|&b| b as usize >= n) {
+            return out;
+        }
+        let mut probed = vec![true; n];
+        for &b in &rec.cc_unprobed {
+            probed[b as usize] = false;
+        }
+        let mut bits: Vec<Option<bool>> = vec![None; n];
+        let mut seen = vec![false; n];
+        for (k, node) in rec.nodes.iter().enumerate() {
+            let Some(b) = node.block.map(|b| b as usize).filter(|&b| b < n) else {
+                continue;
+            };
+            if node.kind == NodeKind::CallSite
+                && probed[b]
+                && !std::mem::replace(&mut seen[b], true)
+            {
+                bits[b] = known.get(&gnodes[k]).copied();
+            }
+        }
+        let live = live_blocks(rec, gnodes, live);
+        let derived = blocks.derive_unprobed(&probed, &bits, live.as_deref());
+        let may_stand_in = |v: usize| {
+            live.as_ref()
+                .is_none_or(|acts| acts.iter().any(|at| at.is_empty() || at.contains(&v)))
+        };
+        // The frame's position by record node, when every candidate is in one block.
+        let index: HashMap<NodeId, usize> =
+            gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect();
+        let at: Option<(Vec<usize>, bool)> = stop.and_then(|(points, at_call)| {
+            let at: Vec<usize> = points
+                .iter()
+                .map(|p| index.get(p).copied())
+                .collect::<Option<_>>()?;
+            (!at.is_empty()).then_some((at, at_call))
+        });
+        for &v in &rec.cc_unprobed {
+            let v = v as usize;
+            let left = (0..n)
+                .any(|w| w != v && probed[w] && bits[w] == Some(true) && blocks.dominates(v, w));
+            let all = match derived[v] {
+                Some(false) => Some(false),
+                Some(true) if left || !may_stand_in(v) => Some(true),
+                _ if left => Some(true),
+                _ => None,
+            };
+            for (k, node) in rec.nodes.iter().enumerate() {
+                if node.kind != NodeKind::CallSite || node.block != Some(v as u32) {
+                    continue;
+                }
+                let ran = all.or_else(|| {
+                    let (at, at_call) = at.as_ref()?;
+                    let votes: Option<Vec<bool>> = at
+                        .iter()
+                        .map(|&ip| {
+                            if rec.nodes[ip].block != Some(v as u32) {
+                                return None;
+                            }
+                            match ip.cmp(&k) {
+                                std::cmp::Ordering::Greater => Some(true),
+                                std::cmp::Ordering::Equal => at_call.then_some(true),
+                                std::cmp::Ordering::Less => (!blocks.on_cycle(v)).then_some(false),
+                            }
+                        })
+                        .collect();
+                    let votes = votes?;
+                    votes.iter().all(|&x| x == votes[0]).then_some(votes[0])
+                });
+                if let Some(r) = ran {
+                    out.push((gnodes[k], r));
+                }
+            }
+        }
+        out
     }
 
     /// Global coverage of the blocks without a probe, in every function, from the probed
@@ -2402,7 +2506,7 @@ impl<'a> Extract<'a> {
     ) {
         let threads = threads.and_then(every_activation_seen);
         for (fi, rec) in self.cfg.iter().enumerate() {
-            if rec.bbc_unprobed.is_empty() {
+            if rec.bbc_unprobed.is_empty() && rec.cc_unprobed.is_empty() {
                 continue;
             }
             let f = fi as FuncId;
@@ -2415,6 +2519,16 @@ impl<'a> Extract<'a> {
             });
             let derived = self.unprobed_blocks(f, coverage, live.as_deref());
             coverage.extend(derived);
+            let derived = self.unprobed_call_sites(f, coverage, live.as_deref(), None);
+            coverage.extend(derived);
+            // What a live frame ran itself (its block may be the unprobed one it stands in).
+            for fr in threads.into_iter().flatten().flat_map(|t| &t.frames) {
+                if fr.function == Some(f) && !rec.cc_unprobed.is_empty() {
+                    for (&n, _) in fr.local_coverage.iter().filter(|(_, &ran)| ran) {
+                        coverage.entry(n).or_insert(true);
+                    }
+                }
+            }
         }
     }
 
@@ -2641,6 +2755,27 @@ fn variable_bytes<'v>(variables: &'v [Variable], name: &str) -> Option<&'v [u8]>
 
 /// The basic blocks of a `.debug_CSI_CFG` record: an edge from a block's last node to a
 /// block's first node (the instrumenter's successor lists, duplicates dropped).
+/// The record's blocks each activation in `live` (its candidate points) may stand in; an
+/// activation at a point without a block, or unknown to the record, may be anywhere (empty).
+fn live_blocks(
+    rec: &CfgFunction,
+    gnodes: &[NodeId],
+    live: Option<&[Vec<NodeId>]>,
+) -> Option<Vec<Vec<usize>>> {
+    let index: HashMap<NodeId, usize> = gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect();
+    live.map(|acts| {
+        acts.iter()
+            .map(|points| {
+                points
+                    .iter()
+                    .map(|p| rec.nodes[*index.get(p)?].block.map(|b| b as usize))
+                    .collect::<Option<Vec<usize>>>()
+                    .unwrap_or_default()
+            })
+            .collect()
+    })
+}
+
 fn record_blocks(rec: &CfgFunction) -> BlockGraph {
     let nblocks = rec
         .nodes

@@ -201,3 +201,42 @@ fn stale_local_arrays_before_the_zeroing_block_are_not_read() {
         common::matrix_lacks("fast_path");
     }
 }
+
+/// Call sites in blocks without a probe (csi-cc's `cc_unprobed`: the dominator-based placement
+/// across blocks) are derived from the probed blocks they dominate and the frames' positions.
+/// Checks the `unprobed_calls` fixture (fixtures/src/unprobed_calls.c) in every build of it
+/// (full fixture matrix only, like `branch_calls`).
+#[test]
+fn call_sites_without_a_probe_are_derived() {
+    let builds = call_site_builds("unprobed_calls");
+    let seen = builds.len();
+    for b in &builds {
+        // Stopped in `boom` (line 23) after the first arm on the second activation: the
+        // entry block's sites (17, 18) have no probe; the frame stands below them.
+        b.expect(
+            "fork2, local",
+            b.local("fork2"),
+            &[(17, T), (18, T), (20, T), (22, F), (23, T), (24, F)],
+        );
+        // The first activation took the second arm and completed.
+        b.expect(
+            "fork2, global",
+            b.global("fork2"),
+            &[(17, T), (18, T), (20, T), (22, T), (23, T), (24, T)],
+        );
+        // Never ran: the probed blocks below its unprobed entry did not run.
+        b.expect(
+            "spare, global",
+            b.global("spare"),
+            &[(28, F), (30, F), (32, F), (33, F)],
+        );
+        b.expect(
+            "report, global",
+            b.global("report"),
+            &[(37, T), (39, F), (41, T)],
+        );
+    }
+    if seen == 0 {
+        common::matrix_lacks("unprobed_calls");
+    }
+}

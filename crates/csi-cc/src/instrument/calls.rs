@@ -13,11 +13,11 @@ pub(super) use csi_model::dominance::{BlockGraph, Zeroing};
 /// and c1's clear probe that they did not (c1 dominates them). Between the two, a stopped
 /// frame's position decides for its local array (see `csi_model::sections::CfgImplied`).
 ///
-/// A later site is never inferred from an earlier one, and sites in different blocks never
-/// imply each other: a callee may crash, `exit` or `longjmp`, so no site post-dominates
-/// another in the executions that end in a failure report. `keep_all` (requested, or the
-/// function calls a `returns_twice` function such as `setjmp`, which can resume a block
-/// mid-way) probes every site.
+/// A later site is never inferred from an earlier one here: a callee may crash, `exit` or
+/// `longjmp`, so no site post-dominates another in the executions that end in a failure
+/// report. Across blocks, `CcLayout::new` adds Fig. 4.4's placement for the blocks whose
+/// calls all come back. `keep_all` (requested, or the function calls a `returns_twice`
+/// function such as `setjmp`, which can resume a block mid-way) probes every site.
 pub(super) fn cc_probe_placement(blocks: &[u32], keep_all: bool) -> Vec<Option<(usize, usize)>> {
     let mut out = vec![None; blocks.len()];
     if keep_all {
@@ -70,24 +70,22 @@ pub(super) unsafe fn quiet_instruction(i: LLVMValueRef) -> bool {
 }
 
 /// Blocks that can end an activation other than by a crash inside them (which leaves the
-/// frame live): no successor (a return, `unreachable`, `resume`), or a call — the callee may
-/// not come back (`exit`, an exception, `longjmp`, `pthread_exit`). Calls of LLVM intrinsics
-/// come back. For the block-coverage placement (`BlockGraph::coverage_probes`).
-pub(super) unsafe fn ends_activation(bbs: &[LLVMBasicBlockRef], succs: &[Vec<u32>]) -> Vec<bool> {
+/// frame live): no successor (a return, `unreachable`, `resume`), or a call that may not come
+/// back (`exit`, an exception, `longjmp`, `pthread_exit`; `comes_back` with the unit's
+/// `no_longjmp_through` set says which do). For the coverage placements
+/// (`BlockGraph::coverage_probes`, `coverage_probes_of`).
+pub(super) unsafe fn ends_activation(
+    bbs: &[LLVMBasicBlockRef],
+    succs: &[Vec<u32>],
+    no_longjmp_through: &HashSet<LLVMValueRef>,
+) -> Vec<bool> {
     bbs.iter()
         .zip(succs)
         .map(|(&b, s)| {
             s.is_empty()
-                || instructions(b).into_iter().any(|i| {
-                    is_call(i) && {
-                        let callee = LLVMGetCalledValue(i);
-                        let mut len = 0usize;
-                        let p = LLVMGetValueName2(callee, &mut len);
-                        LLVMIsAFunction(callee).is_null()
-                            || !std::slice::from_raw_parts(p as *const u8, len)
-                                .starts_with(b"llvm.")
-                    }
-                })
+                || instructions(b)
+                    .into_iter()
+                    .any(|i| is_call(i) && !comes_back(no_longjmp_through, i))
         })
         .collect()
 }
@@ -298,6 +296,9 @@ pub(super) struct CcLayout {
     call_nodes: Vec<u32>,
     /// Per call site: probed (`None`) or implied by two probed sites (see `cc_probe_placement`).
     placement: Vec<Option<(usize, usize)>>,
+    /// Blocks whose call sites have no probe at all: the dominated blocks' probes cover them
+    /// (the record's `cc_unprobed`).
+    unprobed_blocks: Vec<u32>,
     /// Per call site: its probe's slot.
     pub(super) slot: Vec<Option<u64>>,
     /// Slots in the global array.
@@ -321,6 +322,7 @@ impl CcLayout {
         facts: &BlockFacts,
         numbering: Option<&Numbering>,
         cc_all_probes: bool,
+        ends: Option<&[bool]>,
     ) -> CcLayout {
         let call_nodes: Vec<u32> = cfg
             .nodes
@@ -336,6 +338,31 @@ impl CcLayout {
             .collect();
         let keep_all = cc_all_probes || has_returns_twice_call(bbs);
         let placement = cc_probe_placement(&call_blocks, keep_all);
+        // Across blocks, the dissertation's dominator-based placement with only the blocks
+        // that have a call desired and probe-able (ch. 4, Fig. 4.4, I = D): a block whose
+        // calls all come back (`ends`) needs no probe when every way out of its dominator
+        // subtree passes a probed block of the subtree, whose bit then says the block ran
+        // in full (`BlockGraph::coverage_probes_of`; the reader: `derive_unprobed`). `None`:
+        // every block keeps its probes (v1.4.0's text metadata, whose readers read every
+        // slot).
+        let unprobed: Vec<bool> = match ends.filter(|_| !keep_all) {
+            Some(ends) => {
+                let mut desired = vec![false; bbs.len()];
+                for &b in call_blocks.iter().filter(|&&b| (b as usize) < bbs.len()) {
+                    desired[b as usize] = true;
+                }
+                let probed = facts.graph.coverage_probes_of(&desired, ends);
+                (0..bbs.len()).map(|b| desired[b] && !probed[b]).collect()
+            }
+            None => vec![false; bbs.len()],
+        };
+        let probed = |k: usize| {
+            placement[k].is_none()
+                && !unprobed
+                    .get(call_blocks[k] as usize)
+                    .copied()
+                    .unwrap_or(false)
+        };
         // Probes whose local bit a live frame's position decides store only into the global
         // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
         // frame is stopped after it in X, or in a block that X dominates; it did not if the
@@ -356,9 +383,9 @@ impl CcLayout {
         let mut slot: Vec<Option<u64>> = vec![None; n_calls];
         let mut n_probes = 0u64;
         for pass in [false, true] {
-            for (k, p) in placement.iter().enumerate() {
-                if p.is_none() && global_only(k) == pass {
-                    slot[k] = Some(n_probes);
+            for (k, s) in slot.iter_mut().enumerate() {
+                if probed(k) && global_only(k) == pass {
+                    *s = Some(n_probes);
                     n_probes += 1;
                 }
             }
@@ -371,7 +398,7 @@ impl CcLayout {
             0
         } else {
             (0..n_calls)
-                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .filter(|&k| probed(k) && !global_only(k))
                 .count() as u64
         };
         // Where the local array is zeroed (see `BlockFacts::zeroing_block`); at entry when
@@ -380,14 +407,18 @@ impl CcLayout {
             Zeroing::AtStart(0)
         } else {
             let local_blocks: Vec<usize> = (0..n_calls)
-                .filter(|&k| placement[k].is_none() && !global_only(k))
+                .filter(|&k| probed(k) && !global_only(k))
                 .map(|k| call_blocks[k] as usize)
                 .collect();
             facts.zeroing_block(&local_blocks)
         };
+        let unprobed_blocks = (0..bbs.len() as u32)
+            .filter(|&b| unprobed[b as usize])
+            .collect();
         CcLayout {
             call_nodes,
             placement,
+            unprobed_blocks,
             slot,
             n_probes,
             n_local,
@@ -417,8 +448,15 @@ impl CcLayout {
         cfg.cc_local_zeroed_in =
             (n_local > 0 && !self.keep_all).then_some(self.zeroing.block() as u32);
         cfg.cc_local_by_path = self.local_by_path;
+        cfg.cc_unprobed = self.unprobed_blocks.clone();
         let slot = &self.slot;
         for (k, &n) in self.call_nodes.iter().enumerate() {
+            let in_unprobed = cfg.nodes[n as usize]
+                .block
+                .is_some_and(|b| self.unprobed_blocks.contains(&b));
+            if in_unprobed {
+                continue;
+            }
             match (slot[k], self.placement[k]) {
                 (Some(j), _) => cfg.nodes[n as usize].labels.push(format!("CC{j}")),
                 (None, Some((a, b))) => {

@@ -734,10 +734,7 @@ unsafe fn instrument_module(
     let funcs = defined_functions(c.module);
     let address_taken = address_taken_functions(c.module, opts);
     let module_record = module_record(c.module, opts, &address_taken);
-    let no_longjmp_through = match opts.global_stores {
-        GlobalStores::Auto => no_longjmp_through(&funcs),
-        _ => HashSet::new(),
-    };
+    let no_longjmp_through = no_longjmp_through(&funcs);
     let mut unit = Unit {
         no_longjmp_through,
         c,
@@ -808,8 +805,8 @@ struct Unit<'a> {
     unit_mash: String,
     /// Address-taken functions (see `address_taken_functions`).
     address_taken: Vec<(LLVMValueRef, String)>,
-    /// The functions no `longjmp` can pass through (see `no_longjmp_through`), for
-    /// `GlobalStores::Auto`.
+    /// The functions no `longjmp` can pass through (see `no_longjmp_through`): their calls
+    /// end no activation, for the block placement and `GlobalStores::Auto`'s loops.
     no_longjmp_through: HashSet<LLVMValueRef>,
     /// Address-taken functions by function type, for indirect calls.
     candidates_of_type: HashMap<LLVMTypeRef, Vec<String>>,
@@ -999,6 +996,7 @@ impl Unit<'_> {
         }
         // Labels for CC / BBC on the nodes.
         let facts = BlockFacts::new(&succs, &bbs);
+        let ends = ends_activation(&bbs, &succs, &self.no_longjmp_through);
         let layout = CcLayout::new(
             &rec.cfg,
             rec.calls.len(),
@@ -1006,6 +1004,7 @@ impl Unit<'_> {
             &facts,
             numbering.as_ref(),
             opts.cc_all_probes,
+            opts.compress_metadata.then_some(ends.as_slice()),
         );
         if mech.cc && !rec.calls.is_empty() {
             layout.label(&mut rec.cfg).map_err(unsupported)?;
@@ -1064,7 +1063,7 @@ impl Unit<'_> {
             let probed = if all {
                 vec![true; bbs.len()]
             } else {
-                facts.graph.coverage_probes(&ends_activation(&bbs, &succs))
+                facts.graph.coverage_probes(&ends)
             };
             // Blocks whose local bit a live frame's position decides store only globally, as
             // call sites do (`CcLayout::new`): on no cycle, dominating every non-quiet block

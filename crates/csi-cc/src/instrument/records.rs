@@ -313,6 +313,7 @@ impl FunctionRecord {
             cc_global_at_return: Vec::new(),
             bbc_global_at_return: Vec::new(),
             bbc_unprobed: Vec::new(),
+            cc_unprobed: Vec::new(),
             bbc_local_omitted: Vec::new(),
             switch: None,
             off_calls: Vec::new(),

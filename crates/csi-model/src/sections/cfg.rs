@@ -339,6 +339,18 @@ pub struct CfgFunction {
     /// `longjmp` or a thread's cancellation are not seen, as for every derived bit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cc_global_at_return: Vec<u64>,
+    /// Blocks whose call sites have no probe and no slot (csi-cc's dominator-based placement
+    /// across blocks, ch. 4, Fig. 4.4 with only blocks that have a call probe-able): each
+    /// such block's calls all come back (no `longjmp`, exception or `exit` can leave through
+    /// them), and every way out of its dominator subtree passes a block with a probed call
+    /// site. A block with a probed site ran when its first site's bit is set (the first site
+    /// of a block is always probed), and an unprobed block ran in full when a probed block
+    /// it dominates ran, or when it ran and no activation stands in it
+    /// ([`crate::dominance::BlockGraph::derive_unprobed`], with the blocks without calls
+    /// unknown). Readers that ignore this field see these sites without a label: unknown,
+    /// which is sound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cc_unprobed: Vec<u32>,
     #[serde(default)]
     pub bbc: Option<String>,
     /// Blocks (version 9) whose probe stores only into the local `__BBC_arr`; the global
