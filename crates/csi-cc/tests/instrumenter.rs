@@ -344,9 +344,11 @@ fn compressed_metadata_reads_as_the_text() {
             &run(Command::new(csi_cxx())
                 .arg("--csi-scheme=all")
                 // Text metadata probes every block (`.debug_BBC` cannot say a slot is
-                // implied) and stores global bits in place: so does the compressed build
-                // here, for identical records.
+                // implied), places call-site probes only within blocks (its readers know
+                // only `CfgImplied`) and stores global bits in place: with every probe kept,
+                // the compressed build's records are the same.
                 .arg("--csi-bb-probes=all")
+                .arg("--csi-cc-probes=all")
                 .arg("--csi-global-stores=in-place")
                 .arg(format!("--csi-metadata={format}"))
                 .args(["-O0", "-c"])

@@ -2429,6 +2429,14 @@ impl<'a> Extract<'a> {
         }
         let mut bits: Vec<Option<bool>> = vec![None; n];
         let mut seen = vec![false; n];
+        let index: HashMap<NodeId, usize> =
+            gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect();
+        // Each activation's candidate positions as record nodes (`None`: unknown to it).
+        let live_nodes: Option<Vec<Vec<Option<usize>>>> = live.map(|acts| {
+            acts.iter()
+                .map(|points| points.iter().map(|p| index.get(p).copied()).collect())
+                .collect()
+        });
         for (k, node) in rec.nodes.iter().enumerate() {
             let Some(b) = node.block.map(|b| b as usize).filter(|&b| b < n) else {
                 continue;
@@ -2446,9 +2454,6 @@ impl<'a> Extract<'a> {
             live.as_ref()
                 .is_none_or(|acts| acts.iter().any(|at| at.is_empty() || at.contains(&v)))
         };
-        // The frame's position by record node, when every candidate is in one block.
-        let index: HashMap<NodeId, usize> =
-            gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect();
         let at: Option<(Vec<usize>, bool)> = stop.and_then(|(points, at_call)| {
             let at: Vec<usize> = points
                 .iter()
@@ -2460,6 +2465,27 @@ impl<'a> Extract<'a> {
             let v = v as usize;
             let left = (0..n)
                 .any(|w| w != v && probed[w] && bits[w] == Some(true) && blocks.dominates(v, w));
+            // No probed call block below `v` ran: an execution that passed a site of `v` and
+            // is no longer inside `v`'s subtree would have passed one, so only one standing
+            // in `v` after the site (or below `v`) can have — none before it in `v` either,
+            // when `v` is on no cycle.
+            let none_left = (0..n)
+                .all(|w| w == v || !seen[w] || !blocks.dominates(v, w) || bits[w] == Some(false));
+            let not_past = |k: usize| {
+                live_nodes.as_ref().is_some_and(|acts| {
+                    acts.iter().all(|at| {
+                        !at.is_empty()
+                            && at.iter().all(|ip| {
+                                ip.and_then(|ip| rec.nodes[ip].block.map(|b| (ip, b as usize)))
+                                    .is_some_and(|(ip, b)| {
+                                        b < n
+                                            && (!blocks.dominates(v, b)
+                                                || (b == v && ip < k && !blocks.on_cycle(v)))
+                                    })
+                            })
+                    })
+                })
+            };
             let all = match derived[v] {
                 Some(false) => Some(false),
                 Some(true) if left || !may_stand_in(v) => Some(true),
@@ -2470,24 +2496,28 @@ impl<'a> Extract<'a> {
                 if node.kind != NodeKind::CallSite || node.block != Some(v as u32) {
                     continue;
                 }
-                let ran = all.or_else(|| {
-                    let (at, at_call) = at.as_ref()?;
-                    let votes: Option<Vec<bool>> = at
-                        .iter()
-                        .map(|&ip| {
-                            if rec.nodes[ip].block != Some(v as u32) {
-                                return None;
-                            }
-                            match ip.cmp(&k) {
-                                std::cmp::Ordering::Greater => Some(true),
-                                std::cmp::Ordering::Equal => at_call.then_some(true),
-                                std::cmp::Ordering::Less => (!blocks.on_cycle(v)).then_some(false),
-                            }
-                        })
-                        .collect();
-                    let votes = votes?;
-                    votes.iter().all(|&x| x == votes[0]).then_some(votes[0])
-                });
+                let ran = all
+                    .or_else(|| (none_left && not_past(k)).then_some(false))
+                    .or_else(|| {
+                        let (at, at_call) = at.as_ref()?;
+                        let votes: Option<Vec<bool>> = at
+                            .iter()
+                            .map(|&ip| {
+                                if rec.nodes[ip].block != Some(v as u32) {
+                                    return None;
+                                }
+                                match ip.cmp(&k) {
+                                    std::cmp::Ordering::Greater => Some(true),
+                                    std::cmp::Ordering::Equal => at_call.then_some(true),
+                                    std::cmp::Ordering::Less => {
+                                        (!blocks.on_cycle(v)).then_some(false)
+                                    }
+                                }
+                            })
+                            .collect();
+                        let votes = votes?;
+                        votes.iter().all(|&x| x == votes[0]).then_some(votes[0])
+                    });
                 if let Some(r) = ran {
                     out.push((gnodes[k], r));
                 }

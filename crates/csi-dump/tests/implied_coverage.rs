@@ -235,6 +235,14 @@ fn call_sites_without_a_probe_are_derived() {
             b.global("report"),
             &[(37, T), (39, F), (41, T)],
         );
+        // `lead` ran once and stands at its call of `fork2` in its unprobed entry block: what
+        // is before it ran, what is after it never did (no probed block below it ran).
+        for (what, got) in [
+            ("lead, local", b.local("lead")),
+            ("lead, global", b.global("lead")),
+        ] {
+            b.expect(what, got, &[(45, T), (46, T), (47, F), (49, F), (51, F)]);
+        }
     }
     if seen == 0 {
         common::matrix_lacks("unprobed_calls");
