@@ -393,11 +393,11 @@ fn compressed_metadata_reads_as_the_text() {
 }
 
 /// Basic-block coverage probes only the blocks the dissertation's dominator-based placement
-/// keeps (ch. 4): never a block that can end an activation (a call, a return), and in every
-/// loop of `loops.c` fewer blocks than there are; of those, some store only their global bit
-/// (`bbc_local_omitted`: the reader derives the local one), never a block without a probe;
-/// `--csi-bb-probes=all` and the text metadata (csi-cc v1.4.0's `.debug_BBC` cannot say a
-/// slot is implied) probe every block, locally too.
+/// keeps (ch. 4): never a block that can end an activation (a call that may not come back, a
+/// return), and in every loop of `loops.c` fewer blocks than there are; of those, some store
+/// only their global bit (`bbc_local_omitted`: the reader derives the local one), never a
+/// block without a probe; `--csi-bb-probes=all` and the text metadata (csi-cc v1.4.0's
+/// `.debug_BBC` cannot say a slot is implied) probe every block, locally too.
 #[test]
 fn block_probes_are_placed_by_dominators() {
     let d = scratch();
@@ -483,12 +483,6 @@ fn block_probes_are_placed_by_dominators() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Probes inside loops store only their local bit; the loop's exits copy it into the global
-/// slot (`cc_global_at_return`, `bbc_global_at_return`). By default (`auto`) only in loops
-/// whose calls all come back: loops.c's `noisy` loops over `printf`, so not there, but with
-/// `--csi-global-stores=all-loops`. loops.c's loops run every block and call, so after
-/// `main` returns (stopped in `exit`) each such global slot must be set — by the copy alone,
-/// since no probe stores there.
 /// Call-site probes placed across blocks (ch. 4, Fig. 4.4 with only blocks that have a call
 /// probe-able): in the repository's `unprobed_calls` fixture, `fork2`'s and `spare`'s entry
 /// blocks lose their probes (both arms and the code after them are probed), their sites get
@@ -551,6 +545,12 @@ fn call_site_probes_are_placed_across_blocks() {
     }
 }
 
+/// Probes inside loops store only their local bit; the loop's exits copy it into the global
+/// slot (`cc_global_at_return`, `bbc_global_at_return`). By default (`auto`) only in loops
+/// whose calls all come back: loops.c's `noisy` loops over `printf`, so not there, but with
+/// `--csi-global-stores=all-loops`. loops.c's loops run every block and call, so after
+/// `main` returns (stopped in `exit`) each such global slot must be set — by the copy alone,
+/// since no probe stores there.
 #[test]
 fn loop_probes_set_their_global_slots_at_return() {
     if !gdb_available() {

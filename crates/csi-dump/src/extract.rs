@@ -2065,17 +2065,10 @@ impl<'a> Extract<'a> {
                             if rec.nodes[ip].block != node.block {
                                 return None; // contradicts the probes: do not guess
                             }
-                            match ip.cmp(&k) {
-                                std::cmp::Ordering::Greater => Some(true),
-                                std::cmp::Ordering::Equal if at_call => Some(true),
-                                std::cmp::Ordering::Less if ip >= first => Some(false),
-                                _ => None,
-                            }
+                            site_in_frames_block(ip, k, at_call, ip >= first)
                         })
                         .collect();
-                    let votes = votes.filter(|v| !v.is_empty())?;
-                    let all = votes[0];
-                    votes.iter().all(|&v| v == all).then_some(all)
+                    unanimous(&votes?)
                 }),
                 _ => None,
             };
@@ -2146,19 +2139,13 @@ impl<'a> Extract<'a> {
                 .map(|&ip| {
                     let pb = rec.nodes[ip].block? as usize;
                     if pb == x {
-                        return match ip.cmp(&k) {
-                            std::cmp::Ordering::Greater => Some(true),
-                            std::cmp::Ordering::Equal => at_call.then_some(true),
-                            std::cmp::Ordering::Less => (!from_x[x]).then_some(false),
-                        };
+                        return site_in_frames_block(ip, k, at_call, !from_x[x]);
                     }
                     blocks.site_ran(x, from_x, pb)
                 })
                 .collect();
-            if let Some(v) = votes {
-                if v.iter().all(|&b| b == v[0]) {
-                    out.push((gnodes[k], v[0]));
-                }
+            if let Some(ran) = votes.as_deref().and_then(unanimous) {
+                out.push((gnodes[k], ran));
             }
         }
         out
@@ -2383,7 +2370,7 @@ impl<'a> Extract<'a> {
         let bits: Vec<Option<bool>> = (0..n)
             .map(|k| node_of(k).and_then(|node| known.get(&node).copied()))
             .collect();
-        let live = live_blocks(rec, gnodes, live);
+        let live = live_positions(&node_index(gnodes), live).map(|acts| live_blocks(rec, &acts));
         let derived = blocks.derive_unprobed(&probed, &bits, live.as_deref());
         rec.bbc_unprobed
             .iter()
@@ -2429,14 +2416,8 @@ impl<'a> Extract<'a> {
         }
         let mut bits: Vec<Option<bool>> = vec![None; n];
         let mut seen = vec![false; n];
-        let index: HashMap<NodeId, usize> =
-            gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect();
-        // Each activation's candidate positions as record nodes (`None`: unknown to it).
-        let live_nodes: Option<Vec<Vec<Option<usize>>>> = live.map(|acts| {
-            acts.iter()
-                .map(|points| points.iter().map(|p| index.get(p).copied()).collect())
-                .collect()
-        });
+        let index = node_index(gnodes);
+        let live_nodes = live_positions(&index, live);
         for (k, node) in rec.nodes.iter().enumerate() {
             let Some(b) = node.block.map(|b| b as usize).filter(|&b| b < n) else {
                 continue;
@@ -2448,7 +2429,7 @@ impl<'a> Extract<'a> {
                 bits[b] = known.get(&gnodes[k]).copied();
             }
         }
-        let live = live_blocks(rec, gnodes, live);
+        let live = live_nodes.as_deref().map(|acts| live_blocks(rec, acts));
         let derived = blocks.derive_unprobed(&probed, &bits, live.as_deref());
         let may_stand_in = |v: usize| {
             live.as_ref()
@@ -2506,17 +2487,10 @@ impl<'a> Extract<'a> {
                                 if rec.nodes[ip].block != Some(v as u32) {
                                     return None;
                                 }
-                                match ip.cmp(&k) {
-                                    std::cmp::Ordering::Greater => Some(true),
-                                    std::cmp::Ordering::Equal => at_call.then_some(true),
-                                    std::cmp::Ordering::Less => {
-                                        (!blocks.on_cycle(v)).then_some(false)
-                                    }
-                                }
+                                site_in_frames_block(ip, k, *at_call, !blocks.on_cycle(v))
                             })
                             .collect();
-                        let votes = votes?;
-                        votes.iter().all(|&x| x == votes[0]).then_some(votes[0])
+                        unanimous(&votes?)
                     });
                 if let Some(r) = ran {
                     out.push((gnodes[k], r));
@@ -2535,28 +2509,32 @@ impl<'a> Extract<'a> {
         threads: Option<&[csi_model::report::Thread]>,
     ) {
         let threads = threads.and_then(every_activation_seen);
+        // Every activation in progress, by function: each frame's candidate points.
+        let mut frames: HashMap<FuncId, Vec<&csi_model::report::Frame>> = HashMap::new();
+        for fr in threads.into_iter().flatten().flat_map(|t| &t.frames) {
+            if let Some(f) = fr.function {
+                frames.entry(f).or_default().push(fr);
+            }
+        }
         for (fi, rec) in self.cfg.iter().enumerate() {
             if rec.bbc_unprobed.is_empty() && rec.cc_unprobed.is_empty() {
                 continue;
             }
             let f = fi as FuncId;
-            let live: Option<Vec<Vec<NodeId>>> = threads.map(|ts| {
-                ts.iter()
-                    .flat_map(|t| &t.frames)
-                    .filter(|fr| fr.function == Some(f))
-                    .map(|fr| fr.point.clone())
-                    .collect()
-            });
+            let of_f = frames.get(&f).map(Vec::as_slice).unwrap_or_default();
+            let live: Option<Vec<Vec<NodeId>>> =
+                threads.map(|_| of_f.iter().map(|fr| fr.point.clone()).collect());
             let derived = self.unprobed_blocks(f, coverage, live.as_deref());
             coverage.extend(derived);
+            if rec.cc_unprobed.is_empty() {
+                continue;
+            }
             let derived = self.unprobed_call_sites(f, coverage, live.as_deref(), None);
             coverage.extend(derived);
             // What a live frame ran itself (its block may be the unprobed one it stands in).
-            for fr in threads.into_iter().flatten().flat_map(|t| &t.frames) {
-                if fr.function == Some(f) && !rec.cc_unprobed.is_empty() {
-                    for (&n, _) in fr.local_coverage.iter().filter(|(_, &ran)| ran) {
-                        coverage.entry(n).or_insert(true);
-                    }
+            for fr in of_f {
+                for (&n, _) in fr.local_coverage.iter().filter(|(_, &ran)| ran) {
+                    coverage.entry(n).or_insert(true);
                 }
             }
         }
@@ -2783,29 +2761,62 @@ fn variable_bytes<'v>(variables: &'v [Variable], name: &str) -> Option<&'v [u8]>
         .and_then(|v| v.bytes.as_deref())
 }
 
-/// The basic blocks of a `.debug_CSI_CFG` record: an edge from a block's last node to a
-/// block's first node (the instrumenter's successor lists, duplicates dropped).
-/// The record's blocks each activation in `live` (its candidate points) may stand in; an
-/// activation at a point without a block, or unknown to the record, may be anywhere (empty).
-fn live_blocks(
-    rec: &CfgFunction,
-    gnodes: &[NodeId],
+/// Each record node's index, by program-graph node.
+fn node_index(gnodes: &[NodeId]) -> HashMap<NodeId, usize> {
+    gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect()
+}
+
+/// Each activation's candidate points in `live` as record nodes (`None`: unknown to the
+/// record); `None` when some activations may be unseen.
+fn live_positions(
+    index: &HashMap<NodeId, usize>,
     live: Option<&[Vec<NodeId>]>,
-) -> Option<Vec<Vec<usize>>> {
-    let index: HashMap<NodeId, usize> = gnodes.iter().enumerate().map(|(i, &g)| (g, i)).collect();
+) -> Option<Vec<Vec<Option<usize>>>> {
     live.map(|acts| {
         acts.iter()
-            .map(|points| {
-                points
-                    .iter()
-                    .map(|p| rec.nodes[*index.get(p)?].block.map(|b| b as usize))
-                    .collect::<Option<Vec<usize>>>()
-                    .unwrap_or_default()
-            })
+            .map(|points| points.iter().map(|p| index.get(p).copied()).collect())
             .collect()
     })
 }
 
+/// The record's blocks each activation (its positions, `live_positions`) may stand in; an
+/// activation at a point without a block, or unknown to the record, may be anywhere (empty).
+fn live_blocks(rec: &CfgFunction, acts: &[Vec<Option<usize>>]) -> Vec<Vec<usize>> {
+    acts.iter()
+        .map(|at| {
+            at.iter()
+                .map(|ip| rec.nodes[(*ip)?].block.map(|b| b as usize))
+                .collect::<Option<Vec<usize>>>()
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// A call site at record node `k` of the block a frame stands in at node `ip`: it ran in the
+/// frame's activation if the frame is past it, or in its call (`at_call`); it did not if the
+/// frame is before it and `before_is_not_yet` (nothing else can have run it in the
+/// activation); otherwise unknown.
+fn site_in_frames_block(
+    ip: usize,
+    k: usize,
+    at_call: bool,
+    before_is_not_yet: bool,
+) -> Option<bool> {
+    match ip.cmp(&k) {
+        std::cmp::Ordering::Greater => Some(true),
+        std::cmp::Ordering::Equal => at_call.then_some(true),
+        std::cmp::Ordering::Less => before_is_not_yet.then_some(false),
+    }
+}
+
+/// The answer all of a frame's candidate points give, if they agree (none: unknown).
+fn unanimous(votes: &[bool]) -> Option<bool> {
+    let first = *votes.first()?;
+    votes.iter().all(|&v| v == first).then_some(first)
+}
+
+/// The basic blocks of a `.debug_CSI_CFG` record: an edge from a block's last node to a
+/// block's first node (the instrumenter's successor lists, duplicates dropped).
 fn record_blocks(rec: &CfgFunction) -> BlockGraph {
     let nblocks = rec
         .nodes
