@@ -545,6 +545,65 @@ fn call_site_probes_are_placed_across_blocks() {
     }
 }
 
+/// A library call that runs program code only through the function it is given (`qsort`,
+/// `bsearch`, see `csi_model::libc::callback_argument`) comes back when that function does:
+/// the repository's `sort_callback` fixture's `rank` loops over `qsort(.., by_key)` and
+/// `bsearch(.., by_key)` and its loop is copied at its exits, for call sites and blocks, at
+/// -O0 and at -O2, where glibc's `bsearch` is an inline `available_externally` body that calls
+/// its comparator indirectly. With the comparator switched for one that may `longjmp` (an
+/// external function), the loop keeps its global stores in place.
+#[test]
+fn loops_calling_back_through_the_library_are_copied_at_their_exits() {
+    let d = scratch();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/src/sort_callback.c");
+    let external = d.join("external.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    std::fs::write(
+        &external,
+        text.replace(
+            "static int by_key(const void *a, const void *b) {",
+            "int by_key_elsewhere(const void *, const void *);\n\
+             static int by_key(const void *a, const void *b) {\n\
+             if (!a) return by_key_elsewhere(a, b);",
+        ),
+    )
+    .unwrap();
+    let build = |name: &str, src: &Path, extra: &[&str]| {
+        let obj = d.join(format!("{name}.o"));
+        ok(
+            &run(Command::new(CSI_CC)
+                .args(extra)
+                .arg("-c")
+                .arg(src)
+                .arg("-o")
+                .arg(&obj)),
+            name,
+        );
+        let recs = parse_cfg(&section(&obj, ".debug_CSI_CFG"), name).unwrap();
+        recs.into_iter()
+            .find(|f| f.name == "rank")
+            .expect("rank's record")
+    };
+    for opt in ["-O0", "-O2"] {
+        let cc = build(&format!("cc{opt}"), &src, &["--csi-scheme=cc", opt]);
+        assert!(!cc.cc_global_at_return.is_empty(), "cc {opt}");
+        let bb = build(&format!("bb{opt}"), &src, &["--csi-scheme=bb", opt]);
+        assert!(!bb.bbc_global_at_return.is_empty(), "bb {opt}");
+        let cc = build(
+            &format!("ext-cc{opt}"),
+            &external,
+            &["--csi-scheme=cc", opt],
+        );
+        assert!(cc.cc_global_at_return.is_empty(), "external, cc {opt}");
+        let bb = build(
+            &format!("ext-bb{opt}"),
+            &external,
+            &["--csi-scheme=bb", opt],
+        );
+        assert!(bb.bbc_global_at_return.is_empty(), "external, bb {opt}");
+    }
+}
+
 /// Probes inside loops store only their local bit; the loop's exits copy it into the global
 /// slot (`cc_global_at_return`, `bbc_global_at_return`). By default (`auto`) only in loops
 /// whose calls all come back: loops.c's `noisy` loops over `printf`, so not there, but with

@@ -248,3 +248,34 @@ fn call_sites_without_a_probe_are_derived() {
         common::matrix_lacks("unprobed_calls");
     }
 }
+
+/// A loop whose calls come back through a library callback (`qsort`, `bsearch` given a
+/// comparator of the unit) stores its call sites' global bits only when it exits
+/// (`cc_global_at_return`); the activation that crashed inside it says what it ran in its own
+/// array (csi-cc's test `loops_calling_back_through_the_library_are_copied_at_their_exits`
+/// checks that the loop is copied). Checks the `sort_callback` fixture (fixtures/src/sort_callback.c) in every build of
+/// it (full fixture matrix only, like `branch_calls`).
+#[test]
+fn loops_calling_back_through_the_library_are_read_from_live_frames() {
+    let builds = call_site_builds("sort_callback");
+    let seen = builds.len();
+    for b in &builds {
+        // Stopped at `qsort` (line 39) in round 2 of the second activation, which called
+        // `note` (32) this round only; `miss` (44) never ran. `bsearch` (41) ran in rounds 0
+        // and 1; optimized after instrumentation, glibc's inline `bsearch` is no call.
+        for (what, mut got) in [
+            ("rank, local", b.local("rank")),
+            ("rank, global", b.global("rank")),
+        ] {
+            if b.name.contains("-O2/") || b.name.ends_with("-O2") {
+                assert_ne!(got.remove(&41), Some(F), "{}: {what}", b.name);
+            } else {
+                assert_eq!(got.remove(&41), Some(T), "{}: {what}", b.name);
+            }
+            b.expect(what, got, &[(32, T), (39, T), (44, F)]);
+        }
+    }
+    if seen == 0 {
+        common::matrix_lacks("sort_callback");
+    }
+}

@@ -290,6 +290,32 @@ const LEAVING: &[&str] = &[
     "siglongjmp",
 ];
 
+/// These run program code only by calling the function their argument at the given index
+/// points to, before they return, and are no cancellation points: sorting and searching.
+const CALLING_BACK_IN_PLACE: &[(&str, usize)] = &[
+    ("qsort", 3),
+    ("qsort_r", 3),
+    ("bsearch", 4),
+    ("lfind", 4),
+    ("lsearch", 4),
+    ("tsearch", 2),
+    ("tfind", 2),
+    ("tdelete", 2),
+    ("twalk", 1),
+    ("twalk_r", 1),
+    ("tdestroy", 1),
+];
+
+/// For a library function that runs program code only through one function-pointer
+/// argument, called before it returns (`qsort`'s comparator): that argument's index. Such
+/// a call comes back when the function it is given does (see [`comes_back_or_ends`]).
+pub fn callback_argument(name: &str) -> Option<usize> {
+    CALLING_BACK_IN_PLACE
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, k)| k)
+}
+
 /// Does a call to the library function `name` never run program code?
 pub fn never_calls_back(name: &str) -> bool {
     name.starts_with("llvm.") || NEVER_CALLS_BACK.iter().any(|kind| kind.contains(&name))

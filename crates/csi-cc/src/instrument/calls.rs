@@ -150,7 +150,8 @@ impl BlockFacts {
 /// of: `nounwind`, a definition that no other unit's can replace (not weak or common), and
 /// every call a direct call of an LLVM intrinsic (but `llvm.eh.sjlj.longjmp`), of such a
 /// function, or of a C library function that calls no user code, is no cancellation point
-/// and comes back (`csi_model::libc::comes_back_or_ends`). An indirect call, inline
+/// and comes back (`csi_model::libc::comes_back_or_ends`), or of a sorting or searching one
+/// whose callback argument is such a function (`qsort(.., by_key)`). An indirect call, inline
 /// assembly, or any other declaration (it may `longjmp`, call back, or be `pthread_exit`)
 /// rules a function out. Asynchronous signals whose handlers `longjmp` are outside the
 /// analysis's assumptions, as for every placement that leaves a block without its own probe.
@@ -193,8 +194,9 @@ pub(super) unsafe fn no_longjmp_through(funcs: &[LLVMValueRef]) -> HashSet<LLVMV
 }
 
 /// The call `i` comes back or stays on the stack (see `no_longjmp_through`): a direct call of
-/// an LLVM intrinsic (but `llvm.eh.sjlj.longjmp`), of a function in `set`, or of a library
-/// function `csi_model::libc::comes_back_or_ends` lists.
+/// an LLVM intrinsic (but `llvm.eh.sjlj.longjmp`), of a function in `set`, of a library
+/// function `csi_model::libc::comes_back_or_ends` lists, or of a sorting or searching one
+/// (`csi_model::libc::callback_argument`) given a function that comes back.
 pub(super) unsafe fn comes_back(set: &HashSet<LLVMValueRef>, i: LLVMValueRef) -> bool {
     let callee = LLVMGetCalledValue(i);
     if LLVMIsAFunction(callee).is_null() {
@@ -203,10 +205,35 @@ pub(super) unsafe fn comes_back(set: &HashSet<LLVMValueRef>, i: LLVMValueRef) ->
     if LLVMGetIntrinsicID(callee) != 0 {
         return value_name(callee) != "llvm.eh.sjlj.longjmp";
     }
-    if LLVMIsDeclaration(callee) != 0 {
-        return csi_model::libc::comes_back_or_ends(&value_name(callee));
+    if is_library(callee) {
+        let name = value_name(callee);
+        if let Some(k) = csi_model::libc::callback_argument(&name) {
+            // `qsort(.., by_key)`: the library runs only `by_key`, before it returns.
+            return (k as u32) < LLVMGetNumArgOperands(i)
+                && function_comes_back(set, LLVMGetOperand(i, k as u32));
+        }
+        return csi_model::libc::comes_back_or_ends(&name);
     }
     set.contains(&callee)
+}
+
+/// A call of `f` comes back: `f` is a function in `set`, or a library function
+/// `csi_model::libc::comes_back_or_ends` lists (a comparator may be `strcmp` itself).
+unsafe fn function_comes_back(set: &HashSet<LLVMValueRef>, f: LLVMValueRef) -> bool {
+    if LLVMIsAFunction(f).is_null() {
+        return false;
+    }
+    if is_library(f) {
+        return LLVMGetIntrinsicID(f) == 0 && csi_model::libc::comes_back_or_ends(&value_name(f));
+    }
+    set.contains(&f)
+}
+
+/// `f` is the library's: a declaration, or a body the C library's headers give for inlining
+/// (`available_externally`, e.g. glibc's `bsearch` at `-O1` and up), which does what the
+/// library's does.
+unsafe fn is_library(f: LLVMValueRef) -> bool {
+    LLVMIsDeclaration(f) != 0 || LLVMGetLinkage(f) == LLVMLinkage::LLVMAvailableExternallyLinkage
 }
 
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
