@@ -545,6 +545,71 @@ fn call_site_probes_are_placed_across_blocks() {
     }
 }
 
+/// Block coverage carried across calls: a static function of one block, only ever called
+/// directly after calls that come back, gets no probe and no array; its record counts its
+/// calls (`entry_from_calls`) and the reader derives it from its callers' blocks. Not for a
+/// function called after `printf` in its caller's block (it may not come back), nor one whose
+/// address is taken, nor with text metadata or `--csi-bb-probes=all`.
+#[test]
+fn one_block_functions_are_covered_by_their_calls() {
+    let d = scratch();
+    let src = d.join("calls.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n\
+         static int twice(int x) { return 2 * x; }\n\
+         static int after_print(int x) { return x + 1; }\n\
+         static int taken(int x) { return x - 1; }\n\
+         int (*fp)(int) = taken;\n\
+         int main(int argc, char **argv) {\n\
+           (void)argv;\n\
+           int a = twice(argc) + twice(argc + 1);\n\
+           printf(\"%d\\n\", a);\n\
+           int b = after_print(a);\n\
+           return fp(b);\n\
+         }\n",
+    )
+    .unwrap();
+    let build = |name: &str, extra: &[&str]| {
+        let exe = d.join(name);
+        ok(
+            &run(Command::new(CSI_CC)
+                .arg("--csi-scheme=bb")
+                .args(extra)
+                .arg(&src)
+                .arg("-o")
+                .arg(&exe)),
+            name,
+        );
+        let out = run(&mut Command::new(&exe));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "6\n", "{name}");
+        let nm = String::from_utf8_lossy(&run(Command::new("nm").arg(&exe)).stdout).into_owned();
+        (
+            parse_cfg(&section(&exe, ".debug_CSI_CFG"), name).unwrap(),
+            nm,
+        )
+    };
+    for opt in ["-O0", "-O2"] {
+        let (recs, nm) = build(&format!("placed{opt}"), &[opt]);
+        let rec = |name: &str| recs.iter().find(|f| f.name == name).unwrap();
+        assert_eq!(rec("twice").entry_from_calls, Some(2), "{opt}");
+        assert!(rec("twice").bbc.is_none(), "{opt}");
+        assert!(!nm.contains("_twice\n"), "{opt}: twice has no array");
+        for name in ["after_print", "taken", "main"] {
+            assert_eq!(rec(name).entry_from_calls, None, "{opt} {name}");
+            assert!(rec(name).bbc.is_some(), "{opt} {name}");
+        }
+        for extra in ["--csi-metadata=text", "--csi-bb-probes=all"] {
+            let (recs, _) = build(&format!("all{opt}{extra}"), &[opt, extra]);
+            assert!(
+                recs.iter()
+                    .all(|f| f.entry_from_calls.is_none() && f.bbc.is_some()),
+                "{opt} {extra}"
+            );
+        }
+    }
+}
+
 /// A library call that runs program code only through the function it is given (`qsort`,
 /// `bsearch`, see `csi_model::libc::callback_argument`) comes back when that function does:
 /// the repository's `sort_callback` fixture's `rank` loops over `qsort(.., by_key)` and

@@ -206,6 +206,7 @@ impl Crash {
         // unprobed blocks are derived with activations unseen.
         let mut coverage = ctx.coverage_from(&bytes_of, &traced, None, &mut ignored);
         ctx.derive_unprobed_global(&mut coverage, None);
+        ctx.entries_from_calls(&mut coverage, None);
         Some(coverage)
     }
 
@@ -356,6 +357,7 @@ fn load_parts(
             }
         }
         ctx.derive_unprobed_global(&mut report.global_coverage, Some(&report.threads));
+        ctx.entries_from_calls(&mut report.global_coverage, Some(&report.threads));
         let off = ctx.traced.iter().filter(|&&t| !t).count();
         if off > 0 {
             notices.push(format!(
@@ -1544,8 +1546,12 @@ impl<'a> Extract<'a> {
             return self.activation(f, name, pc, variables, position, notices);
         }
         rf.point = point;
-        let block_covered =
-            instrumented && self.cfg.get(f as usize).is_some_and(|r| r.bbc.is_some());
+        let rec = self.cfg.get(f as usize).filter(|_| instrumented);
+        if rec.is_some_and(|r| r.entry_from_calls.is_some()) {
+            // Its one block, which a frame of it stands in.
+            rf.local_coverage.insert(self.graph.function(f).entry, true);
+        }
+        let block_covered = rec.is_some_and(|r| r.bbc.is_some());
         if block_covered {
             for (n, ran) in self.bbc_by_position(f, &rf.point, !bbc_zeroed) {
                 rf.local_coverage.entry(n).or_insert(ran);
@@ -2510,12 +2516,7 @@ impl<'a> Extract<'a> {
     ) {
         let threads = threads.and_then(every_activation_seen);
         // Every activation in progress, by function: each frame's candidate points.
-        let mut frames: HashMap<FuncId, Vec<&csi_model::report::Frame>> = HashMap::new();
-        for fr in threads.into_iter().flatten().flat_map(|t| &t.frames) {
-            if let Some(f) = fr.function {
-                frames.entry(f).or_default().push(fr);
-            }
-        }
+        let frames = frames_by_function(threads);
         for (fi, rec) in self.cfg.iter().enumerate() {
             if rec.bbc_unprobed.is_empty() && rec.cc_unprobed.is_empty() {
                 continue;
@@ -2536,6 +2537,177 @@ impl<'a> Extract<'a> {
                 for (&n, _) in fr.local_coverage.iter().filter(|(_, &ran)| ran) {
                     coverage.entry(n).or_insert(true);
                 }
+            }
+        }
+    }
+
+    /// Global coverage of the functions whose coverage their callers' gives
+    /// (`CfgFunction::entry_from_calls`, single blocks without a probe): one ran iff one of
+    /// its calls was made ([`call_made`](Self::call_made)), or a frame of it is live. Such
+    /// functions call one another: repeated until nothing changes. `threads`: the report's
+    /// (`None`: a passing run's coverage).
+    fn entries_from_calls(
+        &self,
+        coverage: &mut BTreeMap<NodeId, bool>,
+        threads: Option<&[csi_model::report::Thread]>,
+    ) {
+        let derived: Vec<(usize, Option<Vec<(usize, usize)>>)> = self
+            .cfg
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.entry_from_calls.is_some())
+            .map(|(g, _)| (g, self.calls_of(g)))
+            .collect();
+        if derived.is_empty() {
+            return;
+        }
+        let every_one = threads.and_then(every_activation_seen).is_some();
+        let frames = frames_by_function(threads);
+        loop {
+            let mut changed = false;
+            for (g, sites) in &derived {
+                let entry = self.graph.functions[*g].entry;
+                if coverage.contains_key(&entry) {
+                    continue;
+                }
+                let ran = if frames.contains_key(&(*g as FuncId)) {
+                    Some(true)
+                } else {
+                    sites.as_ref().and_then(|sites| {
+                        let made: Vec<Option<bool>> = sites
+                            .iter()
+                            .map(|&(i, k)| self.call_made(i, k, coverage, &frames, every_one))
+                            .collect();
+                        if made.contains(&Some(true)) {
+                            Some(true)
+                        } else {
+                            made.iter().all(|&m| m == Some(false)).then_some(false)
+                        }
+                    })
+                };
+                if let Some(ran) = ran {
+                    coverage.insert(entry, ran);
+                    changed = true;
+                }
+            }
+            if !changed {
+                return;
+            }
+        }
+    }
+
+    /// The direct calls of function record `g` (record, node index): in the records of its
+    /// module and unit, by name — `None` unless `g` is the only function of its name there
+    /// and they are as many as csi-cc counted (`entry_from_calls`: a copy of the unit in
+    /// another object, or a caller's record dropped with its COMDAT group, would differ).
+    fn calls_of(&self, g: usize) -> Option<Vec<(usize, usize)>> {
+        let rec = &self.cfg[g];
+        let want = rec.entry_from_calls? as usize;
+        let unit = rec.unit.as_deref()?;
+        let module = self.module_of.get(g)?;
+        let same = |i: &usize| {
+            self.module_of.get(*i) == Some(module) && self.cfg[*i].unit.as_deref() == Some(unit)
+        };
+        let records = (0..self.cfg.len()).filter(same);
+        if records
+            .clone()
+            .filter(|&i| self.cfg[i].name == rec.name)
+            .count()
+            != 1
+        {
+            return None;
+        }
+        let sites: Vec<(usize, usize)> = records
+            .flat_map(|i| {
+                self.cfg[i]
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(k, n)| {
+                        n.call
+                            .as_ref()
+                            .is_some_and(|c| !c.indirect && c.callee.as_deref() == Some(&rec.name))
+                            .then_some((i, k))
+                    })
+            })
+            .collect();
+        (sites.len() == want).then_some(sites)
+    }
+
+    /// Whether the call at node `k` of function record `i` was made, from the global block
+    /// coverage in `coverage` and the live frames (`frames`, by function; `every_one`: they
+    /// are every activation in progress): made when a block its block dominates ran (the
+    /// block was left, all of it run) or a frame of `i` stands past it in its block; not
+    /// made when its block did not run; made when its block ran and no activation may stand
+    /// in the block before it — csi-cc placed it after calls that come back only, so an
+    /// activation that entered the block and is no longer in it made the call.
+    fn call_made(
+        &self,
+        i: usize,
+        k: usize,
+        coverage: &BTreeMap<NodeId, bool>,
+        frames: &HashMap<FuncId, Vec<&csi_model::report::Frame>>,
+        every_one: bool,
+    ) -> Option<bool> {
+        let rec = &self.cfg[i];
+        let f = i as FuncId;
+        let gnodes = &self.graph.function(f).nodes;
+        if gnodes.len() != rec.nodes.len() {
+            return None;
+        }
+        let b = rec.nodes[k].block? as usize;
+        let blocks = self.record_blocks[i].get_or_init(|| record_blocks(rec));
+        let status = |w: usize| -> Option<bool> {
+            if rec.bbc.is_some() {
+                let node = self.labels[i].get(format!("BBC{w}").as_str())?;
+                coverage.get(node).copied()
+            } else if rec.entry_from_calls.is_some() && w == 0 {
+                coverage.get(&self.graph.functions[i].entry).copied()
+            } else {
+                None
+            }
+        };
+        if (0..blocks.len()).any(|w| w != b && blocks.dominates(b, w) && status(w) == Some(true)) {
+            return Some(true);
+        }
+        let index = node_index(gnodes);
+        // Per live frame of `i`: every candidate point past the call in its block.
+        let past: Vec<bool> = frames
+            .get(&f)
+            .into_iter()
+            .flatten()
+            .map(|fr| {
+                let at_call = fr.stopped_at.is_none();
+                !fr.point.is_empty()
+                    && fr.point.iter().all(|p| {
+                        index.get(p).is_some_and(|&ip| {
+                            rec.nodes[ip].block == Some(b as u32)
+                                && site_in_frames_block(ip, k, at_call, true) == Some(true)
+                        })
+                    })
+            })
+            .collect();
+        if past.contains(&true) {
+            return Some(true);
+        }
+        match status(b)? {
+            false => Some(false),
+            true => {
+                // No activation may stand in the block before the call.
+                let clear = frames
+                    .get(&f)
+                    .into_iter()
+                    .flatten()
+                    .zip(&past)
+                    .all(|(fr, &p)| {
+                        p || (!fr.point.is_empty()
+                            && fr.point.iter().all(|q| {
+                                index
+                                    .get(q)
+                                    .is_some_and(|&ip| rec.nodes[ip].block != Some(b as u32))
+                            }))
+                    });
+                (every_one && clear).then_some(true)
             }
         }
     }
@@ -2568,6 +2740,19 @@ fn every_activation_seen(
         .iter()
         .all(|t| !t.outer_frames_unknown && t.frames.iter().all(|f| f.function.is_some()))
         .then_some(threads)
+}
+
+/// The frames of `threads`, by function.
+fn frames_by_function(
+    threads: Option<&[csi_model::report::Thread]>,
+) -> HashMap<FuncId, Vec<&csi_model::report::Frame>> {
+    let mut frames: HashMap<FuncId, Vec<&csi_model::report::Frame>> = HashMap::new();
+    for fr in threads.into_iter().flatten().flat_map(|t| &t.frames) {
+        if let Some(f) = fr.function {
+            frames.entry(f).or_default().push(fr);
+        }
+    }
+    frames
 }
 
 /// Where coverage arrays are read from: (function record, array name, length) → bytes.

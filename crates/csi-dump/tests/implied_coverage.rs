@@ -279,3 +279,31 @@ fn loops_calling_back_through_the_library_are_read_from_live_frames() {
         common::matrix_lacks("sort_callback");
     }
 }
+
+/// Functions of one block without a probe of their own (csi-cc's `entry_from_calls`) are
+/// derived from their callers' block coverage: in the `sort_callback` fixture's block
+/// coverage builds, `note` was called only in the crashing activation of `rank`, from a block
+/// of its loop that the frame has left (its bit is in `rank`'s local array only), and
+/// `miss` never; `by_key` (its address is taken) keeps its array.
+#[test]
+fn one_block_functions_are_derived_from_their_calls() {
+    let mut seen = 0;
+    for fx in fixture_crashes()
+        .into_iter()
+        .filter(|fx| fx.name().starts_with("sort_callback/bb-"))
+    {
+        seen += 1;
+        let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", fx.name()));
+        let g = &crash.graph;
+        let entry = |name: &str| {
+            let f = g.functions.iter().find(|f| f.name == name).unwrap();
+            crash.report.global_coverage.get(&f.entry).copied()
+        };
+        assert_eq!(entry("note"), T, "{}: note", fx.name());
+        assert_eq!(entry("miss"), F, "{}: miss", fx.name());
+    }
+    if seen == 0 {
+        common::matrix_lacks("sort_callback");
+    }
+}

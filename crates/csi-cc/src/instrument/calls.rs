@@ -236,6 +236,64 @@ unsafe fn is_library(f: LLVMValueRef) -> bool {
     LLVMIsDeclaration(f) != 0 || LLVMGetLinkage(f) == LLVMLinkage::LLVMAvailableExternallyLinkage
 }
 
+/// The functions whose coverage follows from their callers' block coverage
+/// (`CfgFunction::entry_from_calls`), with their number of call sites: one block that
+/// returns (or ends in `unreachable`), internal linkage, with block coverage (`covered`), and
+/// every use a direct call from a function with block coverage, not passing the function
+/// itself, made where every call before it in its block comes back (`comes_back` with `set`):
+/// an activation that entered that block either reached the call or stands in the block.
+pub(super) unsafe fn entries_known_from_calls(
+    funcs: &[LLVMValueRef],
+    covered: &dyn Fn(LLVMValueRef) -> bool,
+    set: &HashSet<LLVMValueRef>,
+) -> HashMap<LLVMValueRef, u32> {
+    use LLVMLinkage::*;
+    let defined: HashSet<LLVMValueRef> = funcs.iter().copied().collect();
+    let mut out = HashMap::new();
+    for &g in funcs {
+        if !matches!(LLVMGetLinkage(g), LLVMInternalLinkage | LLVMPrivateLinkage) || !covered(g) {
+            continue;
+        }
+        let bbs = blocks(g);
+        if bbs.len() != 1 || LLVMGetNumSuccessors(LLVMGetBasicBlockTerminator(bbs[0])) != 0 {
+            continue;
+        }
+        let mut calls = 0u32;
+        let mut all_direct = true;
+        let mut u = LLVMGetFirstUse(g);
+        while !u.is_null() && all_direct {
+            let i = LLVMGetUser(u);
+            all_direct = !LLVMIsAInstruction(i).is_null()
+                && is_call(i)
+                && LLVMGetCalledValue(i) == g
+                && (0..LLVMGetNumArgOperands(i)).all(|k| LLVMGetOperand(i, k) != g)
+                && {
+                    let caller = LLVMGetBasicBlockParent(LLVMGetInstructionParent(i));
+                    defined.contains(&caller) && covered(caller)
+                }
+                && calls_before_come_back(set, i);
+            calls += 1;
+            u = LLVMGetNextUse(u);
+        }
+        if all_direct {
+            out.insert(g, calls);
+        }
+    }
+    out
+}
+
+/// Every call before `i` in its block comes back (`comes_back`).
+unsafe fn calls_before_come_back(set: &HashSet<LLVMValueRef>, i: LLVMValueRef) -> bool {
+    let mut j = LLVMGetFirstInstruction(LLVMGetInstructionParent(i));
+    while !j.is_null() && j != i {
+        if is_call(j) && !comes_back(set, j) {
+            return false;
+        }
+        j = LLVMGetNextInstruction(j);
+    }
+    true
+}
+
 /// The function calls (or invokes) something that may return twice (`setjmp`, `vfork`, ...).
 pub(super) unsafe fn has_returns_twice_call(bbs: &[LLVMBasicBlockRef]) -> bool {
     let name = c"returns_twice";

@@ -736,6 +736,7 @@ unsafe fn instrument_module(
     let module_record = module_record(c.module, opts, &address_taken);
     let no_longjmp_through = no_longjmp_through(&funcs);
     let mut unit = Unit {
+        entries_from_calls: HashMap::new(),
         no_longjmp_through,
         c,
         opts,
@@ -752,6 +753,12 @@ unsafe fn instrument_module(
             shadows: false,
         },
     };
+    // Not for v1.4.0's readers (text metadata: they read every slot), nor where every block
+    // is probed, nor in customizable builds (a switched-off caller calls the replica).
+    if opts.compress_metadata && !opts.bb_all_probes && !opts.switchable {
+        unit.entries_from_calls =
+            entries_known_from_calls(&funcs, &|f| unit.block_covered(f), &unit.no_longjmp_through);
+    }
     // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
     // the functions whose records it holds (see `comdat_of`).
     let mut groups: BTreeMap<Option<String>, [String; 5]> = BTreeMap::new();
@@ -808,6 +815,9 @@ struct Unit<'a> {
     /// The functions no `longjmp` can pass through (see `no_longjmp_through`): their calls
     /// end no activation, for the block placement and `GlobalStores::Auto`'s loops.
     no_longjmp_through: HashSet<LLVMValueRef>,
+    /// The functions whose coverage their callers' gives, with their number of calls (see
+    /// `entries_known_from_calls`): no probe, no array.
+    entries_from_calls: HashMap<LLVMValueRef, u32>,
     /// Address-taken functions by function type, for indirect calls.
     candidates_of_type: HashMap<LLVMTypeRef, Vec<String>>,
     /// Path-tracing block ids are unique in the unit: the next function's first.
@@ -906,6 +916,22 @@ unsafe fn call_past_dispatchers(
 }
 
 impl Unit<'_> {
+    /// `f` is instrumented with block coverage (see `function`: not skipped, not the
+    /// compiler's own, block coverage in its scheme).
+    unsafe fn block_covered(&self, f: LLVMValueRef) -> bool {
+        let name = value_name(f);
+        !name.starts_with("__csi")
+            && !self.skip.contains_key(&name)
+            && !LLVMGetSubprogram(f).is_null()
+            && self
+                .opts
+                .per_function
+                .get(&name)
+                .copied()
+                .unwrap_or(self.opts.default)
+                .bbc
+    }
+
     /// Instruments one function by its scheme and returns its section group and its metadata
     /// records (`.debug_PT`, `.debug_CC`, `.debug_BBC`, `.debug_FC`, `.debug_CSI_CFG`): the
     /// CFG record is read off the unmodified function, then the probes are placed, the
@@ -1009,7 +1035,12 @@ impl Unit<'_> {
         if mech.cc && !rec.calls.is_empty() {
             layout.label(&mut rec.cfg).map_err(unsupported)?;
         }
+        let entry_from_calls = self.entries_from_calls.get(&f).copied();
+        let bbc_array = mech.bbc && entry_from_calls.is_none();
         if mech.bbc {
+            rec.cfg.entry_from_calls = entry_from_calls;
+        }
+        if bbc_array {
             for (bi, &n) in rec.block_first_node.iter().enumerate() {
                 rec.cfg.nodes[n as usize].labels.push(format!("BBC{bi}"));
             }
@@ -1058,7 +1089,7 @@ impl Unit<'_> {
         } else {
             (None, String::new())
         };
-        let (bbc, bbc_text) = if mech.bbc {
+        let (bbc, bbc_text) = if bbc_array {
             let all = opts.bb_all_probes || !opts.compress_metadata || has_returns_twice_call(&bbs);
             let probed = if all {
                 vec![true; bbs.len()]

@@ -318,6 +318,7 @@ impl FunctionRecord {
             switch: None,
             off_calls: Vec::new(),
             bbc: None,
+            entry_from_calls: None,
             fc: None,
             nodes: vec![CfgNode::new(NodeKind::Entry), CfgNode::new(NodeKind::Exit)],
             edges: Vec::new(),

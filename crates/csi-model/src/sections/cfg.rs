@@ -353,6 +353,16 @@ pub struct CfgFunction {
     pub cc_unprobed: Vec<u32>,
     #[serde(default)]
     pub bbc: Option<String>,
+    /// Block coverage carried across calls (csi-cc's placement, ch. 4 taken past the
+    /// function's own blocks): this function is one block that returns, has internal
+    /// linkage, and is only ever called directly, at this many call sites of its unit, each
+    /// where every call before it in its block comes back. It has no coverage array
+    /// (`bbc` is `None`): it ran iff one of those calls was made, which readers derive from
+    /// the callers' block coverage — a call's block did not run, or ran and was left, or ran
+    /// with no activation standing in it before the call. Readers that ignore this field
+    /// see a function without coverage: unknown, which is sound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_from_calls: Option<u32>,
     /// Blocks (version 9) whose probe stores only into the local `__BBC_arr`; the global
     /// slot is set when the activation leaves the block's loop, as `cc_global_at_return`'s.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
