@@ -487,7 +487,8 @@ fn block_probes_are_placed_by_dominators() {
 /// probe-able): in the repository's `unprobed_calls` fixture, `fork2`'s and `spare`'s entry
 /// blocks lose their probes (both arms and the code after them are probed), their sites get
 /// neither a slot nor an implication; `report`'s entry calls `printf`, which may not come back,
-/// and keeps its probe. `--csi-cc-probes=all` and the text metadata probe every site.
+/// and would keep its probe but for its caller's. `--csi-cc-probes=all` and the text metadata
+/// probe every site.
 #[test]
 fn call_site_probes_are_placed_across_blocks() {
     let d = scratch();
@@ -535,7 +536,15 @@ fn call_site_probes_are_placed_across_blocks() {
                 assert!(n.implied.is_none(), "{opt} {name}");
             }
         }
-        assert!(!rec("report").cc_unprobed.contains(&0), "{opt}");
+        // `report`'s entry block calls `printf`, which may not come back, so the placement
+        // across blocks keeps its probe; but `report` is static and `main`'s call site says
+        // whether it ran, so its entry block's sites need none (`entry_from_calls`).
+        assert!(rec("report").cc_unprobed.contains(&0), "{opt}");
+        assert_eq!(rec("report").entry_from_calls, Some(1), "{opt}");
+        assert_eq!(rec("spare").entry_from_calls, None, "{opt}: not static");
+        // Where the placement drops the entry block's probes, the blocks below decide it,
+        // "did not run" too: not from the callers.
+        assert_eq!(rec("fork2").entry_from_calls, None, "{opt}");
         let all = build(&format!("all{opt}"), &[opt, "--csi-cc-probes=all"]);
         let text = build(&format!("text{opt}"), &[opt, "--csi-metadata=text"]);
         for recs in [&all, &text] {

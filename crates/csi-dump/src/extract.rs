@@ -2421,6 +2421,15 @@ impl<'a> Extract<'a> {
             probed[b as usize] = false;
         }
         let mut bits: Vec<Option<bool>> = vec![None; n];
+        // The entry block's bit is the function's entry (`entry_from_calls`: from the
+        // callers' coverage globally, a frame's own activation locally), which says whether
+        // it ran, not whether every way out of its subtree passed a probe: no "did not run"
+        // from below for it.
+        let from_calls = rec.entry_from_calls.is_some() && rec.cc_unprobed.contains(&0);
+        if from_calls {
+            probed[0] = true;
+            bits[0] = known.get(&self.graph.function(f).entry).copied();
+        }
         let mut seen = vec![false; n];
         let index = node_index(gnodes);
         let live_nodes = live_positions(&index, live);
@@ -2456,8 +2465,10 @@ impl<'a> Extract<'a> {
             // is no longer inside `v`'s subtree would have passed one, so only one standing
             // in `v` after the site (or below `v`) can have — none before it in `v` either,
             // when `v` is on no cycle.
-            let none_left = (0..n)
-                .all(|w| w == v || !seen[w] || !blocks.dominates(v, w) || bits[w] == Some(false));
+            let none_left = !(from_calls && v == 0)
+                && (0..n).all(|w| {
+                    w == v || !seen[w] || !blocks.dominates(v, w) || bits[w] == Some(false)
+                });
             let not_past = |k: usize| {
                 live_nodes.as_ref().is_some_and(|acts| {
                     acts.iter().all(|at| {
@@ -2541,10 +2552,11 @@ impl<'a> Extract<'a> {
         }
     }
 
-    /// Global coverage of the functions whose coverage their callers' gives
-    /// (`CfgFunction::entry_from_calls`, single blocks without a probe): one ran iff one of
-    /// its calls was made ([`call_made`](Self::call_made)), or a frame of it is live. Such
-    /// functions call one another: repeated until nothing changes. `threads`: the report's
+    /// Global coverage of the functions whose entry their callers' coverage gives
+    /// (`CfgFunction::entry_from_calls`: single blocks without a block probe, entry blocks
+    /// whose call sites have none): one ran iff one of its calls was made
+    /// ([`call_made`](Self::call_made)), or a frame of it is live; then its entry block's
+    /// call sites follow. Such functions call one another: repeated until nothing changes. `threads`: the report's
     /// (`None`: a passing run's coverage).
     fn entries_from_calls(
         &self,
@@ -2588,6 +2600,18 @@ impl<'a> Extract<'a> {
                 if let Some(ran) = ran {
                     coverage.insert(entry, ran);
                     changed = true;
+                    // Its entry block's call sites follow (`unprobed_call_sites`).
+                    let of_g = frames
+                        .get(&(*g as FuncId))
+                        .map(Vec::as_slice)
+                        .unwrap_or_default();
+                    let live: Option<Vec<Vec<NodeId>>> =
+                        every_one.then(|| of_g.iter().map(|fr| fr.point.clone()).collect());
+                    for (n, r) in
+                        self.unprobed_call_sites(*g as FuncId, coverage, live.as_deref(), None)
+                    {
+                        coverage.entry(n).or_insert(r);
+                    }
                 }
             }
             if !changed {
@@ -2634,7 +2658,8 @@ impl<'a> Extract<'a> {
         (sites.len() == want).then_some(sites)
     }
 
-    /// Whether the call at node `k` of function record `i` was made, from the global block
+    /// Whether the call at node `k` of function record `i` was made: its call-site coverage
+    /// when `i` has any; else from the global block
     /// coverage in `coverage` and the live frames (`frames`, by function; `every_one`: they
     /// are every activation in progress): made when a block its block dominates ran (the
     /// block was left, all of it run) or a frame of `i` stands past it in its block; not
@@ -2654,6 +2679,10 @@ impl<'a> Extract<'a> {
         let gnodes = &self.graph.function(f).nodes;
         if gnodes.len() != rec.nodes.len() {
             return None;
+        }
+        if rec.cc.is_some() {
+            // The site's own coverage: its probe runs just before the call.
+            return coverage.get(&gnodes[k]).copied();
         }
         let b = rec.nodes[k].block? as usize;
         let blocks = self.record_blocks[i].get_or_init(|| record_blocks(rec));

@@ -307,3 +307,19 @@ fn one_block_functions_are_derived_from_their_calls() {
         common::matrix_lacks("sort_callback");
     }
 }
+
+/// The call sites of a static function's entry block without a probe of their own (csi-cc's
+/// `entry_from_calls`: its callers' call sites say whether it ran): the `sort_callback`
+/// fixture's `tally`, called once by `main`, ran its entry block's call of `note` (53), and
+/// not its call of `miss` (55), every build with call-site coverage.
+#[test]
+fn entry_call_sites_are_derived_from_their_callers() {
+    let builds = call_site_builds("sort_callback");
+    let seen = builds.len();
+    for b in &builds {
+        b.expect("tally, global", b.global("tally"), &[(53, T), (55, F)]);
+    }
+    if seen == 0 {
+        common::matrix_lacks("sort_callback");
+    }
+}

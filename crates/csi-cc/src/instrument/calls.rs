@@ -236,26 +236,23 @@ unsafe fn is_library(f: LLVMValueRef) -> bool {
     LLVMIsDeclaration(f) != 0 || LLVMGetLinkage(f) == LLVMLinkage::LLVMAvailableExternallyLinkage
 }
 
-/// The functions whose coverage follows from their callers' block coverage
-/// (`CfgFunction::entry_from_calls`), with their number of call sites: one block that
-/// returns (or ends in `unreachable`), internal linkage, with block coverage (`covered`), and
-/// every use a direct call from a function with block coverage, not passing the function
-/// itself, made where every call before it in its block comes back (`comes_back` with `set`):
-/// an activation that entered that block either reached the call or stands in the block.
+/// The functions whose entry their callers' coverage decides (`CfgFunction::entry_from_calls`),
+/// with their number of calls: internal linkage, and every use a direct call, not passing the
+/// function itself, from a function with call-site coverage (the site's bit says the call was
+/// made) or block coverage (`covered` gives each function's mechanisms) — then made where
+/// every call before it in its block comes back, so an activation that entered the block
+/// either made the call or stands in the block. `wanted`: the function itself can use it.
 pub(super) unsafe fn entries_known_from_calls(
     funcs: &[LLVMValueRef],
-    covered: &dyn Fn(LLVMValueRef) -> bool,
+    covered: &dyn Fn(LLVMValueRef) -> Mechanisms,
+    wanted: &dyn Fn(LLVMValueRef) -> bool,
     set: &HashSet<LLVMValueRef>,
 ) -> HashMap<LLVMValueRef, u32> {
     use LLVMLinkage::*;
     let defined: HashSet<LLVMValueRef> = funcs.iter().copied().collect();
     let mut out = HashMap::new();
     for &g in funcs {
-        if !matches!(LLVMGetLinkage(g), LLVMInternalLinkage | LLVMPrivateLinkage) || !covered(g) {
-            continue;
-        }
-        let bbs = blocks(g);
-        if bbs.len() != 1 || LLVMGetNumSuccessors(LLVMGetBasicBlockTerminator(bbs[0])) != 0 {
+        if !matches!(LLVMGetLinkage(g), LLVMInternalLinkage | LLVMPrivateLinkage) || !wanted(g) {
             continue;
         }
         let mut calls = 0u32;
@@ -269,9 +266,10 @@ pub(super) unsafe fn entries_known_from_calls(
                 && (0..LLVMGetNumArgOperands(i)).all(|k| LLVMGetOperand(i, k) != g)
                 && {
                     let caller = LLVMGetBasicBlockParent(LLVMGetInstructionParent(i));
-                    defined.contains(&caller) && covered(caller)
-                }
-                && calls_before_come_back(set, i);
+                    let mech = covered(caller);
+                    defined.contains(&caller)
+                        && (mech.cc || (mech.bbc && calls_before_come_back(set, i)))
+                };
             calls += 1;
             u = LLVMGetNextUse(u);
         }
@@ -280,6 +278,28 @@ pub(super) unsafe fn entries_known_from_calls(
         }
     }
     out
+}
+
+/// A function of one block that returns (or ends in `unreachable`): with its entry known
+/// from its calls, its block coverage needs no probe (`CfgFunction::entry_from_calls`).
+pub(super) unsafe fn one_block(bbs: &[LLVMBasicBlockRef]) -> bool {
+    bbs.len() == 1 && LLVMGetNumSuccessors(LLVMGetBasicBlockTerminator(bbs[0])) == 0
+}
+
+/// Every call of the entry block but its last comes back: with the function's entry known
+/// from its calls, an activation that entered the block and no longer stands in it made
+/// every call of it (the entry block's call sites then need no probe).
+pub(super) unsafe fn entry_calls_come_back(
+    bbs: &[LLVMBasicBlockRef],
+    set: &HashSet<LLVMValueRef>,
+) -> bool {
+    let insts = bbs.first().map(|&b| instructions(b)).unwrap_or_default();
+    let Some(last) = insts.iter().rposition(|&i| call_site(i).is_some()) else {
+        return false;
+    };
+    insts[..last]
+        .iter()
+        .all(|&i| !is_call(i) || comes_back(set, i))
 }
 
 /// Every call before `i` in its block comes back (`comes_back`).
@@ -395,6 +415,9 @@ pub(super) struct CcLayout {
     /// Every site probed (see `cc_probe_placement`).
     keep_all: bool,
     pub(super) zeroing: Zeroing,
+    /// The entry block's sites have no probe: the callers' coverage says whether it ran
+    /// (`CfgFunction::entry_from_calls`).
+    pub(super) from_calls: bool,
 }
 
 impl CcLayout {
@@ -408,6 +431,7 @@ impl CcLayout {
         numbering: Option<&Numbering>,
         cc_all_probes: bool,
         ends: Option<&[bool]>,
+        entry_from_calls: bool,
     ) -> CcLayout {
         let call_nodes: Vec<u32> = cfg
             .nodes
@@ -430,13 +454,22 @@ impl CcLayout {
         // in full (`BlockGraph::coverage_probes_of`; the reader: `derive_unprobed`). `None`:
         // every block keeps its probes (v1.4.0's text metadata, whose readers read every
         // slot).
+        let mut from_calls = false;
         let unprobed: Vec<bool> = match ends.filter(|_| !keep_all) {
             Some(ends) => {
                 let mut desired = vec![false; bbs.len()];
                 for &b in call_blocks.iter().filter(|&&b| (b as usize) < bbs.len()) {
                     desired[b as usize] = true;
                 }
-                let probed = facts.graph.coverage_probes_of(&desired, ends);
+                let mut probed = facts.graph.coverage_probes_of(&desired, ends);
+                // The entry block's sites when the placement keeps their probes but the
+                // callers' coverage says whether the block ran (`CfgFunction::entry_from_calls`;
+                // where the placement drops them, the blocks below say more: "did not run"
+                // too, see `derive_unprobed`).
+                if entry_from_calls && probed.first() == Some(&true) {
+                    probed[0] = false;
+                    from_calls = true;
+                }
                 (0..bbs.len()).map(|b| desired[b] && !probed[b]).collect()
             }
             None => vec![false; bbs.len()],
@@ -510,6 +543,7 @@ impl CcLayout {
             local_by_path,
             keep_all,
             zeroing,
+            from_calls,
         }
     }
 

@@ -753,11 +753,21 @@ unsafe fn instrument_module(
             shadows: false,
         },
     };
-    // Not for v1.4.0's readers (text metadata: they read every slot), nor where every block
-    // is probed, nor in customizable builds (a switched-off caller calls the replica).
-    if opts.compress_metadata && !opts.bb_all_probes && !opts.switchable {
-        unit.entries_from_calls =
-            entries_known_from_calls(&funcs, &|f| unit.block_covered(f), &unit.no_longjmp_through);
+    // Not for v1.4.0's readers (text metadata: they read every slot), nor in customizable
+    // builds (a switched-off caller calls the replica).
+    if opts.compress_metadata && !opts.switchable {
+        let set = &unit.no_longjmp_through;
+        unit.entries_from_calls = entries_known_from_calls(
+            &funcs,
+            &|f| unit.mechanisms(f),
+            &|f| {
+                let m = unit.mechanisms(f);
+                let bbs = blocks(f);
+                !has_returns_twice_call(&bbs)
+                    && ((m.bbc && one_block(&bbs)) || (m.cc && entry_calls_come_back(&bbs, set)))
+            },
+            set,
+        );
     }
     // Metadata text by section group: `None` for the unit's own sections, else the COMDAT of
     // the functions whose records it holds (see `comdat_of`).
@@ -916,20 +926,21 @@ unsafe fn call_past_dispatchers(
 }
 
 impl Unit<'_> {
-    /// `f` is instrumented with block coverage (see `function`: not skipped, not the
-    /// compiler's own, block coverage in its scheme).
-    unsafe fn block_covered(&self, f: LLVMValueRef) -> bool {
+    /// What `f` is instrumented with (see `function`: nothing when skipped or the compiler's
+    /// own).
+    unsafe fn mechanisms(&self, f: LLVMValueRef) -> Mechanisms {
         let name = value_name(f);
-        !name.starts_with("__csi")
-            && !self.skip.contains_key(&name)
-            && !LLVMGetSubprogram(f).is_null()
-            && self
-                .opts
-                .per_function
-                .get(&name)
-                .copied()
-                .unwrap_or(self.opts.default)
-                .bbc
+        if name.starts_with("__csi")
+            || self.skip.contains_key(&name)
+            || LLVMGetSubprogram(f).is_null()
+        {
+            return Mechanisms::default();
+        }
+        self.opts
+            .per_function
+            .get(&name)
+            .copied()
+            .unwrap_or(self.opts.default)
     }
 
     /// Instruments one function by its scheme and returns its section group and its metadata
@@ -1020,6 +1031,17 @@ impl Unit<'_> {
                 self.report.pt_skipped.push((name.clone(), r.clone()));
             }
         }
+        // Coverage the callers' gives (`entries_known_from_calls`): a function of one block
+        // needs no block probe; the call sites of the entry block need none when every call
+        // but its last comes back (`CcLayout::new`: where the placement keeps them).
+        let from_calls = self.entries_from_calls.get(&f).copied();
+        let bbc_array =
+            mech.bbc && !(from_calls.is_some() && !opts.bb_all_probes && one_block(&bbs));
+        let cc_from_calls = mech.cc
+            && from_calls.is_some()
+            && !opts.cc_all_probes
+            && !has_returns_twice_call(&bbs)
+            && entry_calls_come_back(&bbs, &self.no_longjmp_through);
         // Labels for CC / BBC on the nodes.
         let facts = BlockFacts::new(&succs, &bbs);
         let ends = ends_activation(&bbs, &succs, &self.no_longjmp_through);
@@ -1031,14 +1053,13 @@ impl Unit<'_> {
             numbering.as_ref(),
             opts.cc_all_probes,
             opts.compress_metadata.then_some(ends.as_slice()),
+            cc_from_calls,
         );
+        if (mech.bbc && !bbc_array) || (mech.cc && !rec.calls.is_empty() && layout.from_calls) {
+            rec.cfg.entry_from_calls = from_calls;
+        }
         if mech.cc && !rec.calls.is_empty() {
             layout.label(&mut rec.cfg).map_err(unsupported)?;
-        }
-        let entry_from_calls = self.entries_from_calls.get(&f).copied();
-        let bbc_array = mech.bbc && entry_from_calls.is_none();
-        if mech.bbc {
-            rec.cfg.entry_from_calls = entry_from_calls;
         }
         if bbc_array {
             for (bi, &n) in rec.block_first_node.iter().enumerate() {
