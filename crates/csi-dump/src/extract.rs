@@ -1958,6 +1958,9 @@ impl<'a> Extract<'a> {
                 let n = (0..)
                     .take_while(|k| labels.contains_key(format!("{prefix}{k}").as_str()))
                     .count();
+                if n == 0 && prefix == "CC" {
+                    continue; // no slot (`entry_from_calls` took every probe), no array
+                }
                 let Some(bytes) = bytes_of(fi, name, n) else {
                     missing += 1;
                     continue;
@@ -2431,6 +2434,9 @@ impl<'a> Extract<'a> {
             bits[0] = known.get(&self.graph.function(f).entry).copied();
         }
         let mut seen = vec![false; n];
+        if from_calls {
+            seen[0] = true;
+        }
         let index = node_index(gnodes);
         let live_nodes = live_positions(&index, live);
         for (k, node) in rec.nodes.iter().enumerate() {
@@ -2490,11 +2496,30 @@ impl<'a> Extract<'a> {
                 _ if left => Some(true),
                 _ => None,
             };
+            // A site of `v` with a probe of its own (the last of an entry block whose bit is
+            // the callers') that ran: an activation ran `v` up to it.
+            let ran_to = rec
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(k, n)| {
+                    n.block == Some(v as u32)
+                        && n.labels.iter().any(|l| l.starts_with("CC"))
+                        && known.get(&gnodes[*k]) == Some(&true)
+                })
+                .map(|(k, _)| k)
+                .max();
             for (k, node) in rec.nodes.iter().enumerate() {
-                if node.kind != NodeKind::CallSite || node.block != Some(v as u32) {
+                if node.kind != NodeKind::CallSite
+                    || node.block != Some(v as u32)
+                    || node.labels.iter().any(|l| l.starts_with("CC"))
+                {
                     continue;
                 }
-                let ran = all
+                let ran = ran_to
+                    .is_some_and(|last| k < last)
+                    .then_some(true)
+                    .or(all)
                     .or_else(|| (none_left && not_past(k)).then_some(false))
                     .or_else(|| {
                         let (at, at_call) = at.as_ref()?;

@@ -108,17 +108,20 @@ fn implied_call_sites_are_reconstructed_exactly() {
             b.local("setup"),
             &[(21, T), (22, T), (23, T), (24, F), (25, F)],
         );
-        // Globally: `run` completed once; `setup` never got past its first call to `run` (its
-        // middle sites are unknown from the array alone); `unused` never ran.
+        // Globally: `run` completed once; `setup` never got past its first call to `run`: its
+        // middle sites are unknown from the array alone, but `setup` is static and its one
+        // caller's site says it ran (`entry_from_calls`, not in customizable builds), so its
+        // frame's own bits count; `unused` never ran.
         b.expect(
             "run, global",
             b.global("run"),
             &[(13, T), (14, T), (15, T), (16, T), (17, T)],
         );
+        let mid = if b.name.contains("custom") { None } else { T };
         b.expect(
             "setup, global",
             b.global("setup"),
-            &[(21, T), (22, None), (23, None), (24, None), (25, F)],
+            &[(21, T), (22, mid), (23, mid), (24, None), (25, F)],
         );
         b.expect(
             "unused, global",
@@ -311,12 +314,18 @@ fn one_block_functions_are_derived_from_their_calls() {
 /// The call sites of a static function's entry block without a probe of their own (csi-cc's
 /// `entry_from_calls`: its callers' call sites say whether it ran): the `sort_callback`
 /// fixture's `tally`, called once by `main`, ran its entry block's call of `note` (53), and
-/// not its call of `miss` (55), every build with call-site coverage.
+/// not its call of `miss` (55), in every build with call-site coverage (where it is a function:
+/// optimized after instrumentation, it is inlined).
 #[test]
 fn entry_call_sites_are_derived_from_their_callers() {
     let builds = call_site_builds("sort_callback");
     let seen = builds.len();
     for b in &builds {
+        if !b.crash.graph.functions.iter().any(|f| f.name == "tally") {
+            // Optimized after instrumentation: inlined into `main`, no function of its own.
+            assert!(b.name.ends_with("-O2"), "{}: no tally", b.name);
+            continue;
+        }
         b.expect("tally, global", b.global("tally"), &[(53, T), (55, F)]);
     }
     if seen == 0 {

@@ -241,7 +241,8 @@ unsafe fn is_library(f: LLVMValueRef) -> bool {
 /// function itself, from a function with call-site coverage (the site's bit says the call was
 /// made) or block coverage (`covered` gives each function's mechanisms) — then made where
 /// every call before it in its block comes back, so an activation that entered the block
-/// either made the call or stands in the block. `wanted`: the function itself can use it.
+/// either made the call or stands in the block; never from a COMDAT function (the linker may
+/// keep another unit's copy, and its record). `wanted`: the function itself can use it.
 pub(super) unsafe fn entries_known_from_calls(
     funcs: &[LLVMValueRef],
     covered: &dyn Fn(LLVMValueRef) -> Mechanisms,
@@ -268,6 +269,7 @@ pub(super) unsafe fn entries_known_from_calls(
                     let caller = LLVMGetBasicBlockParent(LLVMGetInstructionParent(i));
                     let mech = covered(caller);
                     defined.contains(&caller)
+                        && comdat_of(caller).is_none()
                         && (mech.cc || (mech.bbc && calls_before_come_back(set, i)))
                 };
             calls += 1;
@@ -474,12 +476,19 @@ impl CcLayout {
             }
             None => vec![false; bbs.len()],
         };
+        // The last of two or more sites of an entry block whose bit comes from the callers
+        // keeps its probe: set, it says an activation ran the block whole, which the entry's
+        // bit cannot when a frame stands in the block (the reader: `unprobed_call_sites`).
+        let entry_sites = call_blocks.iter().filter(|&&b| b == 0).count();
+        let last_entry_site = call_blocks.iter().rposition(|&b| b == 0);
+        let last_of_entry = |k: usize| from_calls && entry_sites > 1 && last_entry_site == Some(k);
         let probed = |k: usize| {
             placement[k].is_none()
-                && !unprobed
-                    .get(call_blocks[k] as usize)
-                    .copied()
-                    .unwrap_or(false)
+                && (last_of_entry(k)
+                    || !unprobed
+                        .get(call_blocks[k] as usize)
+                        .copied()
+                        .unwrap_or(false))
         };
         // Probes whose local bit a live frame's position decides store only into the global
         // array (`cc_by_position`): a site in block X ran in the frame's activation iff the
@@ -573,7 +582,7 @@ impl CcLayout {
             let in_unprobed = cfg.nodes[n as usize]
                 .block
                 .is_some_and(|b| self.unprobed_blocks.contains(&b));
-            if in_unprobed {
+            if in_unprobed && slot[k].is_none() {
                 continue;
             }
             match (slot[k], self.placement[k]) {

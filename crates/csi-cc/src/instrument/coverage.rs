@@ -226,7 +226,10 @@ impl ArrayOwner<'_> {
         let mut cc_text = String::new();
         let unit_tag = self.unit_tag;
         let gname = format!("__CC_arr_{unit_tag}_{name}");
-        let (g, gty) = c.global(&gname, layout.n_probes, self.flags, sp, f, self.odr_group);
+        // No slot at all (every site's coverage comes from the callers', `entry_from_calls`):
+        // no array, whose zero length a debugger would not print.
+        let global = (layout.n_probes > 0)
+            .then(|| c.global(&gname, layout.n_probes, self.flags, sp, f, self.odr_group));
         // The local array holds the slots below `n_local`; none at all when every
         // probe is in the entry block (no zeroing then).
         let local = (n_local > 0).then(|| {
@@ -262,7 +265,7 @@ impl ArrayOwner<'_> {
             },
         }
         .write(&mut cc_text);
-        (Some(((g, gty), local)), cc_text)
+        (global.map(|g| (g, local)), cc_text)
     }
 
     /// Basic-block coverage: `__BBC_arr_<unit>_<name>` and the local `__BBC_arr`, a slot per

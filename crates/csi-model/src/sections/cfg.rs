@@ -40,7 +40,10 @@ use std::collections::HashMap;
 /// Version 9 added `cc_global_at_return` and `bbc_global_at_return` (a global slot can stay
 /// zero although its site ran, in an activation still in progress), so readers of version 8
 /// must not read version 9 records.
-pub const CFG_FORMAT_VERSION: u32 = 9;
+/// Version 10 added `entry_from_calls` (an entry block in `cc_unprobed` whose bit is the
+/// callers', not one every way out of which passes a probe), so readers of version 9 must not
+/// read version 10 records.
+pub const CFG_FORMAT_VERSION: u32 = 10;
 
 /// Customizable tracing (`csi-cc --csi-scheme=custom`): the suffixes csi-cc gives a switchable
 /// function's pieces — symbol and DWARF linkage name `<linkage or name><suffix>` — which the
@@ -353,14 +356,22 @@ pub struct CfgFunction {
     pub cc_unprobed: Vec<u32>,
     #[serde(default)]
     pub bbc: Option<String>,
-    /// Block coverage carried across calls (csi-cc's placement, ch. 4 taken past the
-    /// function's own blocks): this function is one block that returns, has internal
-    /// linkage, and is only ever called directly, at this many call sites of its unit, each
-    /// where every call before it in its block comes back. It has no coverage array
-    /// (`bbc` is `None`): it ran iff one of those calls was made, which readers derive from
-    /// the callers' block coverage — a call's block did not run, or ran and was left, or ran
-    /// with no activation standing in it before the call. Readers that ignore this field
-    /// see a function without coverage: unknown, which is sound.
+    /// Coverage carried across calls (csi-cc's placement, ch. 4 taken past the function's own
+    /// blocks): the function has internal linkage and is only ever called directly, at this
+    /// many call sites of its unit, so it ran iff one of those calls was made. A caller with
+    /// call-site coverage says so by the site's bit; one with block coverage only by its
+    /// blocks (csi-cc counts such a call only where every call before it in its block comes
+    /// back): the block did not run, or ran and was left (a block it dominates ran), or ran
+    /// with no activation standing in it before the call. What it saves:
+    /// - block coverage, a function of one block: no probe and no array (`bbc` is `None`);
+    /// - call-site coverage, when every call of the entry block but the last comes back and
+    ///   the placement across blocks kept their probes: the entry block's sites have none
+    ///   (block 0 is in `cc_unprobed`), and the entry's status stands for the block's bit —
+    ///   it says whether the block ran, not that every way out of it passed a probe, so no
+    ///   "did not run" comes from the blocks below it.
+    ///
+    /// Readers that ignore this field see a function without coverage: unknown, which is
+    /// sound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry_from_calls: Option<u32>,
     /// Blocks (version 9) whose probe stores only into the local `__BBC_arr`; the global
