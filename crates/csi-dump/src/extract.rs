@@ -2588,16 +2588,17 @@ impl<'a> Extract<'a> {
         coverage: &mut BTreeMap<NodeId, bool>,
         threads: Option<&[csi_model::report::Thread]>,
     ) {
-        let derived: Vec<(usize, Option<Vec<(usize, usize)>>)> = self
+        if self.cfg.iter().all(|r| r.entry_from_calls.is_none()) {
+            return;
+        }
+        let calls = DirectCalls::index(self.cfg, self.module_of);
+        let derived: Vec<(usize, Option<&[(usize, usize)]>)> = self
             .cfg
             .iter()
             .enumerate()
             .filter(|(_, r)| r.entry_from_calls.is_some())
-            .map(|(g, _)| (g, self.calls_of(g)))
+            .map(|(g, _)| (g, calls.of(self.cfg, self.module_of, g)))
             .collect();
-        if derived.is_empty() {
-            return;
-        }
         let every_one = threads.and_then(every_activation_seen).is_some();
         let frames = frames_by_function(threads);
         loop {
@@ -2610,7 +2611,7 @@ impl<'a> Extract<'a> {
                 let ran = if frames.contains_key(&(*g as FuncId)) {
                     Some(true)
                 } else {
-                    sites.as_ref().and_then(|sites| {
+                    sites.and_then(|sites| {
                         let made: Vec<Option<bool>> = sites
                             .iter()
                             .map(|&(i, k)| self.call_made(i, k, coverage, &frames, every_one))
@@ -2643,44 +2644,6 @@ impl<'a> Extract<'a> {
                 return;
             }
         }
-    }
-
-    /// The direct calls of function record `g` (record, node index): in the records of its
-    /// module and unit, by name — `None` unless `g` is the only function of its name there
-    /// and they are as many as csi-cc counted (`entry_from_calls`: a copy of the unit in
-    /// another object, or a caller's record dropped with its COMDAT group, would differ).
-    fn calls_of(&self, g: usize) -> Option<Vec<(usize, usize)>> {
-        let rec = &self.cfg[g];
-        let want = rec.entry_from_calls? as usize;
-        let unit = rec.unit.as_deref()?;
-        let module = self.module_of.get(g)?;
-        let same = |i: &usize| {
-            self.module_of.get(*i) == Some(module) && self.cfg[*i].unit.as_deref() == Some(unit)
-        };
-        let records = (0..self.cfg.len()).filter(same);
-        if records
-            .clone()
-            .filter(|&i| self.cfg[i].name == rec.name)
-            .count()
-            != 1
-        {
-            return None;
-        }
-        let sites: Vec<(usize, usize)> = records
-            .flat_map(|i| {
-                self.cfg[i]
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .filter_map(move |(k, n)| {
-                        n.call
-                            .as_ref()
-                            .is_some_and(|c| !c.indirect && c.callee.as_deref() == Some(&rec.name))
-                            .then_some((i, k))
-                    })
-            })
-            .collect();
-        (sites.len() == want).then_some(sites)
     }
 
     /// Whether the call at node `k` of function record `i` was made: its call-site coverage
@@ -2724,12 +2687,15 @@ impl<'a> Extract<'a> {
         if (0..blocks.len()).any(|w| w != b && blocks.dominates(b, w) && status(w) == Some(true)) {
             return Some(true);
         }
-        let index = node_index(gnodes);
+        let of_i = frames.get(&f).map(Vec::as_slice).unwrap_or_default();
+        let index = if of_i.is_empty() {
+            HashMap::new()
+        } else {
+            node_index(gnodes)
+        };
         // Per live frame of `i`: every candidate point past the call in its block.
-        let past: Vec<bool> = frames
-            .get(&f)
-            .into_iter()
-            .flatten()
+        let past: Vec<bool> = of_i
+            .iter()
             .map(|fr| {
                 let at_call = fr.stopped_at.is_none();
                 !fr.point.is_empty()
@@ -2748,19 +2714,14 @@ impl<'a> Extract<'a> {
             false => Some(false),
             true => {
                 // No activation may stand in the block before the call.
-                let clear = frames
-                    .get(&f)
-                    .into_iter()
-                    .flatten()
-                    .zip(&past)
-                    .all(|(fr, &p)| {
-                        p || (!fr.point.is_empty()
-                            && fr.point.iter().all(|q| {
-                                index
-                                    .get(q)
-                                    .is_some_and(|&ip| rec.nodes[ip].block != Some(b as u32))
-                            }))
-                    });
+                let clear = of_i.iter().zip(&past).all(|(fr, &p)| {
+                    p || (!fr.point.is_empty()
+                        && fr.point.iter().all(|q| {
+                            index
+                                .get(q)
+                                .is_some_and(|&ip| rec.nodes[ip].block != Some(b as u32))
+                        }))
+                });
                 (every_one && clear).then_some(true)
             }
         }
@@ -2794,6 +2755,54 @@ fn every_activation_seen(
         .iter()
         .all(|t| !t.outer_frames_unknown && t.frames.iter().all(|f| f.function.is_some()))
         .then_some(threads)
+}
+
+/// The direct calls of the records, by the callee's name in the caller's module and unit, and
+/// how many records of each name there are there: the calls of a function with
+/// `entry_from_calls` ([`of`](Self::of)), indexed once.
+struct DirectCalls<'a> {
+    sites: HashMap<(usize, &'a str, &'a str), Vec<(usize, usize)>>,
+    named: HashMap<(usize, &'a str, &'a str), usize>,
+}
+
+impl<'a> DirectCalls<'a> {
+    fn index(cfg: &'a [CfgFunction], module_of: &[usize]) -> Self {
+        let mut sites: HashMap<(usize, &str, &str), Vec<(usize, usize)>> = HashMap::new();
+        let mut named: HashMap<(usize, &str, &str), usize> = HashMap::new();
+        for (i, rec) in cfg.iter().enumerate() {
+            let (Some(&m), Some(u)) = (module_of.get(i), rec.unit.as_deref()) else {
+                continue;
+            };
+            *named.entry((m, u, rec.name.as_str())).or_default() += 1;
+            for (k, n) in rec.nodes.iter().enumerate() {
+                if let Some(callee) = n.call.as_ref().filter(|c| !c.indirect) {
+                    if let Some(callee) = callee.callee.as_deref() {
+                        sites.entry((m, u, callee)).or_default().push((i, k));
+                    }
+                }
+            }
+        }
+        DirectCalls { sites, named }
+    }
+
+    /// The direct calls of record `g` (record, node index) in its module and unit — `None`
+    /// unless `g` is the only function of its name there and they are as many as csi-cc
+    /// counted (`entry_from_calls`: a copy of the unit in another object, or a caller's record
+    /// dropped with its COMDAT group, would differ).
+    fn of(
+        &self,
+        cfg: &'a [CfgFunction],
+        module_of: &[usize],
+        g: usize,
+    ) -> Option<&[(usize, usize)]> {
+        let rec = &cfg[g];
+        let key = (*module_of.get(g)?, rec.unit.as_deref()?, rec.name.as_str());
+        if self.named.get(&key) != Some(&1) {
+            return None;
+        }
+        let sites = self.sites.get(&key).map(Vec::as_slice).unwrap_or_default();
+        (sites.len() == rec.entry_from_calls? as usize).then_some(sites)
+    }
 }
 
 /// The frames of `threads`, by function.
