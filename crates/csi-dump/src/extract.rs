@@ -864,6 +864,8 @@ struct Extract<'a> {
     /// `tracing_switches`). A switched-off function runs an uninstrumented replica: its
     /// frames have no probe state and its coverage arrays stay zero.
     traced: Vec<bool>,
+    /// The modules with CSI records (indices in the process's modules, sorted).
+    instrumented: Vec<usize>,
 }
 
 impl<'a> Extract<'a> {
@@ -891,7 +893,7 @@ impl<'a> Extract<'a> {
         let mut instrumented: Vec<usize> = linked.module_of.clone();
         instrumented.sort_unstable();
         instrumented.dedup();
-        for mi in instrumented {
+        for &mi in &instrumented {
             let m = &process.modules[mi];
             let Some(elf) = m.debug_elf() else { continue };
             for s in elf.symbols() {
@@ -916,6 +918,7 @@ impl<'a> Extract<'a> {
             symbols,
             record_blocks: (0..cfg.len()).map(|_| std::cell::OnceCell::new()).collect(),
             traced: Vec::new(),
+            instrumented,
         };
         x.traced = x.tracing_switches(&|fi, name| x.global_bytes(fi, name, 1));
         x
@@ -1549,7 +1552,9 @@ impl<'a> Extract<'a> {
         let rec = self.cfg.get(f as usize).filter(|_| instrumented);
         if rec.is_some_and(|r| r.entry_from_calls.is_some()) {
             // Its one block, which a frame of it stands in.
-            rf.local_coverage.insert(self.graph.function(f).entry, true);
+            if let Some(n) = self.entry_block_node(f) {
+                rf.local_coverage.insert(n, true);
+            }
         }
         let block_covered = rec.is_some_and(|r| r.bbc.is_some());
         if block_covered {
@@ -1877,6 +1882,30 @@ impl<'a> Extract<'a> {
         })
     }
 
+    /// `threads` when their frames are every activation in progress of a function with CSI
+    /// records: not when a thread's walk stopped early, or a frame in a module with records
+    /// (or in none) has no function, which may hide an activation of any. A frame of a
+    /// library without records (the C library, a crash shim) is no such activation.
+    fn every_activation_seen<'t>(
+        &self,
+        threads: &'t [csi_model::report::Thread],
+    ) -> Option<&'t [csi_model::report::Thread]> {
+        let outside = |pc: u64| {
+            self.process
+                .module_index_at(pc)
+                .is_some_and(|mi| self.instrumented.binary_search(&mi).is_err())
+        };
+        threads
+            .iter()
+            .all(|t| {
+                !t.outer_frames_unknown
+                    && t.frames
+                        .iter()
+                        .all(|f| f.function.is_some() || f.pc.is_some_and(outside))
+            })
+            .then_some(threads)
+    }
+
     /// Global coverage from the process's memory; `threads`, the report's frames, decide the
     /// slots set only at a return (see `coverage_from`).
     fn global_coverage(
@@ -1887,7 +1916,7 @@ impl<'a> Extract<'a> {
         self.coverage_from(
             &|fi, name, n| self.global_bytes(fi, name, n),
             &self.traced,
-            every_activation_seen(threads),
+            self.every_activation_seen(threads),
             notices,
         )
     }
@@ -2431,7 +2460,9 @@ impl<'a> Extract<'a> {
         let from_calls = rec.entry_from_calls.is_some() && rec.cc_unprobed.contains(&0);
         if from_calls {
             probed[0] = true;
-            bits[0] = known.get(&self.graph.function(f).entry).copied();
+            bits[0] = self
+                .entry_block_node(f)
+                .and_then(|e| known.get(&e).copied());
         }
         let mut seen = vec![false; n];
         if from_calls {
@@ -2550,7 +2581,7 @@ impl<'a> Extract<'a> {
         coverage: &mut BTreeMap<NodeId, bool>,
         threads: Option<&[csi_model::report::Thread]>,
     ) {
-        let threads = threads.and_then(every_activation_seen);
+        let threads = threads.and_then(|t| self.every_activation_seen(t));
         // Every activation in progress, by function: each frame's candidate points.
         let frames = frames_by_function(threads);
         for (fi, rec) in self.cfg.iter().enumerate() {
@@ -2599,12 +2630,16 @@ impl<'a> Extract<'a> {
             .filter(|(_, r)| r.entry_from_calls.is_some())
             .map(|(g, _)| (g, calls.of(self.cfg, self.module_of, g)))
             .collect();
-        let every_one = threads.and_then(every_activation_seen).is_some();
+        let every_one = threads
+            .and_then(|t| self.every_activation_seen(t))
+            .is_some();
         let frames = frames_by_function(threads);
         loop {
             let mut changed = false;
             for (g, sites) in &derived {
-                let entry = self.graph.functions[*g].entry;
+                let Some(entry) = self.entry_block_node(*g as FuncId) else {
+                    continue;
+                };
                 if coverage.contains_key(&entry) {
                     continue;
                 }
@@ -2646,6 +2681,19 @@ impl<'a> Extract<'a> {
         }
     }
 
+    /// The node of `f`'s entry block that carries its coverage (the first one, where the
+    /// `BBC0` label would be): where the status of a function whose entry comes from its
+    /// calls (`entry_from_calls`) goes.
+    fn entry_block_node(&self, f: FuncId) -> Option<NodeId> {
+        let rec = self.cfg.get(f as usize)?;
+        let gnodes = &self.graph.function(f).nodes;
+        if gnodes.len() != rec.nodes.len() {
+            return None;
+        }
+        let k = rec.nodes.iter().position(|n| n.block == Some(0))?;
+        Some(gnodes[k])
+    }
+
     /// Whether the call at node `k` of function record `i` was made: its call-site coverage
     /// when `i` has any; else from the global block
     /// coverage in `coverage` and the live frames (`frames`, by function; `every_one`: they
@@ -2679,7 +2727,7 @@ impl<'a> Extract<'a> {
                 let node = self.labels[i].get(format!("BBC{w}").as_str())?;
                 coverage.get(node).copied()
             } else if rec.entry_from_calls.is_some() && w == 0 {
-                coverage.get(&self.graph.functions[i].entry).copied()
+                coverage.get(&self.entry_block_node(f)?).copied()
             } else {
                 None
             }
@@ -2743,18 +2791,6 @@ impl<'a> Extract<'a> {
         })?;
         Some((mi, addr))
     }
-}
-
-/// `threads` when their frames are every activation in progress: not when a thread's walk
-/// stopped early or a frame's function is unknown, which may hide an activation of any
-/// function.
-fn every_activation_seen(
-    threads: &[csi_model::report::Thread],
-) -> Option<&[csi_model::report::Thread]> {
-    threads
-        .iter()
-        .all(|t| !t.outer_frames_unknown && t.frames.iter().all(|f| f.function.is_some()))
-        .then_some(threads)
 }
 
 /// The direct calls of the records, by the callee's name in the caller's module and unit, and
