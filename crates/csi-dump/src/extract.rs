@@ -2623,7 +2623,7 @@ impl<'a> Extract<'a> {
             return;
         }
         let calls = DirectCalls::index(self.cfg, self.module_of);
-        let derived: Vec<(usize, Option<&[(usize, usize)]>)> = self
+        let derived: Vec<(usize, Option<&[SiteRef]>)> = self
             .cfg
             .iter()
             .enumerate()
@@ -2793,18 +2793,24 @@ impl<'a> Extract<'a> {
     }
 }
 
+/// A call site: (function record, node index).
+type SiteRef = (usize, usize);
+
+/// A function's name where a `static` one is unique: (module index, unit, name).
+type NameInUnit<'a> = (usize, &'a str, &'a str);
+
 /// The direct calls of the records, by the callee's name in the caller's module and unit, and
 /// how many records of each name there are there: the calls of a function with
 /// `entry_from_calls` ([`of`](Self::of)), indexed once.
 struct DirectCalls<'a> {
-    sites: HashMap<(usize, &'a str, &'a str), Vec<(usize, usize)>>,
-    named: HashMap<(usize, &'a str, &'a str), usize>,
+    sites: HashMap<NameInUnit<'a>, Vec<SiteRef>>,
+    named: HashMap<NameInUnit<'a>, usize>,
 }
 
 impl<'a> DirectCalls<'a> {
     fn index(cfg: &'a [CfgFunction], module_of: &[usize]) -> Self {
-        let mut sites: HashMap<(usize, &str, &str), Vec<(usize, usize)>> = HashMap::new();
-        let mut named: HashMap<(usize, &str, &str), usize> = HashMap::new();
+        let mut sites: HashMap<NameInUnit, Vec<SiteRef>> = HashMap::new();
+        let mut named: HashMap<NameInUnit, usize> = HashMap::new();
         for (i, rec) in cfg.iter().enumerate() {
             let (Some(&m), Some(u)) = (module_of.get(i), rec.unit.as_deref()) else {
                 continue;

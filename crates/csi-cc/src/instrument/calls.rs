@@ -422,6 +422,14 @@ pub(super) struct CcLayout {
     pub(super) from_calls: bool,
 }
 
+/// The call-site placement across blocks (`CcLayout::new`): the blocks that can end an
+/// activation (`ends_activation`), and whether the callers' coverage says if the entry block
+/// ran (`CfgFunction::entry_from_calls`).
+pub(super) struct AcrossBlocks<'a> {
+    pub(super) ends: &'a [bool],
+    pub(super) entry_from_calls: bool,
+}
+
 impl CcLayout {
     /// Places the probes of the `n_calls` call sites of `cfg` (see `cc_probe_placement`) and
     /// numbers their slots.
@@ -432,8 +440,7 @@ impl CcLayout {
         facts: &BlockFacts,
         numbering: Option<&Numbering>,
         cc_all_probes: bool,
-        ends: Option<&[bool]>,
-        entry_from_calls: bool,
+        across: Option<AcrossBlocks>,
     ) -> CcLayout {
         let call_nodes: Vec<u32> = cfg
             .nodes
@@ -457,8 +464,11 @@ impl CcLayout {
         // every block keeps its probes (v1.4.0's text metadata, whose readers read every
         // slot).
         let mut from_calls = false;
-        let unprobed: Vec<bool> = match ends.filter(|_| !keep_all) {
-            Some(ends) => {
+        let unprobed: Vec<bool> = match across.filter(|_| !keep_all) {
+            Some(AcrossBlocks {
+                ends,
+                entry_from_calls,
+            }) => {
                 let mut desired = vec![false; bbs.len()];
                 for &b in call_blocks.iter().filter(|&&b| (b as usize) < bbs.len()) {
                     desired[b as usize] = true;

@@ -1052,8 +1052,10 @@ impl Unit<'_> {
             &facts,
             numbering.as_ref(),
             opts.cc_all_probes,
-            opts.compress_metadata.then_some(ends.as_slice()),
-            cc_from_calls,
+            opts.compress_metadata.then_some(AcrossBlocks {
+                ends: &ends,
+                entry_from_calls: cc_from_calls,
+            }),
         );
         if (mech.bbc && !bbc_array) || (mech.cc && !rec.calls.is_empty() && layout.from_calls) {
             rec.cfg.entry_from_calls = from_calls;
