@@ -54,6 +54,21 @@ fn ok(out: &Output, what: &str) {
     );
 }
 
+/// `src` built by csi-cc with `--csi-scheme=<scheme>` and `extra` into `dir/name` (checked).
+fn build_scheme(dir: &Path, scheme: &str, src: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let exe = dir.join(name);
+    ok(
+        &run(Command::new(CSI_CC)
+            .arg(format!("--csi-scheme={scheme}"))
+            .args(extra)
+            .arg(src)
+            .arg("-o")
+            .arg(&exe)),
+        name,
+    );
+    exe
+}
+
 fn section(exe: &Path, name: &str) -> Vec<u8> {
     let dir = exe.parent().unwrap();
     let dump = dir.join(format!(
@@ -494,16 +509,7 @@ fn call_site_probes_are_placed_across_blocks() {
     let d = scratch();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/src/unprobed_calls.c");
     let build = |name: &str, extra: &[&str]| {
-        let exe = d.join(name);
-        ok(
-            &run(Command::new(CSI_CC)
-                .arg("--csi-scheme=cc")
-                .args(extra)
-                .arg(&src)
-                .arg("-o")
-                .arg(&exe)),
-            name,
-        );
+        let exe = build_scheme(&d, "cc", &src, name, extra);
         parse_cfg(&section(&exe, ".debug_CSI_CFG"), name).unwrap()
     };
     let probes = |recs: &[CfgFunction]| -> usize {
@@ -580,16 +586,7 @@ fn one_block_functions_are_covered_by_their_calls() {
     )
     .unwrap();
     let build = |name: &str, extra: &[&str]| {
-        let exe = d.join(name);
-        ok(
-            &run(Command::new(CSI_CC)
-                .arg("--csi-scheme=bb")
-                .args(extra)
-                .arg(&src)
-                .arg("-o")
-                .arg(&exe)),
-            name,
-        );
+        let exe = build_scheme(&d, "bb", &src, name, extra);
         let out = run(&mut Command::new(&exe));
         assert_eq!(String::from_utf8_lossy(&out.stdout), "6\n", "{name}");
         let nm = String::from_utf8_lossy(&run(Command::new("nm").arg(&exe)).stdout).into_owned();
