@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -31,7 +31,11 @@ const CSI_OPTIONS: &str =
                         always at -O0, with setjmp, and in computed-goto dispatch)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `placed` (default: a block's probe only where the blocks it dominates
-                        cannot tell, the dissertation's ch. 4) or `all` basic-block probes
+                        cannot tell, the dissertation's ch. 4), `all` basic-block probes, or
+                        `calls`: placed, and no probe in a static function of one block, whose
+                        callers' blocks say whether it ran (cheaper in code with many small
+                        helpers; a passing run's coverage may then leave such a function
+                        unknown, for `csi triage --passing`)
   --csi-bb-local-budget=N  block visits per function the search for locally minimal local
                         block probes may spend (functions without cycles; the dissertation's
                         Fig. 4.7; default 20000000, 0: keep the dominator placement's)
@@ -449,6 +453,7 @@ struct CsiOptions {
     verbose: bool,
     cc_all_probes: bool,
     bb_all_probes: bool,
+    bb_from_calls: bool,
     bb_local_budget: usize,
     global_stores: GlobalStores,
     before_optimization: bool,
@@ -470,6 +475,7 @@ impl CsiOptions {
             verbose: false,
             cc_all_probes: false,
             bb_all_probes: false,
+            bb_from_calls: false,
             bb_local_budget: 20_000_000,
             global_stores: GlobalStores::Auto,
             before_optimization: true,
@@ -493,7 +499,14 @@ impl CsiOptions {
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
                 o.cc_all_probes = either(v, "--csi-cc-probes", "all", "placed");
             } else if let Some(v) = a.strip_prefix("--csi-bb-probes=") {
-                o.bb_all_probes = either(v, "--csi-bb-probes", "all", "placed");
+                (o.bb_all_probes, o.bb_from_calls) = match v {
+                    "all" => (true, false),
+                    "placed" => (false, false),
+                    "calls" => (false, true),
+                    v => fail(&format!(
+                        "--csi-bb-probes must be `all`, `placed` or `calls`, not `{v}`"
+                    )),
+                };
             } else if let Some(v) = a.strip_prefix("--csi-bb-local-budget=") {
                 o.bb_local_budget = v.parse().unwrap_or_else(|_| {
                     fail(&format!(
@@ -716,6 +729,7 @@ impl Steps<'_> {
                 .unwrap_or(self.csi.compress_metadata),
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,
+            bb_from_calls: self.csi.bb_from_calls,
             bb_local_budget: self.csi.bb_local_budget,
             global_stores: self.csi.global_stores,
             switchable: self.csi.scheme == "custom",

@@ -136,6 +136,11 @@ pub struct Options {
     /// metadata (csi-cc v1.4.0's tools read `.debug_BBC`, which cannot say a slot is implied)
     /// probes every block as well.
     pub bb_all_probes: bool,
+    /// `--csi-bb-probes=calls`: a static function of one block gets no block probe when its
+    /// callers' blocks say whether it ran (`entries_known_from_calls`). Opt-in: a passing
+    /// run's coverage file cannot show that no other thread stood before such a call, so
+    /// there the function is often unknown.
+    pub bb_from_calls: bool,
     /// Block visits per function for the locally minimal local block probes of functions
     /// without cycles (`BlockGraph::path_local_probes`); 0 keeps the dominator placement's.
     pub bb_local_budget: usize,
@@ -764,7 +769,8 @@ unsafe fn instrument_module(
                 let m = unit.mechanisms(f);
                 let bbs = blocks(f);
                 !has_returns_twice_call(&bbs)
-                    && ((m.bbc && one_block(&bbs)) || (m.cc && entry_calls_come_back(&bbs, set)))
+                    && ((m.bbc && opts.bb_from_calls && one_block(&bbs))
+                        || (m.cc && entry_calls_come_back(&bbs, set)))
             },
             set,
         );
@@ -1036,7 +1042,7 @@ impl Unit<'_> {
         // but its last comes back (`CcLayout::new`: where the placement keeps them).
         let from_calls = self.entries_from_calls.get(&f).copied();
         let bbc_array =
-            mech.bbc && !(from_calls.is_some() && !opts.bb_all_probes && one_block(&bbs));
+            mech.bbc && !(from_calls.is_some() && opts.bb_from_calls && one_block(&bbs));
         let cc_from_calls = mech.cc
             && from_calls.is_some()
             && !opts.cc_all_probes
@@ -1340,6 +1346,7 @@ mod tests {
             pt_repeats_once: true,
             cc_all_probes: false,
             bb_all_probes: false,
+            bb_from_calls: false,
             bb_local_budget: 0,
             global_stores: super::GlobalStores::AllLoops,
             switchable: false,

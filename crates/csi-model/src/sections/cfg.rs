@@ -363,7 +363,8 @@ pub struct CfgFunction {
     /// blocks (csi-cc counts such a call only where every call before it in its block comes
     /// back): the block did not run, or ran and was left (a block it dominates ran), or ran
     /// with no activation standing in it before the call. What it saves:
-    /// - block coverage, a function of one block: no probe and no array (`bbc` is `None`);
+    /// - block coverage, a function of one block (csi-cc `--csi-bb-probes=calls`): no probe
+    ///   and no array (`bbc` is `None`);
     /// - call-site coverage, when every call of the entry block but the last comes back and
     ///   the placement across blocks kept their probes: the entry block's sites have none
     ///   (block 0 is in `cc_unprobed`), and the entry's status stands for the block's bit —
