@@ -860,6 +860,9 @@ struct Extract<'a> {
     /// Each function's basic-block graph from its CFG record, built on first use (every
     /// frame of the function asks the same questions of it).
     record_blocks: Vec<std::cell::OnceCell<BlockGraph>>,
+    /// Each function's entry-block node (see [`entry_block_node`](Self::entry_block_node)),
+    /// found on first use: the derivations across calls ask for it per call site.
+    entry_nodes: Vec<std::cell::OnceCell<Option<NodeId>>>,
     /// Per function record: its probes ran (no tracing switch, or one set to 1; see
     /// `tracing_switches`). A switched-off function runs an uninstrumented replica: its
     /// frames have no probe state and its coverage arrays stay zero.
@@ -917,6 +920,7 @@ impl<'a> Extract<'a> {
             labels,
             symbols,
             record_blocks: (0..cfg.len()).map(|_| std::cell::OnceCell::new()).collect(),
+            entry_nodes: (0..cfg.len()).map(|_| std::cell::OnceCell::new()).collect(),
             traced: Vec::new(),
             instrumented,
         };
@@ -2634,6 +2638,9 @@ impl<'a> Extract<'a> {
             .and_then(|t| self.every_activation_seen(t))
             .is_some();
         let frames = frames_by_function(threads);
+        // Per block-covered caller, the blocks that ran (its probes' status, which this
+        // fixpoint does not change).
+        let mut ran_blocks = HashMap::new();
         loop {
             let mut changed = false;
             for (g, sites) in &derived {
@@ -2649,7 +2656,9 @@ impl<'a> Extract<'a> {
                     sites.and_then(|sites| {
                         let made: Vec<Option<bool>> = sites
                             .iter()
-                            .map(|&(i, k)| self.call_made(i, k, coverage, &frames, every_one))
+                            .map(|&(i, k)| {
+                                self.call_made(i, k, coverage, &frames, every_one, &mut ran_blocks)
+                            })
                             .collect();
                         if made.contains(&Some(true)) {
                             Some(true)
@@ -2686,18 +2695,21 @@ impl<'a> Extract<'a> {
     /// calls (`entry_from_calls`) goes.
     fn entry_block_node(&self, f: FuncId) -> Option<NodeId> {
         let rec = self.cfg.get(f as usize)?;
-        let gnodes = &self.graph.function(f).nodes;
-        if gnodes.len() != rec.nodes.len() {
-            return None;
-        }
-        let k = rec.nodes.iter().position(|n| n.block == Some(0))?;
-        Some(gnodes[k])
+        *self.entry_nodes[f as usize].get_or_init(|| {
+            let gnodes = &self.graph.function(f).nodes;
+            if gnodes.len() != rec.nodes.len() {
+                return None;
+            }
+            let k = rec.nodes.iter().position(|n| n.block == Some(0))?;
+            Some(gnodes[k])
+        })
     }
 
     /// Whether the call at node `k` of function record `i` was made: its call-site coverage
     /// when `i` has any; else from the global block
     /// coverage in `coverage` and the live frames (`frames`, by function; `every_one`: they
-    /// are every activation in progress): made when a block its block dominates ran (the
+    /// are every activation in progress; `ran_blocks`: the blocks that ran, per record,
+    /// filled on first use): made when a block its block dominates ran (the
     /// block was left, all of it run) or a frame of `i` stands past it in its block; not
     /// made when its block did not run; made when its block ran and no activation may stand
     /// in the block before it — csi-cc placed it after calls that come back only, so an
@@ -2709,6 +2721,7 @@ impl<'a> Extract<'a> {
         coverage: &BTreeMap<NodeId, bool>,
         frames: &HashMap<FuncId, Vec<&csi_model::report::Frame>>,
         every_one: bool,
+        ran_blocks: &mut HashMap<usize, Vec<usize>>,
     ) -> Option<bool> {
         let rec = &self.cfg[i];
         let f = i as FuncId;
@@ -2732,8 +2745,15 @@ impl<'a> Extract<'a> {
                 None
             }
         };
-        if (0..blocks.len()).any(|w| w != b && blocks.dominates(b, w) && status(w) == Some(true)) {
-            return Some(true);
+        // Only block coverage says that a block other than the entry ran, and no other
+        // block dominates the entry: the blocks that ran are listed once per record.
+        if rec.bbc.is_some() {
+            let ran = ran_blocks
+                .entry(i)
+                .or_insert_with(|| (0..blocks.len()).filter(|&w| status(w) == Some(true)).collect());
+            if ran.iter().any(|&w| w != b && blocks.dominates(b, w)) {
+                return Some(true);
+            }
         }
         let of_i = frames.get(&f).map(Vec::as_slice).unwrap_or_default();
         let index = if of_i.is_empty() {
