@@ -425,10 +425,12 @@ extern "C" LLVMMetadataRef csi_dispatch_scope(LLVMValueRef onv) {
 
 // Splits the block of `before` there: the head ends in `if (cond)` into a new block (returned:
 // its terminator, a branch to the tail, which starts with `before`). Successors' PHIs follow.
-extern "C" LLVMValueRef csi_split_if_then(LLVMValueRef cond, LLVMValueRef before) {
+// `unlikely`: the branch says the new block seldom runs (laid out of the hot path).
+extern "C" LLVMValueRef csi_split_if_then(LLVMValueRef cond, LLVMValueRef before, int unlikely) {
   Instruction *c = unwrap<Instruction>(cond);
+  MDNode *weights = unlikely ? MDBuilder(c->getContext()).createUnlikelyBranchWeights() : nullptr;
   Instruction *t = SplitBlockAndInsertIfThen(c, unwrap<Instruction>(before)->getIterator(),
-                                             /*Unreachable=*/false);
+                                             /*Unreachable=*/false, weights);
   // Both new branches are the probe's, not the source line's (they took the back edge's).
   c->getParent()->getTerminator()->setDebugLoc(DebugLoc());
   t->setDebugLoc(DebugLoc());

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=checked|plain] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -23,7 +23,8 @@ const CSI_OPTIONS: &str =
                         the build (`csi tracing`): each function also has an uninstrumented
                         replica, and its switch byte (section csi_switch) picks one per call
   --csi-schema=FILE     per-function schemes, lines `function;{CC,PT}`
-  --csi-pt-size=N       ring buffer of completed paths per frame (default 10)
+  --csi-pt-size=N       ring buffer of completed paths per frame (default 16; 10, as csi-cc
+                        v1.4.0, with --csi-metadata=text); a power of two wraps with a mask
   --csi-pt-repeats=R    `once` (default when optimizing: a loop iteration that repeats the
                         path stored last stores nothing, so the ring holds runs of one or more
                         iterations) or `every` (one entry per iteration, as csi-cc v1.4.0; the
@@ -48,6 +49,11 @@ const CSI_OPTIONS: &str =
                         exits of every loop — cheaper, but ONLY for programs that never
                         longjmp (or cancel a thread) out of a loop: an activation ended that
                         way loses its loop's global bits (then a never can be wrong)
+  --csi-probe-stores=S  `checked` (default): a coverage probe reads its byte and stores only
+                        while it is clear — a global byte once set is never written again, so
+                        threads running the same code do not take its cache line from one
+                        another, and a probe on a cycle tests its frame's bit and skips both
+                        stores; `plain`: store on every run
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -447,7 +453,8 @@ impl Line {
 struct CsiOptions {
     scheme: String,
     schema: Option<String>,
-    pt_size: u32,
+    /// `--csi-pt-size`; `None`: 16, or v1.4.0's 10 with text metadata.
+    pt_size: Option<u32>,
     /// `--csi-pt-repeats`: `Some(true)` once, `Some(false)` every, `None` the default.
     pt_repeats_once: Option<bool>,
     verbose: bool,
@@ -456,6 +463,8 @@ struct CsiOptions {
     bb_from_calls: bool,
     bb_local_budget: usize,
     global_stores: GlobalStores,
+    /// `--csi-probe-stores`: `true` checked (default), `false` plain.
+    checked_stores: bool,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
     compress_metadata: bool,
@@ -470,7 +479,7 @@ impl CsiOptions {
         let mut o = CsiOptions {
             scheme: "realistic".to_string(),
             schema: None,
-            pt_size: 10,
+            pt_size: None,
             pt_repeats_once: None,
             verbose: false,
             cc_all_probes: false,
@@ -478,6 +487,7 @@ impl CsiOptions {
             bb_from_calls: false,
             bb_local_budget: 20_000_000,
             global_stores: GlobalStores::Auto,
+            checked_stores: true,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
@@ -489,7 +499,7 @@ impl CsiOptions {
                 o.schema = Some(v.to_string());
             } else if let Some(v) = a.strip_prefix("--csi-pt-size=") {
                 o.pt_size = match v.parse() {
-                    Ok(n) if (1..=1_000_000).contains(&n) => n,
+                    Ok(n) if (1..=1_000_000).contains(&n) => Some(n),
                     _ => fail(&format!(
                         "--csi-pt-size must be a number in 1..=1000000, not `{v}`"
                     )),
@@ -522,6 +532,8 @@ impl CsiOptions {
                         "--csi-global-stores must be `auto`, `in-place` or `all-loops`, not `{v}`"
                     )),
                 };
+            } else if let Some(v) = a.strip_prefix("--csi-probe-stores=") {
+                o.checked_stores = either(v, "--csi-probe-stores", "checked", "plain");
             } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
                 o.before_optimization = either(
                     v,
@@ -721,7 +733,12 @@ impl Steps<'_> {
         let opts = Options {
             default: self.default,
             per_function: self.per_function.clone(),
-            pt_size: self.csi.pt_size,
+            // A power of two wraps the ring's index with a mask (`PathState::store_path`):
+            // 16 entries cost fewer instructions than the dissertation's 10 and keep more.
+            pt_size: self
+                .csi
+                .pt_size
+                .unwrap_or(if self.csi.compress_metadata { 16 } else { 10 }),
             // v1.4.0's tools (text metadata) read one ring entry per iteration.
             pt_repeats_once: self
                 .csi
@@ -732,6 +749,7 @@ impl Steps<'_> {
             bb_from_calls: self.csi.bb_from_calls,
             bb_local_budget: self.csi.bb_local_budget,
             global_stores: self.csi.global_stores,
+            checked_stores: self.csi.checked_stores,
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             source: src.clone(),

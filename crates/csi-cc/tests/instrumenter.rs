@@ -773,6 +773,73 @@ fn loop_probes_set_their_global_slots_at_return() {
 /// `parse` has a loop without calls whose exit enters the block that zeroes `__CC_arr`, on a
 /// stack `dirty` filled with ones, and the loop that calls `hexval` never runs — so its
 /// global slot must stay clear (a copy before the zeroing set it from the stack's garbage).
+/// `--csi-loop-probes=once` (the default): a probe on a cycle stores its two bytes only
+/// while its local bit is clear — a load and a branch on its later runs — and leaves every
+/// global byte as `every` does: the same arrays at exit, the same output, in both schemes,
+/// with the loops' global stores in place (where the rule applies to every loop probe) and
+/// with the default copies at the exits.
+#[test]
+fn loop_probes_store_once_and_leave_the_same_bytes() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb not installed");
+        return;
+    }
+    let d = scratch();
+    let looping = [
+        "collatz",
+        "nested",
+        "with_goto",
+        "scan",
+        "tally",
+        "noisy",
+        "main",
+    ];
+    for (scheme, prefix) in [("bb", "__BBC_arr_"), ("cc", "__CC_arr_")] {
+        for stores in ["in-place", "auto"] {
+            let build = |probes: &str| {
+                let flags = [
+                    "-O2".to_string(),
+                    format!("--csi-global-stores={stores}"),
+                    format!("--csi-probe-stores={probes}"),
+                ];
+                let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+                let name = format!("{scheme}-{stores}-{probes}");
+                build_scheme(&d, scheme, Path::new(&fixture("loops.c")), &name, &flags)
+            };
+            let (once, every) = (build("checked"), build("plain"));
+            // `once` reads the local bit before its stores: `cmpb $0x0,…(%rsp)`.
+            let tests = |exe: &Path| {
+                let dis = run(Command::new("objdump").arg("-d").arg(exe));
+                String::from_utf8_lossy(&dis.stdout)
+                    .lines()
+                    .filter(|l| l.contains("cmpb   $0x0,") && l.contains("(%rsp)"))
+                    .count()
+            };
+            assert!(tests(&once) > tests(&every), "{scheme} {stores}");
+            let out = |exe: &Path| run(Command::new(exe).arg("27")).stdout;
+            assert_eq!(out(&once), out(&every), "{scheme} {stores}");
+            let cfg = parse_cfg(&section(&once, ".debug_CSI_CFG"), scheme).unwrap();
+            for name in looping {
+                let has_array = cfg.iter().any(|f| {
+                    f.name == name
+                        && match scheme {
+                            "bb" => f.bbc.is_some(),
+                            _ => f.cc.is_some(),
+                        }
+                });
+                if !has_array {
+                    continue;
+                }
+                let (a, ta) = global_array_at_exit(&once, prefix, name);
+                let (b, tb) = global_array_at_exit(&every, prefix, name);
+                assert_eq!(a, b, "{scheme} {stores} {name}:\n{ta}\n{tb}");
+                assert!(a.contains(&1), "{scheme} {stores} {name}: {ta}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn loop_exit_copies_read_the_local_array_only_after_its_zeroing() {
     if !gdb_available() {
@@ -1198,38 +1265,43 @@ fn path_trace_under_gdb_loop_wraparound_o0() {
         eprintln!("skipping: gdb is not installed");
         return;
     }
-    let t = trace_at_probe("-O0", "run", "25", 10);
-    assert_eq!(
-        t.completed.len(),
-        10,
-        "the buffer wrapped: ten completed paths"
-    );
-    let branch: Vec<u32> = t
-        .completed
-        .iter()
-        .map(|p| {
-            let ls = lines_of(&t.pt, p);
-            assert!(
-                ls.contains(&12) != ls.contains(&14),
-                "one branch per iteration: {ls:?}"
-            );
-            if ls.contains(&12) {
-                12
-            } else {
-                14
-            }
-        })
-        .collect();
-    let expect: Vec<u32> = (15..25).map(|i| if i % 3 == 0 { 12 } else { 14 }).collect();
-    assert_eq!(branch, expect);
-    let last = lines_until_call(&t.pt, &t.partial, 16);
-    assert!(last.contains(&10), "loop test on line 10 in {last:?}");
-    assert_eq!(
-        last.last(),
-        Some(&16),
-        "ends at the call on line 16: {last:?}"
-    );
-    assert!(!last.contains(&12) && !last.contains(&14));
+    // 10 wraps with a compare, 16 (the default, a power of two) with a mask.
+    for size in [10u32, 16] {
+        let t = trace_at_probe("-O0", "run", "25", size);
+        assert_eq!(
+            t.completed.len(),
+            size as usize,
+            "the buffer wrapped: {size} completed paths"
+        );
+        let branch: Vec<u32> = t
+            .completed
+            .iter()
+            .map(|p| {
+                let ls = lines_of(&t.pt, p);
+                assert!(
+                    ls.contains(&12) != ls.contains(&14),
+                    "one branch per iteration: {ls:?}"
+                );
+                if ls.contains(&12) {
+                    12
+                } else {
+                    14
+                }
+            })
+            .collect();
+        let expect: Vec<u32> = (25 - size..25)
+            .map(|i| if i % 3 == 0 { 12 } else { 14 })
+            .collect();
+        assert_eq!(branch, expect, "ring of {size}");
+        let last = lines_until_call(&t.pt, &t.partial, 16);
+        assert!(last.contains(&10), "loop test on line 10 in {last:?}");
+        assert_eq!(
+            last.last(),
+            Some(&16),
+            "ends at the call on line 16: {last:?}"
+        );
+        assert!(!last.contains(&12) && !last.contains(&14));
+    }
 
     // A larger buffer that does not wrap: all 25 iterations, oldest first.
     let t = trace_at_probe("-O0", "run", "25", 64);

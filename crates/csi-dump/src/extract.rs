@@ -2748,9 +2748,11 @@ impl<'a> Extract<'a> {
         // Only block coverage says that a block other than the entry ran, and no other
         // block dominates the entry: the blocks that ran are listed once per record.
         if rec.bbc.is_some() {
-            let ran = ran_blocks
-                .entry(i)
-                .or_insert_with(|| (0..blocks.len()).filter(|&w| status(w) == Some(true)).collect());
+            let ran = ran_blocks.entry(i).or_insert_with(|| {
+                (0..blocks.len())
+                    .filter(|&w| status(w) == Some(true))
+                    .collect()
+            });
             if ran.iter().any(|&w| w != b && blocks.dominates(b, w)) {
                 return Some(true);
             }

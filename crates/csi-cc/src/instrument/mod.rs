@@ -34,7 +34,11 @@ use sections::*;
 
 extern "C" {
     fn csi_split_critical_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
-    fn csi_split_if_then(cond: LLVMValueRef, before: LLVMValueRef) -> LLVMValueRef;
+    fn csi_split_if_then(
+        cond: LLVMValueRef,
+        before: LLVMValueRef,
+        unlikely: std::ffi::c_int,
+    ) -> LLVMValueRef;
     fn csi_clone_function(f: LLVMValueRef, name: *const std::ffi::c_char) -> LLVMValueRef;
     fn csi_add_springboard(
         f: LLVMValueRef,
@@ -146,6 +150,9 @@ pub struct Options {
     pub bb_local_budget: usize,
     /// `--csi-global-stores`: where probes on a cycle store their global bit.
     pub global_stores: GlobalStores,
+    /// `--csi-probe-stores=checked` (default): a probe stores only while its byte is clear
+    /// (`CoverageArrays::check_stores`).
+    pub checked_stores: bool,
     /// `--csi-scheme=custom`: every instrumented function gets an uninstrumented replica and a
     /// switch byte that picks one of the two at each call (the dissertation's ch. 3; see
     /// `Unit::make_switchable`).
@@ -1175,7 +1182,8 @@ impl Unit<'_> {
         }
         // ---- Code -----------------------------------------------------------------------------
         // Coverage stores first (they only insert before existing instructions).
-        arrays.store(c, &bbs, &rec.calls, &layout);
+        let cyclic: Vec<bool> = (0..bbs.len()).map(|k| facts.graph.on_cycle(k)).collect();
+        let stores = arrays.store(c, &bbs, &rec.calls, &layout, &cyclic);
         if let Some(nb) = &numbering {
             let shadowed =
                 (opts.optimized || opts.optimized_after) && !has_returns_twice_call(&bbs);
@@ -1198,8 +1206,11 @@ impl Unit<'_> {
         arrays
             .zero_locals(c, &bbs, &facts, layout.zeroing)
             .map_err(unsupported)?;
-        // Last: it splits the loops' exit blocks.
+        // Last: they split the loops' exit blocks and the probes' blocks.
         arrays.copy_at_loop_exits(c, &bbs);
+        if opts.checked_stores {
+            arrays.check_stores(c, &stores);
+        }
         let body = match replica {
             Some(off) => {
                 self.make_switchable(f, off, &name, &unit_tag, odr_group.as_deref(), &mut rec.cfg)
@@ -1349,6 +1360,7 @@ mod tests {
             bb_from_calls: false,
             bb_local_budget: 0,
             global_stores: super::GlobalStores::AllLoops,
+            checked_stores: true,
             switchable: false,
             compress_metadata: true,
             source: "w.cpp".into(),

@@ -459,7 +459,7 @@ impl PathState {
                 c"".as_ptr(),
             );
             let resume = LLVMGetNextInstruction(differs);
-            let then = csi_split_if_then(differs, resume);
+            let then = csi_split_if_then(differs, resume, 0);
             c.position_before(then);
             LLVMBuildStore(c.builder, s, last);
             resume
@@ -468,20 +468,28 @@ impl PathState {
         let p = c.gep(arr_ty, arr, i);
         c.vstore(s, p);
         let i1 = LLVMBuildAdd(c.builder, i, LLVMConstInt(c.i64t, 1, 0), c"".as_ptr());
-        let wrap = LLVMBuildICmp(
-            c.builder,
-            LLVMIntPredicate::LLVMIntEQ,
-            i1,
-            LLVMConstInt(c.i64t, n, 0),
-            c"".as_ptr(),
-        );
-        let next = LLVMBuildSelect(
-            c.builder,
-            wrap,
-            LLVMConstInt(c.i64t, 0, 0),
-            i1,
-            c"".as_ptr(),
-        );
+        // A ring of 2^k entries wraps with a mask: two instructions (add, and) where the
+        // compare and select take four (a zero register, compare, conditional move) — the
+        // dissertation's "modulus operations for circular buffer wrap-around at the
+        // machine-code level" (ch. 8).
+        let next = if n.is_power_of_two() {
+            LLVMBuildAnd(c.builder, i1, LLVMConstInt(c.i64t, n - 1, 0), c"".as_ptr())
+        } else {
+            let wrap = LLVMBuildICmp(
+                c.builder,
+                LLVMIntPredicate::LLVMIntEQ,
+                i1,
+                LLVMConstInt(c.i64t, n, 0),
+                c"".as_ptr(),
+            );
+            LLVMBuildSelect(
+                c.builder,
+                wrap,
+                LLVMConstInt(c.i64t, 0, 0),
+                i1,
+                c"".as_ptr(),
+            )
+        };
         idx.set(c, next);
         if let Some(resume) = resume {
             c.position_before(resume);
