@@ -658,6 +658,8 @@ struct UnitFiles {
     pre: String,
     bc: String,
     ibc: String,
+    /// The instrumented unit after the optimization pipeline, for checked stores.
+    opt: String,
 }
 
 impl Steps<'_> {
@@ -712,6 +714,7 @@ impl Steps<'_> {
             // optimization pipeline on its bitcode (the same IR clang's one step makes) — so the
             // call graph before optimization can be read in between (see `callgraph`).
             pre: temp("pre.bc"),
+            opt: temp("opt.bc"),
         };
         // The last -O flag wins, as in clang; -O0 and none mean unoptimized.
         let optimized = line
@@ -749,7 +752,6 @@ impl Steps<'_> {
             bb_from_calls: self.csi.bb_from_calls,
             bb_local_budget: self.csi.bb_local_budget,
             global_stores: self.csi.global_stores,
-            checked_stores: self.csi.checked_stores,
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             source: src.clone(),
@@ -858,12 +860,39 @@ impl Steps<'_> {
     }
 
     /// The back end: instrumented bitcode → object (or assembly) `out`; with the optimization
-    /// pipeline when the unit was instrumented before optimization.
+    /// pipeline when the unit was instrumented before optimization. With checked stores
+    /// (`--csi-probe-stores=checked`) the probes' global stores are checked in the code as it
+    /// will run (`instrument::check_probe_stores_file`): for a unit instrumented before
+    /// optimization, the pipeline runs to bitcode first (`opt`), and that is compiled
+    /// without passes — the same two steps clang's one makes.
     fn back_end(&self, instrument_first: bool, files: &UnitFiles) {
+        let check = |bc_in: &str, bc_out: &str| {
+            if let Err(e) = instrument::check_probe_stores_file(bc_in, bc_out) {
+                self.tmp.fail(&e);
+            }
+        };
+        let input = if instrument_first && self.csi.checked_stores {
+            self.compile_step(true, &["-c", "-emit-llvm"], &files.opt, &files.ibc);
+            check(&files.opt, &files.opt);
+            &files.opt
+        } else {
+            if self.csi.checked_stores {
+                check(&files.ibc, &files.ibc);
+            }
+            &files.ibc
+        };
+        let optimize = instrument_first && !self.csi.checked_stores;
+        let mode = if self.line.asm_only { "-S" } else { "-c" };
+        self.compile_step(optimize, &[mode], &files.out, input);
+    }
+
+    /// One clang step on bitcode `input` to `out`: with the optimization pipeline of the
+    /// back-end flags (`optimize`), or without passes.
+    fn compile_step(&self, optimize: bool, mode: &[&str], out: &str, input: &str) {
         let mut back = Command::new(self.driver.compiler());
         back.args(&self.backend_flags)
             .args(["-g", "-Wno-unused-command-line-argument"]);
-        if instrument_first {
+        if optimize {
             // Assignment tracking (clang's default at -O1 and up) would describe the frame
             // state by the values stored, fragment by fragment, some "optimized out" where
             // the memory holds them all: a plain `dbg.declare` keeps one stack location.
@@ -871,10 +900,7 @@ impl Steps<'_> {
         } else {
             back.args(["-Xclang", "-disable-llvm-passes"]);
         }
-        back.arg(if self.line.asm_only { "-S" } else { "-c" })
-            .arg("-o")
-            .arg(&files.out)
-            .arg(&files.ibc);
+        back.args(mode).arg("-o").arg(out).arg(input);
         let code = run(&mut back);
         if code != 0 {
             self.tmp.exit(code);

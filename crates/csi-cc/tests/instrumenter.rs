@@ -773,19 +773,19 @@ fn loop_probes_set_their_global_slots_at_return() {
 /// `parse` has a loop without calls whose exit enters the block that zeroes `__CC_arr`, on a
 /// stack `dirty` filled with ones, and the loop that calls `hexval` never runs — so its
 /// global slot must stay clear (a copy before the zeroing set it from the stack's garbage).
-/// `--csi-loop-probes=once` (the default): a probe on a cycle stores its two bytes only
-/// while its local bit is clear — a load and a branch on its later runs — and leaves every
-/// global byte as `every` does: the same arrays at exit, the same output, in both schemes,
-/// with the loops' global stores in place (where the rule applies to every loop probe) and
-/// with the default copies at the exits.
+/// `--csi-probe-stores=checked` (the default): each probe's store into a global coverage
+/// array is `if (byte == 0) byte = 1`, in the code as it runs (after optimization), and
+/// leaves every global byte as plain stores do: the same arrays at exit, the same output, in
+/// the coverage schemes, at -O0 and -O2, with the loops' global stores in place and copied at
+/// the loops' exits.
 #[test]
-fn loop_probes_store_once_and_leave_the_same_bytes() {
+fn checked_probe_stores_leave_the_same_bytes() {
     if !gdb_available() {
         eprintln!("skipping: gdb not installed");
         return;
     }
     let d = scratch();
-    let looping = [
+    let functions = [
         "collatz",
         "nested",
         "with_goto",
@@ -794,48 +794,59 @@ fn loop_probes_store_once_and_leave_the_same_bytes() {
         "noisy",
         "main",
     ];
-    for (scheme, prefix) in [("bb", "__BBC_arr_"), ("cc", "__CC_arr_")] {
-        for stores in ["in-place", "auto"] {
-            let build = |probes: &str| {
-                let flags = [
-                    "-O2".to_string(),
-                    format!("--csi-global-stores={stores}"),
-                    format!("--csi-probe-stores={probes}"),
-                ];
-                let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-                let name = format!("{scheme}-{stores}-{probes}");
-                build_scheme(&d, scheme, Path::new(&fixture("loops.c")), &name, &flags)
-            };
-            let (once, every) = (build("checked"), build("plain"));
-            // `once` reads the local bit before its stores: `cmpb $0x0,…(%rsp)`.
-            let tests = |exe: &Path| {
-                let dis = run(Command::new("objdump").arg("-d").arg(exe));
-                String::from_utf8_lossy(&dis.stdout)
-                    .lines()
-                    .filter(|l| l.contains("cmpb   $0x0,") && l.contains("(%rsp)"))
-                    .count()
-            };
-            assert!(tests(&once) > tests(&every), "{scheme} {stores}");
-            let out = |exe: &Path| run(Command::new(exe).arg("27")).stdout;
-            assert_eq!(out(&once), out(&every), "{scheme} {stores}");
-            let cfg = parse_cfg(&section(&once, ".debug_CSI_CFG"), scheme).unwrap();
-            for name in looping {
-                let has_array = cfg.iter().any(|f| {
-                    f.name == name
-                        && match scheme {
-                            "bb" => f.bbc.is_some(),
-                            _ => f.cc.is_some(),
-                        }
-                });
-                if !has_array {
-                    continue;
-                }
-                let (a, ta) = global_array_at_exit(&once, prefix, name);
-                let (b, tb) = global_array_at_exit(&every, prefix, name);
-                assert_eq!(a, b, "{scheme} {stores} {name}:\n{ta}\n{tb}");
-                assert!(a.contains(&1), "{scheme} {stores} {name}: {ta}");
+    let runs = [
+        ("bb", "__BBC_arr_", "-O2", "in-place"),
+        ("bb", "__BBC_arr_", "-O2", "auto"),
+        ("cc", "__CC_arr_", "-O2", "in-place"),
+        ("cc", "__CC_arr_", "-O0", "auto"),
+        ("fc", "__FC_arr_", "-O2", "auto"),
+    ];
+    for (scheme, prefix, opt, stores) in runs {
+        let what = format!("{scheme} {opt} {stores}");
+        let build = |probes: &str| {
+            let flags = [
+                opt.to_string(),
+                format!("--csi-global-stores={stores}"),
+                format!("--csi-probe-stores={probes}"),
+            ];
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            let name = format!("{scheme}{opt}{stores}-{probes}");
+            build_scheme(&d, scheme, Path::new(&fixture("loops.c")), &name, &flags)
+        };
+        let (checked, plain) = (build("checked"), build("plain"));
+        // A checked probe reads its global byte before it stores it: more instructions
+        // that name the arrays (objdump's `<__BBC_arr_…>` comments).
+        let uses = |exe: &Path| {
+            let dis = run(Command::new("objdump").arg("-d").arg(exe));
+            String::from_utf8_lossy(&dis.stdout)
+                .lines()
+                .filter(|l| l.contains(&format!("<{prefix}")))
+                .count()
+        };
+        assert!(uses(&checked) > uses(&plain), "{what}");
+        let out = |exe: &Path| run(Command::new(exe).arg("27")).stdout;
+        assert_eq!(out(&checked), out(&plain), "{what}");
+        let cfg = parse_cfg(&section(&checked, ".debug_CSI_CFG"), scheme).unwrap();
+        let mut compared = 0;
+        for name in functions {
+            let has_array = cfg.iter().any(|f| {
+                f.name == name
+                    && match scheme {
+                        "bb" => f.bbc.is_some(),
+                        "cc" => f.cc.is_some(),
+                        _ => f.fc.is_some(),
+                    }
+            });
+            if !has_array {
+                continue;
             }
+            let (a, ta) = global_array_at_exit(&checked, prefix, name);
+            let (b, tb) = global_array_at_exit(&plain, prefix, name);
+            assert_eq!(a, b, "{what} {name}:\n{ta}\n{tb}");
+            assert!(a.contains(&1), "{what} {name}: {ta}");
+            compared += 1;
         }
+        assert!(compared >= 2, "{what}: {compared} arrays compared");
     }
     let _ = std::fs::remove_dir_all(&d);
 }

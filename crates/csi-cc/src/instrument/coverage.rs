@@ -35,14 +35,6 @@ pub(super) struct CoverageArrays {
     pub(super) loop_exits: LoopExitCopies,
 }
 
-/// A probe's stores as `store` placed them: its local bit's, its global byte's (in place),
-/// and whether its block is on a cycle (see [`CoverageArrays::check_stores`]).
-pub(super) struct ProbeStores {
-    local: Option<LLVMValueRef>,
-    global: Option<LLVMValueRef>,
-    on_cycle: bool,
-}
-
 /// Probes whose global store moves from the probe to the exits of its loop, where the
 /// probe's local bit is copied into the global slot (`CfgFunction::cc_global_at_return`,
 /// `bbc_global_at_return`).
@@ -350,115 +342,55 @@ impl ArrayOwner<'_> {
 impl CoverageArrays {
     /// The coverage stores: before each probed call site, at the start of each block (after
     /// the allocas in the entry block), at the function's entry. They only insert before
-    /// existing instructions. Returns them (`cyclic`: per block, on a cycle) for
-    /// [`check_stores`](Self::check_stores), once every other step is done.
+    /// existing instructions.
     pub(super) unsafe fn store(
         &self,
         c: &Ctx,
         bbs: &[LLVMBasicBlockRef],
         calls: &[CallSite],
         layout: &CcLayout,
-        cyclic: &[bool],
-    ) -> Vec<ProbeStores> {
+    ) {
         let one = LLVMConstInt(c.i8t, 1, 0);
-        let mut stores = Vec::new();
-        // Both pointers first: `check_stores` splits the block before a store, and the
-        // pointers must stay above the split.
-        let mut probe = |local: Option<(LLVMValueRef, LLVMTypeRef)>,
-                         global: Option<(LLVMValueRef, LLVMTypeRef)>,
-                         idx: LLVMValueRef,
-                         on_cycle: bool| {
-            let lp = local.map(|(a, lty)| c.gep(lty, a, idx));
-            let gp = global.map(|(g, gty)| c.gep(gty, g, idx));
-            let store = |p: LLVMValueRef| {
-                let s = LLVMBuildStore(c.builder, one, p);
-                LLVMSetVolatile(s, 1);
-                s
-            };
-            stores.push(ProbeStores {
-                local: lp.map(store),
-                global: gp.map(store),
-                on_cycle,
-            });
-        };
         if let Some(((g, gty), local)) = self.cc {
             for ((inst, ..), s) in calls.iter().zip(&layout.slot) {
                 let Some(j) = *s else { continue };
                 c.position_before(*inst);
-                let parent = LLVMGetInstructionParent(*inst);
-                let on_cycle = bbs
-                    .iter()
-                    .position(|&b| b == parent)
-                    .is_some_and(|k| cyclic[k]);
-                probe(
-                    local.filter(|_| j < layout.n_local),
-                    (!self.loop_exits.cc_has(j)).then_some((g, gty)),
-                    LLVMConstInt(c.i64t, j, 0),
-                    on_cycle,
-                );
+                let idx = LLVMConstInt(c.i64t, j, 0);
+                if let Some((a, lty)) = local.filter(|_| j < layout.n_local) {
+                    let lp = c.gep(lty, a, idx);
+                    c.vstore(one, lp);
+                }
+                if self.loop_exits.cc_has(j) {
+                    continue;
+                }
+                let gp = c.gep(gty, g, idx);
+                c.vstore(one, gp);
             }
         }
         if let Some(arrays) = &self.bbc {
+            let (g, gty) = arrays.global;
             for (k, &bb) in bbs.iter().enumerate().filter(|&(k, _)| arrays.probed[k]) {
                 c.position_before(if k == 0 {
                     after_allocas(bb)
                 } else {
                     c.first_insertion(bb)
                 });
-                probe(
-                    arrays.local.filter(|_| arrays.local_probed[k]),
-                    (!self.loop_exits.bbc_has(k)).then_some(arrays.global),
-                    LLVMConstInt(c.i64t, k as u64, 0),
-                    cyclic[k],
-                );
+                let idx = LLVMConstInt(c.i64t, k as u64, 0);
+                if let Some((a, lty)) = arrays.local.filter(|_| arrays.local_probed[k]) {
+                    let lp = c.gep(lty, a, idx);
+                    c.vstore(one, lp);
+                }
+                if self.loop_exits.bbc_has(k) {
+                    continue;
+                }
+                let gp = c.gep(gty, g, idx);
+                c.vstore(one, gp);
             }
         }
-        if let Some(fc) = self.fc {
+        if let Some((g, gty)) = self.fc {
             c.position_before(after_allocas(bbs[0]));
-            probe(None, Some(fc), LLVMConstInt(c.i64t, 0, 0), false);
-        }
-        stores
-    }
-
-    /// Checked stores (`--csi-probe-stores=checked`, the default): a probe reads its byte and
-    /// stores only while it is clear, as SanitizerCoverage's `inline-bool-flag` does.
-    /// - A global byte is stored only while it reads 0. Once set it is never written again,
-    ///   so its cache line stays shared in every core: with unchecked stores, threads running
-    ///   the same code write the same lines over and over and each write takes the line from
-    ///   the other cores (a two-thread loop over a three-block function ran ×1.8 the CPU of
-    ///   one thread's with `bb`, ×1.0 checked; `bench/suite`'s programs are single-threaded).
-    /// - A probe on a cycle with both bytes tests its local bit instead, and skips both
-    ///   stores: the global byte was set by the run that set the local bit (one activation's
-    ///   stack, zeroed before any probe runs — `zeroing_block` dominates them), and no one
-    ///   clears a global byte. A repeat is then a load and a predicted branch, no store.
-    ///
-    /// The bytes are the same at every point, so nothing changes for the reader. Last of the
-    /// instrumentation: it splits the probes' blocks.
-    pub(super) unsafe fn check_stores(&self, c: &Ctx, stores: &[ProbeStores]) {
-        // `if (*p == 0) { moved… }`, the test before `at`.
-        let guard = |p: LLVMValueRef, at: LLVMValueRef, moved: &[LLVMValueRef]| {
-            c.position_before(at);
-            let byte = c.vload(c.i8t, p);
-            let clear = LLVMBuildICmp(
-                c.builder,
-                LLVMIntPredicate::LLVMIntEQ,
-                byte,
-                LLVMConstInt(c.i8t, 0, 0),
-                c"".as_ptr(),
-            );
-            let then = csi_split_if_then(clear, at, 1);
-            c.position_before(then);
-            for &m in moved {
-                LLVMInstructionRemoveFromParent(m);
-                LLVMInsertIntoBuilder(c.builder, m);
-            }
-        };
-        for s in stores {
-            match (s.local, s.global) {
-                (Some(l), Some(g)) if s.on_cycle => guard(LLVMGetOperand(l, 1), l, &[l, g]),
-                (_, Some(g)) => guard(LLVMGetOperand(g, 1), g, &[g]),
-                (_, None) => {}
-            }
+            let gp = c.gep(gty, g, LLVMConstInt(c.i64t, 0, 0));
+            c.vstore(one, gp);
         }
     }
 

@@ -21,6 +21,7 @@ use std::ffi::{CStr, CString};
 use std::ptr;
 
 mod calls;
+mod checked;
 mod coverage;
 mod paths;
 mod records;
@@ -150,9 +151,6 @@ pub struct Options {
     pub bb_local_budget: usize,
     /// `--csi-global-stores`: where probes on a cycle store their global bit.
     pub global_stores: GlobalStores,
-    /// `--csi-probe-stores=checked` (default): a probe stores only while its byte is clear
-    /// (`CoverageArrays::check_stores`).
-    pub checked_stores: bool,
     /// `--csi-scheme=custom`: every instrumented function gets an uninstrumented replica and a
     /// switch byte that picks one of the two at each call (the dissertation's ch. 3; see
     /// `Unit::make_switchable`).
@@ -573,6 +571,8 @@ impl Ctx {
 /// verify) is compiled without instrumentation instead: the module is read again and
 /// instrumented with that function left as it is, its CFG record saying why
 /// (`pt_skipped`, no coverage), until every function is done.
+pub use checked::check_probe_stores_file;
+
 pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Report, String> {
     let mut skip: BTreeMap<String, String> = BTreeMap::new();
     loop {
@@ -1182,8 +1182,7 @@ impl Unit<'_> {
         }
         // ---- Code -----------------------------------------------------------------------------
         // Coverage stores first (they only insert before existing instructions).
-        let cyclic: Vec<bool> = (0..bbs.len()).map(|k| facts.graph.on_cycle(k)).collect();
-        let stores = arrays.store(c, &bbs, &rec.calls, &layout, &cyclic);
+        arrays.store(c, &bbs, &rec.calls, &layout);
         if let Some(nb) = &numbering {
             let shadowed =
                 (opts.optimized || opts.optimized_after) && !has_returns_twice_call(&bbs);
@@ -1206,11 +1205,8 @@ impl Unit<'_> {
         arrays
             .zero_locals(c, &bbs, &facts, layout.zeroing)
             .map_err(unsupported)?;
-        // Last: they split the loops' exit blocks and the probes' blocks.
+        // Last: it splits the loops' exit blocks.
         arrays.copy_at_loop_exits(c, &bbs);
-        if opts.checked_stores {
-            arrays.check_stores(c, &stores);
-        }
         let body = match replica {
             Some(off) => {
                 self.make_switchable(f, off, &name, &unit_tag, odr_group.as_deref(), &mut rec.cfg)
@@ -1360,7 +1356,6 @@ mod tests {
             bb_from_calls: false,
             bb_local_budget: 0,
             global_stores: super::GlobalStores::AllLoops,
-            checked_stores: true,
             switchable: false,
             compress_metadata: true,
             source: "w.cpp".into(),
