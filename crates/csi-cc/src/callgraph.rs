@@ -12,8 +12,6 @@ use llvm_sys::core::*;
 use llvm_sys::debuginfo::LLVMGetSubprogram;
 use llvm_sys::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::ffi::CStr;
-use std::ptr;
 
 use crate::instrument::{blocks, instructions, is_call, loc, scope_file_path, value_name};
 
@@ -169,23 +167,7 @@ pub unsafe fn unit_calls(m: LLVMModuleRef) -> UnitCalls {
 /// [`unit_calls`] of a bitcode file.
 pub fn unit_calls_of_file(bc: &str) -> Result<UnitCalls, String> {
     unsafe {
-        let ctx = LLVMContextCreate();
-        let mut buf = ptr::null_mut();
-        let mut msg = ptr::null_mut();
-        let path = std::ffi::CString::new(bc).map_err(|_| format!("bad path {bc}"))?;
-        if LLVMCreateMemoryBufferWithContentsOfFile(path.as_ptr(), &mut buf, &mut msg) != 0 {
-            let m = CStr::from_ptr(msg).to_string_lossy().into_owned();
-            LLVMDisposeMessage(msg);
-            LLVMContextDispose(ctx);
-            return Err(format!("cannot read {bc}: {m}"));
-        }
-        let mut module = ptr::null_mut();
-        if llvm_sys::bit_reader::LLVMParseBitcodeInContext2(ctx, buf, &mut module) != 0 {
-            LLVMDisposeMemoryBuffer(buf);
-            LLVMContextDispose(ctx);
-            return Err(format!("cannot parse bitcode {bc}"));
-        }
-        LLVMDisposeMemoryBuffer(buf);
+        let (ctx, module) = crate::instrument::read_bitcode(bc)?;
         let out = unit_calls(module);
         LLVMDisposeModule(module);
         LLVMContextDispose(ctx);

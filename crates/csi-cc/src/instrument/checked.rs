@@ -25,22 +25,7 @@ const ARRAYS: [&str; 3] = ["__CC_arr_", "__BBC_arr_", "__FC_arr_"];
 /// a global coverage array checked; returns how many.
 pub fn check_probe_stores_file(bc_in: &str, bc_out: &str) -> Result<usize, String> {
     unsafe {
-        let ctx = LLVMContextCreate();
-        let mut buf = ptr::null_mut();
-        let mut msg = ptr::null_mut();
-        if LLVMCreateMemoryBufferWithContentsOfFile(cstr(bc_in).as_ptr(), &mut buf, &mut msg) != 0 {
-            let m = CStr::from_ptr(msg).to_string_lossy().into_owned();
-            LLVMDisposeMessage(msg);
-            LLVMContextDispose(ctx);
-            return Err(format!("cannot read {bc_in}: {m}"));
-        }
-        let mut module = ptr::null_mut();
-        if llvm_sys::bit_reader::LLVMParseBitcodeInContext2(ctx, buf, &mut module) != 0 {
-            LLVMDisposeMemoryBuffer(buf);
-            LLVMContextDispose(ctx);
-            return Err(format!("cannot parse bitcode {bc_in}"));
-        }
-        LLVMDisposeMemoryBuffer(buf);
+        let (ctx, module) = read_bitcode(bc_in)?;
         let n = check_probe_stores(ctx, module);
         let written = llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr());
         LLVMDisposeModule(module);

@@ -571,6 +571,28 @@ impl Ctx {
 /// verify) is compiled without instrumentation instead: the module is read again and
 /// instrumented with that function left as it is, its CFG record saying why
 /// (`pt_skipped`, no coverage), until every function is done.
+/// Reads the bitcode file `path` into a new context: (context, module), both the caller's to
+/// dispose.
+pub(crate) unsafe fn read_bitcode(path: &str) -> Result<(LLVMContextRef, LLVMModuleRef), String> {
+    let ctx = LLVMContextCreate();
+    let mut buf = ptr::null_mut();
+    let mut msg = ptr::null_mut();
+    if LLVMCreateMemoryBufferWithContentsOfFile(cstr(path).as_ptr(), &mut buf, &mut msg) != 0 {
+        let m = CStr::from_ptr(msg).to_string_lossy().into_owned();
+        LLVMDisposeMessage(msg);
+        LLVMContextDispose(ctx);
+        return Err(format!("cannot read {path}: {m}"));
+    }
+    let mut module = ptr::null_mut();
+    if llvm_sys::bit_reader::LLVMParseBitcodeInContext2(ctx, buf, &mut module) != 0 {
+        LLVMDisposeMemoryBuffer(buf);
+        LLVMContextDispose(ctx);
+        return Err(format!("cannot parse bitcode {path}"));
+    }
+    LLVMDisposeMemoryBuffer(buf);
+    Ok((ctx, module))
+}
+
 pub use checked::check_probe_stores_file;
 
 pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Report, String> {
@@ -608,20 +630,7 @@ fn instrument_attempt(
     skip: &BTreeMap<String, String>,
 ) -> Result<Result<Report, Unsupported>, String> {
     unsafe {
-        let ctx = LLVMContextCreate();
-        let mut buf = ptr::null_mut();
-        let mut msg = ptr::null_mut();
-        if LLVMCreateMemoryBufferWithContentsOfFile(cstr(bc_in).as_ptr(), &mut buf, &mut msg) != 0 {
-            let m = CStr::from_ptr(msg).to_string_lossy().into_owned();
-            LLVMDisposeMessage(msg);
-            return Err(format!("cannot read {bc_in}: {m}"));
-        }
-        let mut module = ptr::null_mut();
-        if llvm_sys::bit_reader::LLVMParseBitcodeInContext2(ctx, buf, &mut module) != 0 {
-            LLVMDisposeMemoryBuffer(buf);
-            return Err(format!("cannot parse bitcode {bc_in}"));
-        }
-        LLVMDisposeMemoryBuffer(buf);
+        let (ctx, module) = read_bitcode(bc_in)?;
         LLVMSetIsNewDbgInfoFormat(module, 1);
         let c = Ctx {
             ctx,
