@@ -39,68 +39,282 @@ pub fn check_probe_stores_file(bc_in: &str, bc_out: &str) -> Result<usize, Strin
 
 /// The pass over one module: each `store volatile i8 1` whose address is (a constant offset
 /// into) a global coverage array goes into a block of its own, entered only when the byte
-/// reads 0 (the branch marked unlikely: after its first run the probe falls through).
+/// reads 0 (the branch marked unlikely: after its first run the probe falls through). Where
+/// the store follows its local bit's store (a probe with both bytes) in a block on a cycle,
+/// the test reads the local bit instead and skips both stores (see [`local_tests`]).
 pub(super) unsafe fn check_probe_stores(ctx: LLVMContextRef, module: LLVMModuleRef) -> usize {
     let i8t = LLVMInt8TypeInContext(ctx);
-    let mut probes = Vec::new();
+    let builder = LLVMCreateBuilderInContext(ctx);
+    let mut n = 0;
     let mut f = LLVMGetFirstFunction(module);
     while !f.is_null() {
-        for bb in blocks(f) {
-            for i in instructions(bb) {
-                if is_probe_store(i) {
-                    probes.push(i);
-                }
+        let bbs = blocks(f);
+        let probes: Vec<LLVMValueRef> = bbs
+            .iter()
+            .flat_map(|&bb| instructions(bb))
+            .filter(|&i| is_probe_store(i))
+            .collect();
+        let local = local_tests(&bbs, &probes);
+        for &s in &probes {
+            // `if (*test == 0) { moved… }`, the test before `moved[0]`.
+            let (test, moved) = match local.get(&s) {
+                Some(&l) => (LLVMGetOperand(l, 1), vec![l, s]),
+                None => (LLVMGetOperand(s, 1), vec![s]),
+            };
+            LLVMPositionBuilderBefore(builder, moved[0]);
+            let byte = LLVMBuildLoad2(builder, i8t, test, c"".as_ptr());
+            LLVMSetVolatile(byte, 1);
+            let clear = LLVMBuildICmp(
+                builder,
+                LLVMIntPredicate::LLVMIntEQ,
+                byte,
+                LLVMConstInt(i8t, 0, 0),
+                c"".as_ptr(),
+            );
+            let then = csi_split_if_then(clear, moved[0], 1);
+            LLVMPositionBuilderBefore(builder, then);
+            for &m in &moved {
+                LLVMInstructionRemoveFromParent(m);
+                LLVMInsertIntoBuilder(builder, m);
             }
+            n += 1;
         }
         f = LLVMGetNextFunction(f);
     }
-    let builder = LLVMCreateBuilderInContext(ctx);
-    for &s in &probes {
-        let p = LLVMGetOperand(s, 1);
-        LLVMPositionBuilderBefore(builder, s);
-        let byte = LLVMBuildLoad2(builder, i8t, p, c"".as_ptr());
-        LLVMSetVolatile(byte, 1);
-        let clear = LLVMBuildICmp(
-            builder,
-            LLVMIntPredicate::LLVMIntEQ,
-            byte,
-            LLVMConstInt(i8t, 0, 0),
-            c"".as_ptr(),
-        );
-        let then = csi_split_if_then(clear, s, 1);
-        LLVMInstructionRemoveFromParent(s);
-        LLVMPositionBuilderBefore(builder, then);
-        LLVMInsertIntoBuilder(builder, s);
-    }
     LLVMDisposeBuilder(builder);
-    probes.len()
+    n
 }
 
-/// A probe's global store: `store volatile i8 1` into a coverage array.
-unsafe fn is_probe_store(i: LLVMValueRef) -> bool {
+/// The global probe stores (of `probes`, in the function of blocks `bbs`) whose test may read
+/// the frame's local bit: global store → the local store right before it. A probe with both
+/// bytes stores `local[j] = 1; global[j] = 1` (csi-cc's `CoverageArrays::store`); once its
+/// local bit is set in an activation, the global byte was set right after, so a repeat may
+/// skip both. That needs, for the local byte `A[j]` (an alloca, at a constant offset):
+/// - every store into `A[j]` in the function is such a pair with the same global byte — the
+///   optimizer may duplicate a probe's block (both stores go along), and a local store
+///   followed by another probe's global store by chance must not count;
+/// - the pair's block is on a cycle (elsewhere a probe runs once per activation and the test
+///   would always find its bit clear), and nothing on that cycle zeroes `A` (an inlined
+///   callee's array is zeroed on every call: the test would find it clear again).
+///
+/// Reading `A[j]` is safe: in every activation its zeroing runs before any of its probes
+/// (`zeroing_block` dominates them, and the optimizer keeps volatile accesses in order).
+unsafe fn local_tests(
+    bbs: &[LLVMBasicBlockRef],
+    probes: &[LLVMValueRef],
+) -> HashMap<LLVMValueRef, LLVMValueRef> {
+    let index: HashMap<LLVMBasicBlockRef, usize> =
+        bbs.iter().enumerate().map(|(k, &b)| (b, k)).collect();
+    // Candidate pairs: a local `store volatile i8 1` right before the global one (only
+    // address arithmetic between), with the same offset.
+    let mut pairs: Vec<(
+        LLVMValueRef,
+        LLVMValueRef,
+        LLVMValueRef,
+        i64,
+        LLVMValueRef,
+        i64,
+    )> = Vec::new();
+    for &g in probes {
+        let Some((gbase, gj)) = constant_offset(LLVMGetOperand(g, 1)) else {
+            continue;
+        };
+        let mut prev = LLVMGetPreviousInstruction(g);
+        while !prev.is_null() && !LLVMIsAGetElementPtrInst(prev).is_null() {
+            prev = LLVMGetPreviousInstruction(prev);
+        }
+        if prev.is_null() || !is_store_of_one(prev) {
+            continue;
+        }
+        let Some((lbase, lj)) = constant_offset(LLVMGetOperand(prev, 1)) else {
+            continue;
+        };
+        if LLVMIsAAllocaInst(lbase).is_null() || lj != gj {
+            continue;
+        }
+        pairs.push((g, prev, lbase, lj, gbase, gj));
+    }
+    if pairs.is_empty() {
+        return HashMap::new();
+    }
+    // Every store into the function's local arrays, and where they are zeroed.
+    let allocas: HashSet<LLVMValueRef> = pairs.iter().map(|p| p.2).collect();
+    let mut stores_into: HashMap<(LLVMValueRef, i64), Vec<LLVMValueRef>> = HashMap::new();
+    let mut zeroed_in: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
+    for (k, &bb) in bbs.iter().enumerate() {
+        for i in instructions(bb) {
+            if !LLVMIsAStoreInst(i).is_null() {
+                match constant_offset(LLVMGetOperand(i, 1)) {
+                    Some((base, j)) if allocas.contains(&base) => {
+                        if is_store_of_one(i) {
+                            stores_into.entry((base, j)).or_default().push(i);
+                        } else {
+                            zeroed_in.entry(base).or_default().push(k);
+                        }
+                    }
+                    Some(_) => {}
+                    // A store into an array at an offset not known: it could be any byte.
+                    None => {
+                        if let Some(base) = underlying_alloca(LLVMGetOperand(i, 1)) {
+                            if allocas.contains(&base) {
+                                zeroed_in.entry(base).or_default().push(k);
+                                stores_into.entry((base, -1)).or_default().push(i);
+                            }
+                        }
+                    }
+                }
+            } else if !LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null() {
+                // The zeroing (`llvm.memset`), or any call handed the array.
+                let n = LLVMGetNumArgOperands(i);
+                for a in 0..n {
+                    if let Some(base) = underlying_alloca(LLVMGetOperand(i, a)) {
+                        if allocas.contains(&base) {
+                            zeroed_in.entry(base).or_default().push(k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let succs: Vec<Vec<usize>> = bbs
+        .iter()
+        .map(|&bb| {
+            let t = LLVMGetBasicBlockTerminator(bb);
+            if t.is_null() {
+                return Vec::new();
+            }
+            (0..LLVMGetNumSuccessors(t))
+                .filter_map(|s| index.get(&LLVMGetSuccessor(t, s)).copied())
+                .collect()
+        })
+        .collect();
+    let scc = cycle_of(&succs);
+    let pair_of: HashMap<LLVMValueRef, (LLVMValueRef, i64)> =
+        pairs.iter().map(|p| (p.1, (p.4, p.5))).collect();
+    let mut out = HashMap::new();
+    for (g, l, base, j, gbase, gj) in pairs {
+        let k = index[&LLVMGetInstructionParent(g)];
+        let Some(cycle) = scc[k] else { continue };
+        if stores_into.contains_key(&(base, -1))
+            || zeroed_in
+                .get(&base)
+                .is_some_and(|ks| ks.iter().any(|&z| scc[z] == Some(cycle)))
+        {
+            continue;
+        }
+        let all_paired = stores_into[&(base, j)]
+            .iter()
+            .all(|s| pair_of.get(s) == Some(&(gbase, gj)));
+        if all_paired {
+            out.insert(g, l);
+        }
+    }
+    out
+}
+
+/// Per block, the cycle it is on (an id of its strongly connected component), if any.
+fn cycle_of(succs: &[Vec<usize>]) -> Vec<Option<usize>> {
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let mut g = DiGraph::<(), ()>::new();
+    let nodes: Vec<NodeIndex> = (0..succs.len()).map(|_| g.add_node(())).collect();
+    for (a, ss) in succs.iter().enumerate() {
+        for &b in ss {
+            g.add_edge(nodes[a], nodes[b], ());
+        }
+    }
+    let mut out = vec![None; succs.len()];
+    for (id, comp) in petgraph::algo::tarjan_scc(&g).into_iter().enumerate() {
+        let cyclic = comp.len() > 1 || succs[comp[0].index()].contains(&comp[0].index());
+        if cyclic {
+            for n in comp {
+                out[n.index()] = Some(id);
+            }
+        }
+    }
+    out
+}
+
+/// `store volatile i8 1, ptr …`.
+unsafe fn is_store_of_one(i: LLVMValueRef) -> bool {
     if LLVMIsAStoreInst(i).is_null() || LLVMGetVolatile(i) == 0 {
         return false;
     }
     let v = LLVMGetOperand(i, 0);
-    if LLVMIsAConstantInt(v).is_null()
-        || LLVMGetIntTypeWidth(LLVMTypeOf(v)) != 8
-        || LLVMConstIntGetZExtValue(v) != 1
-    {
+    !LLVMIsAConstantInt(v).is_null()
+        && LLVMGetIntTypeWidth(LLVMTypeOf(v)) == 8
+        && LLVMConstIntGetZExtValue(v) == 1
+}
+
+/// A probe's global store: `store volatile i8 1` into a coverage array.
+unsafe fn is_probe_store(i: LLVMValueRef) -> bool {
+    if !is_store_of_one(i) {
         return false;
     }
-    // The address: the array itself, or a constant GEP into it (an expression, or an
-    // instruction with constant indices where the optimizer left one).
-    let mut p = LLVMGetOperand(i, 1);
+    match constant_offset(LLVMGetOperand(i, 1)) {
+        Some((base, _)) if !LLVMIsAGlobalVariable(base).is_null() => {
+            let name = value_name(base);
+            ARRAYS.iter().any(|a| name.starts_with(a))
+        }
+        _ => false,
+    }
+}
+
+/// The object a pointer points into (a global or an alloca) and the byte offset, when the
+/// address is the object itself or constant byte-array GEPs into it (`i8` or `[N x i8]`
+/// elements, as csi-cc's arrays are; expressions or instructions).
+unsafe fn constant_offset(mut p: LLVMValueRef) -> Option<(LLVMValueRef, i64)> {
+    let mut offset = 0i64;
     loop {
-        if !LLVMIsAGlobalVariable(p).is_null() {
-            let name = value_name(p);
-            return ARRAYS.iter().any(|a| name.starts_with(a));
+        if !LLVMIsAGlobalVariable(p).is_null() || !LLVMIsAAllocaInst(p).is_null() {
+            return Some((p, offset));
+        }
+        let inst = !LLVMIsAGetElementPtrInst(p).is_null();
+        let expr = !LLVMIsAConstantExpr(p).is_null()
+            && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr;
+        if !inst && !expr {
+            return None;
+        }
+        let ty = LLVMGetGEPSourceElementType(p);
+        let width = match LLVMGetTypeKind(ty) {
+            llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind if LLVMGetIntTypeWidth(ty) == 8 => 1,
+            llvm_sys::LLVMTypeKind::LLVMArrayTypeKind => {
+                let e = LLVMGetElementType(ty);
+                if LLVMGetTypeKind(e) != llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind
+                    || LLVMGetIntTypeWidth(e) != 8
+                {
+                    return None;
+                }
+                LLVMGetArrayLength2(ty) as i64
+            }
+            _ => return None,
+        };
+        let n = LLVMGetNumOperands(p);
+        let index = |k: i32| -> Option<i64> {
+            let v = LLVMGetOperand(p, k as u32);
+            (!LLVMIsAConstantInt(v).is_null()).then(|| LLVMConstIntGetSExtValue(v))
+        };
+        match n {
+            2 => offset += index(1)? * width,
+            3 if width > 1 || LLVMGetTypeKind(ty) == llvm_sys::LLVMTypeKind::LLVMArrayTypeKind => {
+                offset += index(1)? * width + index(2)?
+            }
+            _ => return None,
+        }
+        p = LLVMGetOperand(p, 0);
+    }
+}
+
+/// The alloca a pointer is based on through GEPs (constant or not), if any.
+unsafe fn underlying_alloca(mut p: LLVMValueRef) -> Option<LLVMValueRef> {
+    loop {
+        if !LLVMIsAAllocaInst(p).is_null() {
+            return Some(p);
         }
         let gep = !LLVMIsAGetElementPtrInst(p).is_null()
             || (!LLVMIsAConstantExpr(p).is_null()
                 && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr);
         if !gep {
-            return false;
+            return None;
         }
         p = LLVMGetOperand(p, 0);
     }
