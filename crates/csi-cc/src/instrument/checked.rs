@@ -119,8 +119,10 @@ unsafe fn local_tests(
         let Some((gbase, gj)) = constant_offset(LLVMGetOperand(g, 1)) else {
             continue;
         };
+        // The optimizer may schedule the program's own arithmetic and loads between the two
+        // stores; a store, a call or a volatile load ends the search.
         let mut prev = LLVMGetPreviousInstruction(g);
-        while !prev.is_null() && !LLVMIsAGetElementPtrInst(prev).is_null() {
+        while !prev.is_null() && !touches_memory(prev) {
             prev = LLVMGetPreviousInstruction(prev);
         }
         if prev.is_null() || !is_store_of_one(prev) {
@@ -163,8 +165,11 @@ unsafe fn local_tests(
                         }
                     }
                 }
-            } else if !LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null() {
-                // The zeroing (`llvm.memset`), or any call handed the array.
+            } else if (!LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null())
+                && value_name(LLVMGetCalledValue(i)) != "__csi_rt_copy"
+            {
+                // The zeroing (`llvm.memset`), or any call handed the array but the copy at a
+                // loop's exits, which only reads it.
                 let n = LLVMGetNumArgOperands(i);
                 for a in 0..n {
                     if let Some(base) = underlying_alloca(LLVMGetOperand(i, a)) {
@@ -232,6 +237,21 @@ fn cycle_of(succs: &[Vec<usize>]) -> Vec<Option<usize>> {
         }
     }
     out
+}
+
+/// A store, a call (or invoke), a volatile load, or an atomic access or fence: anything that
+/// may write memory or must stay in order with the probes' volatile stores.
+unsafe fn touches_memory(i: LLVMValueRef) -> bool {
+    use LLVMOpcode::*;
+    match LLVMGetInstructionOpcode(i) {
+        LLVMLoad => {
+            LLVMGetVolatile(i) != 0
+                || LLVMGetOrdering(i) != llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
+        }
+        LLVMStore | LLVMCall | LLVMInvoke | LLVMCallBr | LLVMFence | LLVMAtomicRMW
+        | LLVMAtomicCmpXchg | LLVMVAArg => true,
+        _ => false,
+    }
 }
 
 /// `store volatile i8 1, ptr …`.
