@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=checked|plain] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -49,11 +49,12 @@ const CSI_OPTIONS: &str =
                         exits of every loop — cheaper, but ONLY for programs that never
                         longjmp (or cancel a thread) out of a loop: an activation ended that
                         way loses its loop's global bits (then a never can be wrong)
-  --csi-probe-stores=S  `checked` (default): a coverage probe reads its byte and stores only
-                        while it is clear — a global byte once set is never written again, so
-                        threads running the same code do not take its cache line from one
-                        another, and a probe on a cycle tests its frame's bit and skips both
-                        stores; `plain`: store on every run
+  --csi-probe-stores=S  `plain` (default: a coverage probe stores its bytes every time it
+                        runs) or `checked`, for programs whose threads run the same code: a
+                        probe stores a byte only while it reads 0, so a set byte's cache line
+                        stays shared by every core, and a probe on a cycle tests its frame's
+                        bit and skips both stores (more code and, single-threaded, more
+                        instructions)
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -463,7 +464,7 @@ struct CsiOptions {
     bb_from_calls: bool,
     bb_local_budget: usize,
     global_stores: GlobalStores,
-    /// `--csi-probe-stores`: `true` checked (default), `false` plain.
+    /// `--csi-probe-stores`: `true` checked, `false` plain (default).
     checked_stores: bool,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
@@ -487,7 +488,7 @@ impl CsiOptions {
             bb_from_calls: false,
             bb_local_budget: 20_000_000,
             global_stores: GlobalStores::Auto,
-            checked_stores: true,
+            checked_stores: false,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
