@@ -1,4 +1,4 @@
-//! Checked coverage stores (`--csi-probe-stores=checked`, opt-in): after optimization,
+//! Checked coverage stores (`--csi-probe-stores=checked`, the default with `--csi-scheme=bb`): after optimization,
 //! every probe's store into a global coverage array (`__CC_arr_*`, `__BBC_arr_*`,
 //! `__FC_arr_*`) becomes `if (byte == 0) byte = 1`, as SanitizerCoverage's
 //! `inline-bool-flag` does.
