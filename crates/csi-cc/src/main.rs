@@ -475,6 +475,14 @@ struct CsiOptions {
 }
 
 impl CsiOptions {
+    /// Checked stores (`--csi-probe-stores`), by default where every block has a probe's
+    /// store (`bb`): measured on the suite, zstd's CPU ×1.650 → ×1.257 single-threaded,
+    /// ×1.990 → ×1.338 with two threads; call-site coverage's few stores cost less than the
+    /// checks' instructions.
+    fn checked_stores(&self) -> bool {
+        self.checked_stores.unwrap_or(self.scheme == "bb")
+    }
+
     /// Takes the `--csi-*` options out of `argv` (exits on a bad one); `--driver-mode=` sets
     /// the driver's language as in clang. `None`: `--csi-help` was printed, nothing to do.
     fn parse(argv: Vec<String>, driver: &mut Driver) -> Option<CsiOptions> {
@@ -756,6 +764,7 @@ impl Steps<'_> {
             global_stores: self.csi.global_stores,
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
+            check_stores: self.csi.checked_stores() && !instrument_first,
             source: src.clone(),
             optimized: optimized && !instrument_first,
             optimized_after: instrument_first,
@@ -864,31 +873,24 @@ impl Steps<'_> {
     /// The back end: instrumented bitcode → object (or assembly) `out`; with the optimization
     /// pipeline when the unit was instrumented before optimization. With checked stores
     /// (`--csi-probe-stores=checked`) the probes' global stores are checked in the code as it
-    /// will run (`instrument::check_probe_stores_file`): for a unit instrumented before
-    /// optimization, the pipeline runs to bitcode first (`opt`), and that is compiled
-    /// without passes — the same two steps clang's one makes.
+    /// will run: for a unit instrumented before optimization, the pipeline runs to bitcode
+    /// first (`opt`), its stores are checked (`instrument::check_probe_stores_file`), and
+    /// that is compiled without passes — the same two steps clang's one makes (other units
+    /// are checked by the instrumentation itself, `Options::check_stores`).
     fn back_end(&self, instrument_first: bool, files: &UnitFiles) {
-        let check = |bc_in: &str, bc_out: &str| {
-            if let Err(e) = instrument::check_probe_stores_file(bc_in, bc_out) {
+        let checked = instrument_first && self.csi.checked_stores();
+        if checked {
+            self.compile_step(true, &["-c", "-emit-llvm"], &files.opt, &files.ibc);
+            if let Err(e) = instrument::check_probe_stores_file(&files.opt, &files.opt) {
                 self.tmp.fail(&e);
             }
-        };
-        // Checked by default where every block has a probe's store (`bb`): measured on the
-        // suite, zstd's CPU ×1.650 → ×1.257 single-threaded, ×1.990 → ×1.338 with two
-        // threads; call-site coverage's few stores cost less than the checks' instructions.
-        let checked = self.csi.checked_stores.unwrap_or(self.csi.scheme == "bb");
-        let input = if instrument_first && checked {
-            self.compile_step(true, &["-c", "-emit-llvm"], &files.opt, &files.ibc);
-            check(&files.opt, &files.opt);
-            &files.opt
-        } else {
-            if checked {
-                check(&files.ibc, &files.ibc);
-            }
-            &files.ibc
-        };
-        let optimize = instrument_first && !checked;
+        }
         let mode = if self.line.asm_only { "-S" } else { "-c" };
+        let (optimize, input) = if checked {
+            (false, &files.opt)
+        } else {
+            (instrument_first, &files.ibc)
+        };
         self.compile_step(optimize, &[mode], &files.out, input);
     }
 

@@ -107,40 +107,38 @@ unsafe fn local_tests(
         bbs.iter().enumerate().map(|(k, &b)| (b, k)).collect();
     // Candidate pairs: a local `store volatile i8 1` right before the global one (only
     // address arithmetic between), with the same offset.
-    let mut pairs: Vec<(
-        LLVMValueRef,
-        LLVMValueRef,
-        LLVMValueRef,
-        i64,
-        LLVMValueRef,
-        i64,
-    )> = Vec::new();
-    for &g in probes {
-        let Some((gbase, gj)) = constant_offset(LLVMGetOperand(g, 1)) else {
+    let mut pairs: Vec<Pair> = Vec::new();
+    for &global in probes {
+        let Some((array, j)) = constant_offset(LLVMGetOperand(global, 1)) else {
             continue;
         };
         // The optimizer may schedule the program's own arithmetic and loads between the two
         // stores; a store, a call or a volatile load ends the search.
-        let mut prev = LLVMGetPreviousInstruction(g);
+        let mut prev = LLVMGetPreviousInstruction(global);
         while !prev.is_null() && !touches_memory(prev) {
             prev = LLVMGetPreviousInstruction(prev);
         }
         if prev.is_null() || !is_store_of_one(prev) {
             continue;
         }
-        let Some((lbase, lj)) = constant_offset(LLVMGetOperand(prev, 1)) else {
-            continue;
-        };
-        if LLVMIsAAllocaInst(lbase).is_null() || lj != gj {
-            continue;
+        match constant_offset(LLVMGetOperand(prev, 1)) {
+            Some((frame, lj)) if !LLVMIsAAllocaInst(frame).is_null() && lj == j => {
+                pairs.push(Pair {
+                    global,
+                    local: prev,
+                    frame,
+                    array,
+                    j,
+                })
+            }
+            _ => {}
         }
-        pairs.push((g, prev, lbase, lj, gbase, gj));
     }
     if pairs.is_empty() {
         return HashMap::new();
     }
     // Every store into the function's local arrays, and where they are zeroed.
-    let allocas: HashSet<LLVMValueRef> = pairs.iter().map(|p| p.2).collect();
+    let allocas: HashSet<LLVMValueRef> = pairs.iter().map(|p| p.frame).collect();
     let mut stores_into: HashMap<(LLVMValueRef, i64), Vec<LLVMValueRef>> = HashMap::new();
     let mut zeroed_in: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
     for (k, &bb) in bbs.iter().enumerate() {
@@ -194,27 +192,38 @@ unsafe fn local_tests(
         })
         .collect();
     let scc = cycle_of(&succs);
+    // The global byte each local store is paired with.
     let pair_of: HashMap<LLVMValueRef, (LLVMValueRef, i64)> =
-        pairs.iter().map(|p| (p.1, (p.4, p.5))).collect();
+        pairs.iter().map(|p| (p.local, (p.array, p.j))).collect();
     let mut out = HashMap::new();
-    for (g, l, base, j, gbase, gj) in pairs {
-        let k = index[&LLVMGetInstructionParent(g)];
+    for p in &pairs {
+        let k = index[&LLVMGetInstructionParent(p.global)];
         let Some(cycle) = scc[k] else { continue };
-        if stores_into.contains_key(&(base, -1))
+        if stores_into.contains_key(&(p.frame, -1))
             || zeroed_in
-                .get(&base)
+                .get(&p.frame)
                 .is_some_and(|ks| ks.iter().any(|&z| scc[z] == Some(cycle)))
         {
             continue;
         }
-        let all_paired = stores_into[&(base, j)]
+        let all_paired = stores_into[&(p.frame, p.j)]
             .iter()
-            .all(|s| pair_of.get(s) == Some(&(gbase, gj)));
+            .all(|s| pair_of.get(s) == Some(&(p.array, p.j)));
         if all_paired {
-            out.insert(g, l);
+            out.insert(p.global, p.local);
         }
     }
     out
+}
+
+/// A probe's two stores: `local` into byte `j` of the frame's array (an alloca, `frame`),
+/// then `global` into byte `j` of the global `array`.
+struct Pair {
+    global: LLVMValueRef,
+    local: LLVMValueRef,
+    frame: LLVMValueRef,
+    array: LLVMValueRef,
+    j: i64,
 }
 
 /// Per block, the cycle it is on (an id of its strongly connected component), if any.
@@ -288,12 +297,7 @@ unsafe fn constant_offset(mut p: LLVMValueRef) -> Option<(LLVMValueRef, i64)> {
         if !LLVMIsAGlobalVariable(p).is_null() || !LLVMIsAAllocaInst(p).is_null() {
             return Some((p, offset));
         }
-        let inst = !LLVMIsAGetElementPtrInst(p).is_null();
-        let expr = !LLVMIsAConstantExpr(p).is_null()
-            && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr;
-        if !inst && !expr {
-            return None;
-        }
+        let base = gep_pointer(p)?;
         let ty = LLVMGetGEPSourceElementType(p);
         let width = match LLVMGetTypeKind(ty) {
             llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind if LLVMGetIntTypeWidth(ty) == 8 => 1,
@@ -315,27 +319,28 @@ unsafe fn constant_offset(mut p: LLVMValueRef) -> Option<(LLVMValueRef, i64)> {
         };
         match n {
             2 => offset += index(1)? * width,
-            3 if width > 1 || LLVMGetTypeKind(ty) == llvm_sys::LLVMTypeKind::LLVMArrayTypeKind => {
+            3 if LLVMGetTypeKind(ty) == llvm_sys::LLVMTypeKind::LLVMArrayTypeKind => {
                 offset += index(1)? * width + index(2)?
             }
             _ => return None,
         }
-        p = LLVMGetOperand(p, 0);
+        p = base;
     }
 }
 
 /// The alloca a pointer is based on through GEPs (constant or not), if any.
 unsafe fn underlying_alloca(mut p: LLVMValueRef) -> Option<LLVMValueRef> {
-    loop {
-        if !LLVMIsAAllocaInst(p).is_null() {
-            return Some(p);
-        }
-        let gep = !LLVMIsAGetElementPtrInst(p).is_null()
-            || (!LLVMIsAConstantExpr(p).is_null()
-                && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr);
-        if !gep {
-            return None;
-        }
-        p = LLVMGetOperand(p, 0);
+    while LLVMIsAAllocaInst(p).is_null() {
+        p = gep_pointer(p)?;
     }
+    Some(p)
+}
+
+/// The pointer a GEP (an instruction or a constant expression) offsets; `None` for anything
+/// else.
+unsafe fn gep_pointer(p: LLVMValueRef) -> Option<LLVMValueRef> {
+    let gep = !LLVMIsAGetElementPtrInst(p).is_null()
+        || (!LLVMIsAConstantExpr(p).is_null()
+            && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr);
+    gep.then(|| LLVMGetOperand(p, 0))
 }

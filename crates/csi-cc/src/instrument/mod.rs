@@ -158,6 +158,11 @@ pub struct Options {
     /// `--csi-metadata=zstd`: write `.debug_CSI_CFG` only, each piece zstd-compressed (see
     /// `write_sections`); else all five sections as text.
     pub compress_metadata: bool,
+    /// `--csi-probe-stores=checked` for a unit whose instrumented module is the code as it
+    /// will run (not optimized afterwards): check the probes' global stores before writing it
+    /// (`checked::check_probe_stores`; a unit optimized after instrumentation is checked after
+    /// the pipeline, `check_probe_stores_file`).
+    pub check_stores: bool,
     /// The source path as given on the command line (for `<mash>`).
     pub source: String,
     /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
@@ -565,12 +570,6 @@ impl Ctx {
     }
 }
 
-/// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
-///
-/// A function csi-cc cannot instrument (an internal limit, or instrumented IR that does not
-/// verify) is compiled without instrumentation instead: the module is read again and
-/// instrumented with that function left as it is, its CFG record saying why
-/// (`pt_skipped`, no coverage), until every function is done.
 /// Reads the bitcode file `path` into a new context: (context, module), both the caller's to
 /// dispose.
 pub(crate) unsafe fn read_bitcode(path: &str) -> Result<(LLVMContextRef, LLVMModuleRef), String> {
@@ -595,6 +594,12 @@ pub(crate) unsafe fn read_bitcode(path: &str) -> Result<(LLVMContextRef, LLVMMod
 
 pub use checked::check_probe_stores_file;
 
+/// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
+///
+/// A function csi-cc cannot instrument (an internal limit, or instrumented IR that does not
+/// verify) is compiled without instrumentation instead: the module is read again and
+/// instrumented with that function left as it is, its CFG record saying why
+/// (`pt_skipped`, no coverage), until every function is done.
 pub fn instrument_file(bc_in: &str, bc_out: &str, opts: &Options) -> Result<Report, String> {
     let mut skip: BTreeMap<String, String> = BTreeMap::new();
     loop {
@@ -688,6 +693,9 @@ fn instrument_attempt(
         }
         if !err.is_null() {
             LLVMDisposeMessage(err);
+        }
+        if opts.check_stores {
+            checked::check_probe_stores(ctx, module);
         }
         if llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr()) != 0 {
             return Err(format!("cannot write {bc_out}"));
@@ -1367,6 +1375,7 @@ mod tests {
             global_stores: super::GlobalStores::AllLoops,
             switchable: false,
             compress_metadata: true,
+            check_stores: false,
             source: "w.cpp".into(),
             optimized: false,
             optimized_after: false,
