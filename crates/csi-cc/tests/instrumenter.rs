@@ -769,11 +769,7 @@ fn loop_probes_set_their_global_slots_at_return() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// A loop's exit copy reads the frame's local array only after its zeroing: exits.c's
-/// `parse` has a loop without calls whose exit enters the block that zeroes `__CC_arr`, on a
-/// stack `dirty` filled with ones, and the loop that calls `hexval` never runs — so its
-/// global slot must stay clear (a copy before the zeroing set it from the stack's garbage).
-/// `--csi-probe-stores=checked` (the default): each probe's store into a global coverage
+/// `--csi-probe-stores=checked` (the default for `bb`): each probe's store into a global coverage
 /// array is `if (byte == 0) byte = 1`, in the code as it runs (after optimization), and
 /// leaves every global byte as plain stores do: the same arrays at exit, the same output, in
 /// the coverage schemes, at -O0 and -O2, with the loops' global stores in place and copied at
@@ -853,6 +849,10 @@ fn checked_probe_stores_leave_the_same_bytes() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A loop's exit copy reads the frame's local array only after its zeroing: exits.c's
+/// `parse` has a loop without calls whose exit enters the block that zeroes `__CC_arr`, on a
+/// stack `dirty` filled with ones, and the loop that calls `hexval` never runs — so its
+/// global slot must stay clear (a copy before the zeroing set it from the stack's garbage).
 #[test]
 fn loop_exit_copies_read_the_local_array_only_after_its_zeroing() {
     if !gdb_available() {

@@ -45,9 +45,10 @@ for s in cc bb fc; do
 done
 printf 'contention.c, 10^8 calls per thread: wall seconds (best of 3) with 1 and %s threads\n' "$THREADS"
 printf '%-12s %8s %8s %8s\n' build 1 "$THREADS" ratio
+# best BUILD THREADS: the fastest of three wall times.
+best() { for _ in 1 2 3; do /usr/bin/time -f %e "$out/c-$1" "$2" 100000000 2>&1 >/dev/null; done | sort -n | head -1; }
 for b in plain cc-checked cc-plain bb-checked bb-plain fc-checked fc-plain; do
-  best() { for _ in 1 2 3; do /usr/bin/time -f %e "$out/c-$b" "$1" 100000000 2>&1 >/dev/null; done | sort -n | head -1; }
-  one=$(best 1); many=$(best "$THREADS")
+  one=$(best "$b" 1); many=$(best "$b" "$THREADS")
   printf '%-12s %8s %8s %8.2f\n' "$b" "$one" "$many" "$(echo "$many / $one" | bc -l)"
 done
 echo
