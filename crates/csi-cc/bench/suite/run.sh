@@ -9,7 +9,12 @@
 #     configurations
 #       plain      CC="clang-19 -g"  (csi-cc forces -g, so plain has it too)
 #       copy       the plain binary copied under another name: its ratios are the noise floor
-#       cc pt realistic bb fc   CC="csi-cc --csi-scheme=S"
+#       cc pt realistic bb fc   CC="csi-cc --csi-scheme=S"; <S>post (e.g. bbpost): the same
+#                  with --csi-instrument=after-optimization
+#       sancov     CC="clang-19 -g -fsanitize-coverage=inline-bool-flag": clang's SanitizerCoverage
+#                  (edge coverage: one flag per block or critical edge, set only while it reads
+#                  0, placed in the optimized code) — what users would otherwise reach for; a
+#                  stub supplies its init callback
 #       fixed      CC="csi-cc --csi-scheme=cc --csi-schema=<prog>.fixed.schema": call-site
 #                  coverage everywhere, path tracing only in the functions of a plausible crash
 #                  stack of that program (the dissertation's "Realistic (fixed)"; lists below)
@@ -31,9 +36,10 @@
 #
 # Usage: crates/csi-cc/bench/suite/run.sh [scratch-dir]
 # Environment: PROGRAMS (default "flex grep lua bzip2 zstd gzip"), CONFIGS (default
-#   "plain copy cc pt realistic bb fc fixed"), SHORT_RUNS (default 12), CALLGRIND=0 to skip
-#   instruction counts, BUILD=0 to reuse the builds, EXTRA_CONFIGS="name=csi-cc flags;..." for
-#   configurations of your own (list them in CONFIGS), JOBS (make -j, default 2), TABLE_ONLY=1 to
+#   "plain copy cc pt realistic bb fc fixed sancov"), SHORT_RUNS (default 12), CALLGRIND=0 to skip
+#   instruction counts (those of the run before are kept), BUILD=0 to reuse the builds,
+#   EXTRA_CONFIGS="name=csi-cc flags;..." for configurations of your own (list them in
+#   CONFIGS), JOBS (make -j, default 2), TABLE_ONLY=1 to
 #   print the table of the results already in the scratch dir (<prog>/result.tsv, written per
 #   program, so a run with PROGRAMS=grep replaces grep's rows only), TABLE_PROGRAMS (its rows).
 set -uo pipefail
@@ -45,7 +51,7 @@ CSI="$(cd "$(dirname "$CSI")" && pwd)/$(basename "$CSI")"
 CSI_BIN="${CSI_BIN:-$BENCH/../../../target/release/csi}"
 W="${1:-/tmp/csi-suite}"
 read -r -a PROGRAMS <<<"${PROGRAMS:-flex grep lua bzip2 zstd gzip}"
-read -r -a CONFIGS <<<"${CONFIGS:-plain copy cc pt realistic bb fc fixed}"
+read -r -a CONFIGS <<<"${CONFIGS:-plain copy cc pt realistic bb fc fixed sancov}"
 SHORT_RUNS="${SHORT_RUNS:-12}"
 CALLGRIND="${CALLGRIND:-1}"
 BUILD="${BUILD:-1}"
@@ -121,6 +127,8 @@ cc_for() {
   done
   case "$2" in
     plain) echo "clang-19 -g" ;;
+    # The stub is a linker input, unused (a warning) where the build compiles with -c.
+    sancov) echo "clang-19 -g -fsanitize-coverage=inline-bool-flag $W/sancov-stub.o" ;;
     fixed) echo "$CSI --csi-scheme=cc --csi-schema=$W/$1.fixed.schema" ;;
     # basic-block coverage with a probe in every block (no ch. 4 placement)
     bball) echo "$CSI --csi-scheme=bb --csi-bb-probes=all" ;;
@@ -247,6 +255,11 @@ roundtrip() { case "$1" in bzip2|zstd|gzip) cmp -s "$W/$1/data/$2.dat" "$3.dec" 
 
 # ---------------------------------------------------------------------------------------------
 declare -A OK INSTR CPU RSS FSIZE TSIZE NOTE
+# SanitizerCoverage's module constructor calls this with its flags' bounds (libFuzzer's hook).
+if [ "$BUILD" = 1 ] && [[ " ${CONFIGS[*]} " == *" sancov "* ]]; then
+  printf 'void __sanitizer_cov_bool_flag_init(char *start, char *end) { (void)start; (void)end; }\n' |
+    clang-19 -O2 -x c -c - -o "$W/sancov-stub.o"
+fi
 [ "$TABLE_ONLY" = 1 ] && PROGRAMS=()
 for p in "${PROGRAMS[@]}"; do
   mkdir -p "$W/$p/runs"
@@ -348,6 +361,13 @@ for p in "${PROGRAMS[@]}"; do
       esac
     done
   fi
+  # Without callgrind, the instruction counts of the run before stay (timing rounds on an idle
+  # machine after a run that built and counted).
+  if [ "$CALLGRIND" != 1 ] && [ -f "$W/$p/result.tsv" ]; then
+    while IFS=$'\t' read -r v _ i _; do
+      [ "$i" = - ] || INSTR[$p,$v]=$i
+    done <"$W/$p/result.tsv"
+  fi
   # Per-program results, so that a later run of some programs (PROGRAMS=...) updates their rows.
   for v in "${CONFIGS[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$v" "${OK[$p,$v]:-?}" "${INSTR[$p,$v]:--}" \
@@ -407,6 +427,11 @@ echo "    of just 1.6% across all larger applications, with a maximum overhead o
 echo "    (its PT set is fixed's, plus the replica switch)         -> compare: fixed"
 echo "  ch. 2 (Fig. 2.6, unoptimized): \"The maximum overhead for call-site coverage among our test"
 echo "    subjects was 2.0% (for gcc)\"                             -> compare: cc"
+if [[ " ${CONFIGS[*]} " == *" sancov "* ]]; then
+  echo "Not the dissertation's: sancov is clang's SanitizerCoverage (inline-bool-flag: one flag per"
+  echo "  edge, set while it reads 0, in the optimized code; no per-frame bits, no crash-time"
+  echo "  ordering)                                                  -> compare: bb, bbpost"
+fi
 echo
 echo "Coverage probes (probes.py: stores into the __BBC_arr_* globals for bb*, __CC_arr_* for cc*;"
 echo "static = in the binary, dynamic = executed in the callgrind run), per configuration; the"
