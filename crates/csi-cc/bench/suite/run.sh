@@ -36,12 +36,12 @@
 #
 # Usage: crates/csi-cc/bench/suite/run.sh [scratch-dir]
 # Environment: PROGRAMS (default "flex grep lua bzip2 zstd gzip"), CONFIGS (default
-#   "plain copy cc pt realistic bb fc fixed sancov"), SHORT_RUNS (default 12), CALLGRIND=0 to skip
-#   instruction counts (those of the run before are kept), BUILD=0 to reuse the builds,
+#   "plain copy cc pt realistic bb fc fixed sancov"), SHORT_RUNS (default 12), CALLGRIND=0 to
+#   skip instruction counts (those of the run before are kept), BUILD=0 to reuse the builds,
 #   EXTRA_CONFIGS="name=csi-cc flags;..." for configurations of your own (list them in
-#   CONFIGS), JOBS (make -j, default 2), TABLE_ONLY=1 to
-#   print the table of the results already in the scratch dir (<prog>/result.tsv, written per
-#   program, so a run with PROGRAMS=grep replaces grep's rows only), TABLE_PROGRAMS (its rows).
+#   CONFIGS), JOBS (make -j, default 2), TABLE_ONLY=1 to print the table of the results
+#   already in the scratch dir (<prog>/result.tsv, written per program, so a run with
+#   PROGRAMS=grep replaces grep's rows only), TABLE_PROGRAMS (its rows).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BENCH="$(cd "$HERE/.." && pwd)"
