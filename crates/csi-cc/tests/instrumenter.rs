@@ -769,11 +769,11 @@ fn loop_probes_set_their_global_slots_at_return() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// `--csi-probe-stores=checked` (the default for `bb`): each probe's store into a global coverage
-/// array is `if (byte == 0) byte = 1`, in the code as it runs (after optimization), and
-/// leaves every global byte as plain stores do: the same arrays at exit, the same output, in
-/// the coverage schemes, at -O0 and -O2, with the loops' global stores in place and copied at
-/// the loops' exits.
+/// `--csi-probe-stores=checked` (the default for `bb`): each probe's store into a global
+/// coverage array is `if (byte == 0) byte = 1`, in the code as it runs (after optimization),
+/// and leaves every global byte as plain stores do: the same arrays at exit, the same output,
+/// in the coverage schemes, at -O0 and -O2, with the loops' global stores in place and copied
+/// at the loops' exits.
 #[test]
 fn checked_probe_stores_leave_the_same_bytes() {
     if !gdb_available() {

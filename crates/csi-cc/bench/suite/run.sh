@@ -255,8 +255,9 @@ roundtrip() { case "$1" in bzip2|zstd|gzip) cmp -s "$W/$1/data/$2.dat" "$3.dec" 
 
 # ---------------------------------------------------------------------------------------------
 declare -A OK INSTR CPU RSS FSIZE TSIZE NOTE
+configured() { [[ " ${CONFIGS[*]} " == *" $1 "* ]]; }
 # SanitizerCoverage's module constructor calls this with its flags' bounds (libFuzzer's hook).
-if [ "$BUILD" = 1 ] && [[ " ${CONFIGS[*]} " == *" sancov "* ]]; then
+if [ "$BUILD" = 1 ] && configured sancov; then
   printf 'void __sanitizer_cov_bool_flag_init(char *start, char *end) { (void)start; (void)end; }\n' |
     clang-19 -O2 -x c -c - -o "$W/sancov-stub.o"
 fi
@@ -427,7 +428,7 @@ echo "    of just 1.6% across all larger applications, with a maximum overhead o
 echo "    (its PT set is fixed's, plus the replica switch)         -> compare: fixed"
 echo "  ch. 2 (Fig. 2.6, unoptimized): \"The maximum overhead for call-site coverage among our test"
 echo "    subjects was 2.0% (for gcc)\"                             -> compare: cc"
-if [[ " ${CONFIGS[*]} " == *" sancov "* ]]; then
+if configured sancov; then
   echo "Not the dissertation's: sancov is clang's SanitizerCoverage (inline-bool-flag: one flag per"
   echo "  edge, set while it reads 0, in the optimized code; no per-frame bits, no crash-time"
   echo "  ordering)                                                  -> compare: bb, bbpost"

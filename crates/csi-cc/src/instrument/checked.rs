@@ -1,7 +1,7 @@
-//! Checked coverage stores (`--csi-probe-stores=checked`, the default with `--csi-scheme=bb`): after optimization,
-//! every probe's store into a global coverage array (`__CC_arr_*`, `__BBC_arr_*`,
-//! `__FC_arr_*`) becomes `if (byte == 0) byte = 1`, as SanitizerCoverage's
-//! `inline-bool-flag` does.
+//! Checked coverage stores (`--csi-probe-stores=checked`, the default with
+//! `--csi-scheme=bb`): after optimization, every probe's store into a global coverage array
+//! (`__CC_arr_*`, `__BBC_arr_*`, `__FC_arr_*`) becomes `if (byte == 0) byte = 1`, as
+//! SanitizerCoverage's `inline-bool-flag` does.
 //!
 //! Why: a global byte, once set, is then never written again, and its cache line stays
 //! shared by every core. With plain stores, threads running the same code write the same
