@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -55,6 +55,10 @@ const CSI_OPTIONS: &str =
                         a cycle tests its frame's bit and skips both stores; more code, and an
                         instruction more where a probe runs once per activation. `plain` (the
                         default otherwise): a probe stores its bytes every time it runs
+  --csi-probe-hoisting=H  when optimizing: `loops` (default): a coverage probe at the head of
+                        a loop, where nothing before it can stop the first iteration, stores
+                        once on entering the loop instead of on every iteration (same bytes at
+                        every crash); `none`: where the optimizer left it
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -467,6 +471,9 @@ struct CsiOptions {
     /// `--csi-probe-stores`: `Some(true)` checked, `Some(false)` plain, `None` the default
     /// (checked with `--csi-scheme=bb`, else plain).
     checked_stores: Option<bool>,
+    /// `--csi-probe-hoisting=loops` (default): optimized code's loop-head probes store on
+    /// entering the loop (`instrument::hoist`).
+    hoist_stores: bool,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
     compress_metadata: bool,
@@ -498,6 +505,7 @@ impl CsiOptions {
             bb_local_budget: 20_000_000,
             global_stores: GlobalStores::Auto,
             checked_stores: None,
+            hoist_stores: true,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
@@ -544,6 +552,8 @@ impl CsiOptions {
                 };
             } else if let Some(v) = a.strip_prefix("--csi-probe-stores=") {
                 o.checked_stores = Some(either(v, "--csi-probe-stores", "checked", "plain"));
+            } else if let Some(v) = a.strip_prefix("--csi-probe-hoisting=") {
+                o.hoist_stores = either(v, "--csi-probe-hoisting", "loops", "none");
             } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
                 o.before_optimization = either(
                     v,
@@ -765,6 +775,7 @@ impl Steps<'_> {
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             check_stores: self.csi.checked_stores() && !instrument_first,
+            hoist_stores: self.csi.hoist_stores && optimized && !instrument_first,
             source: src.clone(),
             optimized: optimized && !instrument_first,
             optimized_after: instrument_first,
@@ -776,7 +787,7 @@ impl Steps<'_> {
             &files.bc
         };
         self.instrument(src, bc, &files.ibc, &opts);
-        self.back_end(instrument_first, &files);
+        self.back_end(src, instrument_first, &files);
         Some(files.out)
     }
 
@@ -865,28 +876,45 @@ impl Steps<'_> {
                         eprintln!("{}: {src}: `{f}` not path-traced: {why}", name);
                     }
                 }
+                self.say_hoisted(src, r.hoisted);
             }
             Err(e) => self.tmp.fail(&format!("{src}: {e}")),
         }
     }
 
+    /// With `--csi-verbose`: what `--csi-probe-hoisting` did to the unit `src`.
+    fn say_hoisted(&self, src: &str, h: instrument::Hoisted) {
+        if self.csi.verbose && (h.moved > 0 || h.dropped > 0) {
+            eprintln!(
+                "{}: {src}: probe stores: {} moved out of loops, {} repeats dropped",
+                self.driver.name(),
+                h.moved,
+                h.dropped
+            );
+        }
+    }
+
     /// The back end: instrumented bitcode → object (or assembly) `out`; with the optimization
-    /// pipeline when the unit was instrumented before optimization. With checked stores
-    /// (`--csi-probe-stores=checked`) the probes' global stores are checked in the code as it
-    /// will run: for a unit instrumented before optimization, the pipeline runs to bitcode
-    /// first (`opt`), its stores are checked (`instrument::check_probe_stores_file`), and
-    /// that is compiled without passes — the same two steps clang's one makes (other units
-    /// are checked by the instrumentation itself, `Options::check_stores`).
-    fn back_end(&self, instrument_first: bool, files: &UnitFiles) {
+    /// pipeline when the unit was instrumented before optimization. The probes' stores are
+    /// treated in the code as it will run (hoisted out of loops, `--csi-probe-hoisting`;
+    /// checked, `--csi-probe-stores=checked`): for a unit instrumented before optimization,
+    /// the pipeline runs to bitcode first (`opt`), that is rewritten
+    /// (`instrument::post_optimization_file`) and compiled without passes — the same two
+    /// steps clang's one makes (other units are treated by the instrumentation itself,
+    /// `Options::hoist_stores`, `Options::check_stores`).
+    fn back_end(&self, src: &str, instrument_first: bool, files: &UnitFiles) {
         let checked = instrument_first && self.csi.checked_stores();
-        if checked {
+        let hoisted = instrument_first && self.csi.hoist_stores;
+        let two_steps = checked || hoisted;
+        if two_steps {
             self.compile_step(true, &["-c", "-emit-llvm"], &files.opt, &files.ibc);
-            if let Err(e) = instrument::check_probe_stores_file(&files.opt, &files.opt) {
-                self.tmp.fail(&e);
+            match instrument::post_optimization_file(&files.opt, &files.opt, hoisted, checked) {
+                Ok(h) => self.say_hoisted(src, h),
+                Err(e) => self.tmp.fail(&e),
             }
         }
         let mode = if self.line.asm_only { "-S" } else { "-c" };
-        let (optimize, input) = if checked {
+        let (optimize, input) = if two_steps {
             (false, &files.opt)
         } else {
             (instrument_first, &files.ibc)

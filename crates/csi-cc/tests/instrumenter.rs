@@ -849,6 +849,105 @@ fn checked_probe_stores_leave_the_same_bytes() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `--csi-probe-hoisting=loops` (the default when optimizing) moves loop heads' probe stores
+/// to the loops' entries and drops repeated ones: hoist.c's `walk` loop starts with the
+/// inlined `tick`'s probes, then calls the inlined `pick` twice (one frame array, zeroed
+/// before each call), which faults on a NULL row (argv[2]) before its probes, or divides by
+/// zero after them (argv[3]). Hoisted and unhoisted builds must leave the same bytes — the
+/// crashing frame's array (`walk`'s or `pick`'s) and the global arrays of `walk`, `tick` and
+/// `pick` — for crashes in an iteration's first call, in a later iteration's second, after
+/// `pick`'s probes, or none; for block and call-site coverage, checked stores or plain.
+/// (Hoisting past the faulting load makes it fail.)
+#[test]
+fn hoisted_probe_stores_leave_the_same_bytes() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb not installed");
+        return;
+    }
+    let d = scratch();
+    let src = fixture("hoist.c");
+    let runs = [
+        ("bb", "__BBC_arr", "checked"),
+        ("bb", "__BBC_arr", "plain"),
+        ("cc", "__CC_arr", "plain"),
+    ];
+    for (scheme, local, stores) in runs {
+        let build = |hoisting: &str| {
+            let exe = d.join(format!("{scheme}-{stores}-{hoisting}"));
+            let out = run(Command::new(CSI_CC)
+                .args([&format!("--csi-scheme={scheme}"), "-O2", "--csi-verbose"])
+                .arg(format!("--csi-probe-stores={stores}"))
+                .arg(format!("--csi-probe-hoisting={hoisting}"))
+                .arg(&src)
+                .arg("-o")
+                .arg(&exe));
+            ok(&out, &format!("{scheme} {stores} {hoisting}"));
+            (exe, String::from_utf8_lossy(&out.stderr).into_owned())
+        };
+        let ((hoisted, said), (unhoisted, _)) = (build("loops"), build("none"));
+        assert!(
+            said.contains("moved out of loops") && !said.contains(" 0 moved"),
+            "{scheme} {stores}: nothing hoisted: {said}"
+        );
+        let nm = run(Command::new("nm").arg(&hoisted));
+        let globals: Vec<String> = String::from_utf8_lossy(&nm.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(2))
+            .filter(|s| {
+                s.starts_with(&format!("{local}_"))
+                    && ["_walk", "_tick", "_pick"].iter().any(|f| s.ends_with(f))
+            })
+            .map(str::to_string)
+            .collect();
+        assert!(!globals.is_empty(), "{scheme}: no global arrays");
+        for crash_at in ["0 -1", "3 -1", "8 -1", "-1 5", "-1 -1"] {
+            let bytes = |exe: &Path| {
+                let mut gdb = Command::new("gdb");
+                gdb.args(["-batch", "-nx", "-ex", "set print repeats unlimited"])
+                    .args(["-ex", "set breakpoint pending on", "-ex", "break exit"])
+                    .args(["-ex", &format!("run 10 {crash_at}")]);
+                let crashes = crash_at != "-1 -1";
+                if crashes {
+                    // The crashing frame's array and its caller's (`walk`'s when the crash is
+                    // in the inlined `pick`, which has none under `cc`).
+                    gdb.args(["-ex", &format!("p/d {local}")]).args([
+                        "-ex",
+                        "up",
+                        "-ex",
+                        &format!("p/d {local}"),
+                    ]);
+                }
+                for g in &globals {
+                    gdb.args(["-ex", &format!("p/d '{g}'")]);
+                }
+                let out = run(gdb.arg(exe));
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                let values = gdb_values(&text);
+                let expected = globals.len() + usize::from(crashes);
+                assert!(values.len() >= expected, "{}:\n{text}", exe.display());
+                assert!(
+                    values.iter().any(|v| v.contains('1')),
+                    "{}:\n{text}",
+                    exe.display()
+                );
+                if crashes {
+                    assert!(
+                        text.contains("SIGSEGV") || text.contains("SIGFPE"),
+                        "{text}"
+                    );
+                }
+                values
+            };
+            assert_eq!(
+                bytes(&hoisted),
+                bytes(&unhoisted),
+                "{scheme} {stores}, crash at {crash_at}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A loop's exit copy reads the frame's local array only after its zeroing: exits.c's
 /// `parse` has a loop without calls whose exit enters the block that zeroes `__CC_arr`, on a
 /// stack `dirty` filled with ones, and the loop that calls `hexval` never runs — so its

@@ -21,19 +21,32 @@ use super::*;
 /// The global coverage arrays' name prefixes.
 const ARRAYS: [&str; 3] = ["__CC_arr_", "__BBC_arr_", "__FC_arr_"];
 
-/// Rewrites bitcode `bc_in` into `bc_out` (may be the same file) with every probe store into
-/// a global coverage array checked; returns how many.
-pub fn check_probe_stores_file(bc_in: &str, bc_out: &str) -> Result<usize, String> {
+/// Rewrites optimized bitcode `bc_in` into `bc_out` (may be the same file): probe stores
+/// hoisted out of loops when `hoist` (`hoist::hoist_probe_stores`), then every probe store
+/// into a global coverage array checked when `check`.
+pub fn post_optimization_file(
+    bc_in: &str,
+    bc_out: &str,
+    hoist: bool,
+    check: bool,
+) -> Result<super::hoist::Hoisted, String> {
     unsafe {
         let (ctx, module) = read_bitcode(bc_in)?;
-        let n = check_probe_stores(ctx, module);
+        let hoisted = if hoist {
+            super::hoist::hoist_probe_stores(ctx, module)
+        } else {
+            Default::default()
+        };
+        if check {
+            check_probe_stores(ctx, module);
+        }
         let written = llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr());
         LLVMDisposeModule(module);
         LLVMContextDispose(ctx);
         if written != 0 {
             return Err(format!("cannot write {bc_out}"));
         }
-        Ok(n)
+        Ok(hoisted)
     }
 }
 
@@ -143,54 +156,31 @@ unsafe fn local_tests(
     let mut zeroed_in: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
     for (k, &bb) in bbs.iter().enumerate() {
         for i in instructions(bb) {
-            if !LLVMIsAStoreInst(i).is_null() {
-                match constant_offset(LLVMGetOperand(i, 1)) {
-                    Some((base, j)) if allocas.contains(&base) => {
-                        if is_store_of_one(i) {
-                            stores_into.entry((base, j)).or_default().push(i);
-                        } else {
-                            zeroed_in.entry(base).or_default().push(k);
-                        }
-                    }
-                    Some(_) => {}
-                    // A store into an array at an offset not known: it could be any byte.
-                    None => {
-                        if let Some(base) = underlying_alloca(LLVMGetOperand(i, 1)) {
-                            if allocas.contains(&base) {
-                                zeroed_in.entry(base).or_default().push(k);
-                                stores_into.entry((base, -1)).or_default().push(i);
-                            }
-                        }
-                    }
+            for base in touched_locals(i) {
+                if allocas.contains(&base) {
+                    zeroed_in.entry(base).or_default().push(k);
                 }
-            } else if (!LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null())
-                && value_name(LLVMGetCalledValue(i)) != "__csi_rt_copy"
-            {
-                // The zeroing (`llvm.memset`), or any call handed the array but the copy at a
-                // loop's exits, which only reads it.
-                let n = LLVMGetNumArgOperands(i);
-                for a in 0..n {
-                    if let Some(base) = underlying_alloca(LLVMGetOperand(i, a)) {
+            }
+            if LLVMIsAStoreInst(i).is_null() {
+                continue;
+            }
+            match constant_offset(LLVMGetOperand(i, 1)) {
+                Some((base, j)) if allocas.contains(&base) && is_store_of_one(i) => {
+                    stores_into.entry((base, j)).or_default().push(i);
+                }
+                Some(_) => {}
+                // A store into an array at an offset not known: it could be any byte.
+                None => {
+                    if let Some(base) = underlying_alloca(LLVMGetOperand(i, 1)) {
                         if allocas.contains(&base) {
-                            zeroed_in.entry(base).or_default().push(k);
+                            stores_into.entry((base, -1)).or_default().push(i);
                         }
                     }
                 }
             }
         }
     }
-    let succs: Vec<Vec<usize>> = bbs
-        .iter()
-        .map(|&bb| {
-            let t = LLVMGetBasicBlockTerminator(bb);
-            if t.is_null() {
-                return Vec::new();
-            }
-            (0..LLVMGetNumSuccessors(t))
-                .filter_map(|s| index.get(&LLVMGetSuccessor(t, s)).copied())
-                .collect()
-        })
-        .collect();
+    let succs = successors(bbs, &index);
     let scc = cycle_of(&succs);
     // The global byte each local store is paired with.
     let pair_of: HashMap<LLVMValueRef, (LLVMValueRef, i64)> =
@@ -226,8 +216,26 @@ struct Pair {
     j: i64,
 }
 
+/// Each block's successors, as indices into `bbs` (`index` maps a block to its own).
+pub(super) unsafe fn successors(
+    bbs: &[LLVMBasicBlockRef],
+    index: &HashMap<LLVMBasicBlockRef, usize>,
+) -> Vec<Vec<usize>> {
+    bbs.iter()
+        .map(|&bb| {
+            let t = LLVMGetBasicBlockTerminator(bb);
+            if t.is_null() {
+                return Vec::new();
+            }
+            (0..LLVMGetNumSuccessors(t))
+                .filter_map(|s| index.get(&LLVMGetSuccessor(t, s)).copied())
+                .collect()
+        })
+        .collect()
+}
+
 /// Per block, the cycle it is on (an id of its strongly connected component), if any.
-fn cycle_of(succs: &[Vec<usize>]) -> Vec<Option<usize>> {
+pub(super) fn cycle_of(succs: &[Vec<usize>]) -> Vec<Option<usize>> {
     use petgraph::graph::{DiGraph, NodeIndex};
     let mut g = DiGraph::<(), ()>::new();
     let nodes: Vec<NodeIndex> = (0..succs.len()).map(|_| g.add_node(())).collect();
@@ -264,7 +272,7 @@ unsafe fn touches_memory(i: LLVMValueRef) -> bool {
 }
 
 /// `store volatile i8 1, ptr …`.
-unsafe fn is_store_of_one(i: LLVMValueRef) -> bool {
+pub(super) unsafe fn is_store_of_one(i: LLVMValueRef) -> bool {
     if LLVMIsAStoreInst(i).is_null() || LLVMGetVolatile(i) == 0 {
         return false;
     }
@@ -275,7 +283,7 @@ unsafe fn is_store_of_one(i: LLVMValueRef) -> bool {
 }
 
 /// A probe's global store: `store volatile i8 1` into a coverage array.
-unsafe fn is_probe_store(i: LLVMValueRef) -> bool {
+pub(super) unsafe fn is_probe_store(i: LLVMValueRef) -> bool {
     if !is_store_of_one(i) {
         return false;
     }
@@ -291,7 +299,7 @@ unsafe fn is_probe_store(i: LLVMValueRef) -> bool {
 /// The object a pointer points into (a global or an alloca) and the byte offset, when the
 /// address is the object itself or constant byte-array GEPs into it (`i8` or `[N x i8]`
 /// elements, as csi-cc's arrays are; expressions or instructions).
-unsafe fn constant_offset(mut p: LLVMValueRef) -> Option<(LLVMValueRef, i64)> {
+pub(super) unsafe fn constant_offset(mut p: LLVMValueRef) -> Option<(LLVMValueRef, i64)> {
     let mut offset = 0i64;
     loop {
         if !LLVMIsAGlobalVariable(p).is_null() || !LLVMIsAAllocaInst(p).is_null() {
@@ -326,6 +334,28 @@ unsafe fn constant_offset(mut p: LLVMValueRef) -> Option<(LLVMValueRef, i64)> {
         }
         p = base;
     }
+}
+
+/// The locals (allocas) `i` may clear bytes of: a store into one of anything but csi-cc's
+/// `store volatile i8 1`, or a call handed one (the zeroing `llvm.memset`, lifetime markers,
+/// anything) other than `__csi_rt_copy`, the copy at a loop's exits, which only reads it.
+pub(super) unsafe fn touched_locals(i: LLVMValueRef) -> Vec<LLVMValueRef> {
+    if !LLVMIsAStoreInst(i).is_null() {
+        if is_store_of_one(i) {
+            return Vec::new();
+        }
+        return underlying_alloca(LLVMGetOperand(i, 1))
+            .into_iter()
+            .collect();
+    }
+    if (!LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null())
+        && value_name(LLVMGetCalledValue(i)) != "__csi_rt_copy"
+    {
+        return (0..LLVMGetNumArgOperands(i))
+            .filter_map(|a| underlying_alloca(LLVMGetOperand(i, a)))
+            .collect();
+    }
+    Vec::new()
 }
 
 /// The alloca a pointer is based on through GEPs (constant or not), if any.

@@ -236,6 +236,7 @@ impl ArrayOwner<'_> {
             let lty = LLVMArrayType2(c.i8t, n_local.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);
             let a = c.local(f, sp, lty, 8, "__CC_arr", c.volatile_array(b, 8, n_local));
+            hoist::mark_coverage_local(c.ctx, a);
             (a, lty)
         });
         cfg.cc = Some(gname.clone());
@@ -290,6 +291,7 @@ impl ArrayOwner<'_> {
             let lty = LLVMArrayType2(c.i8t, n.div_ceil(8) * 8);
             let b = c.basic_type("__csi_bool", 8, 0x02);
             let a = c.local(f, sp, lty, 8, "__BBC_arr", c.volatile_array(b, 8, n));
+            hoist::mark_coverage_local(c.ctx, a);
             (a, lty)
         });
         cfg.bbc = Some(gname.clone());

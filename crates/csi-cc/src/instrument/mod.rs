@@ -23,6 +23,7 @@ use std::ptr;
 mod calls;
 mod checked;
 mod coverage;
+mod hoist;
 mod paths;
 mod records;
 mod sections;
@@ -161,8 +162,13 @@ pub struct Options {
     /// `--csi-probe-stores=checked` for a unit whose instrumented module is the code as it
     /// will run (not optimized afterwards): check the probes' global stores before writing it
     /// (`checked::check_probe_stores`; a unit optimized after instrumentation is checked after
-    /// the pipeline, `check_probe_stores_file`).
+    /// the pipeline, `post_optimization_file`).
     pub check_stores: bool,
+    /// `--csi-probe-hoisting=loops` for a unit whose instrumented module is optimized code as
+    /// it will run: move loop heads' probe stores to the loops' entries before writing it
+    /// (`hoist::hoist_probe_stores`; a unit optimized after instrumentation is hoisted after
+    /// the pipeline, `post_optimization_file`).
+    pub hoist_stores: bool,
     /// The source path as given on the command line (for `<mash>`).
     pub source: String,
     /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
@@ -183,6 +189,8 @@ pub struct Report {
     pub uninstrumented: Vec<(String, String)>,
     /// Some function got a shadow alloca for `mem2reg` (see `RingIndex`).
     pub shadows: bool,
+    /// Probe stores moved out of loops and dropped as repeats (`Options::hoist_stores`).
+    pub hoisted: Hoisted,
 }
 
 fn cstr(s: &str) -> CString {
@@ -592,7 +600,8 @@ pub(crate) unsafe fn read_bitcode(path: &str) -> Result<(LLVMContextRef, LLVMMod
     Ok((ctx, module))
 }
 
-pub use checked::check_probe_stores_file;
+pub use checked::post_optimization_file;
+pub use hoist::Hoisted;
 
 /// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
 ///
@@ -694,6 +703,11 @@ fn instrument_attempt(
         if !err.is_null() {
             LLVMDisposeMessage(err);
         }
+        let hoisted = if opts.hoist_stores {
+            hoist::hoist_probe_stores(ctx, module)
+        } else {
+            Default::default()
+        };
         if opts.check_stores {
             checked::check_probe_stores(ctx, module);
         }
@@ -702,7 +716,7 @@ fn instrument_attempt(
         }
         LLVMDisposeModule(module);
         LLVMContextDispose(ctx);
-        Ok(Ok(report))
+        Ok(Ok(Report { hoisted, ..report }))
     }
 }
 
@@ -780,6 +794,7 @@ unsafe fn instrument_module(
             pt_skipped: Vec::new(),
             uninstrumented: Vec::new(),
             shadows: false,
+            hoisted: Hoisted::default(),
         },
     };
     // Not for v1.4.0's readers (text metadata: they read every slot), nor in customizable
@@ -1376,6 +1391,7 @@ mod tests {
             switchable: false,
             compress_metadata: true,
             check_stores: false,
+            hoist_stores: false,
             source: "w.cpp".into(),
             optimized: false,
             optimized_after: false,

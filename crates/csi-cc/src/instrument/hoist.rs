@@ -1,0 +1,356 @@
+//! Probe stores hoisted out of loops (`--csi-probe-hoisting=loops`, the default in optimized
+//! builds): in the optimized code, a coverage probe at the head of a loop stores the same 1
+//! into the same byte on every iteration. Where the loop's first iteration is sure to reach
+//! the store, and nothing before it can stop or divert execution, the store moves to the end
+//! of the block that enters the loop, and runs once per entry instead of once per iteration.
+//!
+//! Why it is exact, for a store `S` in loop head `H`, moved before the terminator of `P`:
+//! - `P` is the one predecessor of `H` that `H` does not dominate, it is not on `H`'s cycle,
+//!   and it ends in `br label %H`. Every first arrival at `H` therefore comes from `P`, right
+//!   after the moved store; every later arrival comes round `H`'s cycle.
+//! - Everything in `H` before `S` can neither fault, call, nor branch away (arithmetic,
+//!   stack accesses at constant offsets, other probes' stores): once the moved store runs,
+//!   `S`'s own position is reached. No fault and no call can fall between the two, so at a
+//!   crash the byte never says "ran" for code that did not run. (A thread stopped from
+//!   outside, or a signal, may find a frame in between, as it may find one between any -O2
+//!   probe and the instructions the optimizer scheduled around it.)
+//! - The byte is never cleared on `H`'s cycle: global arrays never are; a frame's array (a
+//!   local marked [`COVERAGE_LOCAL`]) is zeroed once per activation (or per inlined call),
+//!   and no instruction that may clear it (zeroing, lifetime markers, any call it is handed
+//!   to) may be on the cycle. A way back to `H` that leaves the cycle re-enters through `P`
+//!   and stores again, so whenever `S`'s position is reached the byte already holds the 1
+//!   that `S` stored.
+//!
+//! Then a store that repeats one dominating it, with nothing able to clear the byte in
+//! between, is dropped (see `hoist_in_function`).
+//!
+//! Repeated, a store leaves a loop nest one level at a time (`P` is then the head of the outer
+//! loop). Functions that call `setjmp`-like functions are left alone (a second return resumes
+//! a block mid-way).
+
+use super::checked::{
+    constant_offset, cycle_of, is_probe_store, is_store_of_one, successors, touched_locals,
+};
+use super::*;
+
+/// The metadata kind marking a frame's coverage array (`__CC_arr`, `__BBC_arr`): the locals
+/// whose `store volatile i8 1` are probes, not the program's own volatile stores.
+pub(super) const COVERAGE_LOCAL: &str = "csi.coverage";
+
+/// Marks `alloca` as a frame's coverage array (see [`COVERAGE_LOCAL`]).
+pub(super) unsafe fn mark_coverage_local(ctx: LLVMContextRef, alloca: LLVMValueRef) {
+    let node = LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, ptr::null_mut(), 0));
+    LLVMSetMetadata(alloca, coverage_local_kind(ctx), node);
+}
+
+unsafe fn coverage_local_kind(ctx: LLVMContextRef) -> u32 {
+    LLVMGetMDKindIDInContext(
+        ctx,
+        COVERAGE_LOCAL.as_ptr() as _,
+        COVERAGE_LOCAL.len() as u32,
+    )
+}
+
+/// How many probe stores [`hoist_probe_stores`] moved out of a loop (a store moved out of two
+/// loops counts twice) and dropped as repeats.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Hoisted {
+    pub moved: usize,
+    pub dropped: usize,
+}
+
+/// Hoists the probe stores of every function of `module` and drops their repeats (see the
+/// module documentation).
+pub(crate) unsafe fn hoist_probe_stores(ctx: LLVMContextRef, module: LLVMModuleRef) -> Hoisted {
+    let kind = coverage_local_kind(ctx);
+    let mut n = Hoisted::default();
+    let mut f = LLVMGetFirstFunction(module);
+    while !f.is_null() {
+        let bbs = blocks(f);
+        if !bbs.is_empty() && !has_returns_twice_call(&bbs) {
+            let h = hoist_in_function(ctx, &bbs, kind);
+            n.moved += h.moved;
+            n.dropped += h.dropped;
+        }
+        f = LLVMGetNextFunction(f);
+    }
+    n
+}
+
+unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind: u32) -> Hoisted {
+    use petgraph::algo::dominators::simple_fast;
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let index: HashMap<LLVMBasicBlockRef, usize> =
+        bbs.iter().enumerate().map(|(k, &b)| (b, k)).collect();
+    let succs = successors(bbs, &index);
+    let scc = cycle_of(&succs);
+    if scc.iter().all(Option::is_none) {
+        return Hoisted::default();
+    }
+    let mut g = DiGraph::<(), ()>::new();
+    let nodes: Vec<NodeIndex> = (0..bbs.len()).map(|_| g.add_node(())).collect();
+    let mut preds = vec![Vec::new(); bbs.len()];
+    for (a, ss) in succs.iter().enumerate() {
+        for &b in ss {
+            g.add_edge(nodes[a], nodes[b], ());
+            preds[b].push(a);
+        }
+    }
+    let doms = simple_fast(&g, nodes[0]);
+    let dominates = |a: usize, b: usize| -> bool {
+        doms.dominators(nodes[b])
+            .is_some_and(|mut ds| ds.any(|d| d == nodes[a]))
+    };
+    let reachable = |b: usize| doms.dominators(nodes[b]).is_some();
+    // Where each marked local may be cleared (zeroed, or handed to a call other than the
+    // loop-exit copy, which only reads it).
+    let mut clears: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
+    let mut marked: HashSet<LLVMValueRef> = HashSet::new();
+    for (k, &bb) in bbs.iter().enumerate() {
+        for i in instructions(bb) {
+            if !LLVMIsAAllocaInst(i).is_null() && !LLVMGetMetadata(i, kind).is_null() {
+                marked.insert(i);
+            }
+            for a in touched_locals(i) {
+                clears.entry(a).or_default().push(k);
+            }
+        }
+    }
+    // The block that enters `h`'s loop: its one predecessor `h` does not dominate, off the
+    // cycle, ending in an unconditional branch to `h`.
+    let preheader = |h: usize| -> Option<usize> {
+        let cycle = scc[h]?;
+        let mut outside = preds[h]
+            .iter()
+            .copied()
+            .filter(|&p| reachable(p) && !dominates(h, p));
+        let p = outside.next()?;
+        if outside.next().is_some() || scc[p] == Some(cycle) {
+            return None;
+        }
+        let t = LLVMGetBasicBlockTerminator(bbs[p]);
+        (LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMBr && LLVMGetNumSuccessors(t) == 1)
+            .then_some(p)
+    };
+    let builder = LLVMCreateBuilderInContext(ctx);
+    // The store's address must be available at `P`'s end: a constant, an instruction of a
+    // block that dominates `P`, or a constant-index GEP of such a value in `H` itself, which
+    // moves along (`P` dominates `H`: every path into `H` enters through `P`).
+    let address_at = |s: LLVMValueRef, h: usize, p: usize| -> Option<Option<LLVMValueRef>> {
+        let a = LLVMGetOperand(s, 1);
+        let available = |v: LLVMValueRef| {
+            LLVMIsAInstruction(v).is_null()
+                || index
+                    .get(&LLVMGetInstructionParent(v))
+                    .is_some_and(|&b| b != h && dominates(b, p))
+        };
+        if available(a) {
+            return Some(None);
+        }
+        let gep_here = !LLVMIsAGetElementPtrInst(a).is_null()
+            && index.get(&LLVMGetInstructionParent(a)) == Some(&h)
+            && (0..LLVMGetNumOperands(a) as u32).all(|k| {
+                let o = LLVMGetOperand(a, k);
+                if k == 0 {
+                    available(o)
+                } else {
+                    !LLVMIsAConstantInt(o).is_null()
+                }
+            });
+        gep_here.then_some(Some(a))
+    };
+    let mut moved = 0;
+    loop {
+        let mut round = 0;
+        for (h, &bb) in bbs.iter().enumerate() {
+            let Some(p) = preheader(h) else { continue };
+            let term = LLVMGetBasicBlockTerminator(bbs[p]);
+            for i in instructions(bb) {
+                let eligible = if is_probe_store(i) {
+                    true // a global array: never cleared
+                } else if let Some(local) = probed_local(i, &marked) {
+                    clears
+                        .get(&local)
+                        .is_none_or(|zs| zs.iter().all(|&z| scc[z] != scc[h]))
+                } else if cannot_stop(i) {
+                    continue;
+                } else {
+                    break;
+                };
+                let Some(address) = eligible.then(|| address_at(i, h, p)).flatten() else {
+                    continue; // a probe store stops nothing: look further
+                };
+                LLVMPositionBuilderBefore(builder, term);
+                for m in address.into_iter().chain([i]) {
+                    LLVMInstructionRemoveFromParent(m);
+                    LLVMInsertIntoBuilder(builder, m);
+                    LLVMInstructionSetDebugLoc(m, LLVMInstructionGetDebugLoc(term));
+                }
+                round += 1;
+            }
+        }
+        if round == 0 {
+            break;
+        }
+        moved += round;
+    }
+    LLVMDisposeBuilder(builder);
+    // Repeats: a probe store whose byte an earlier store of 1 that dominates it has set, with
+    // nothing able to clear the byte in between, writes what the byte holds (unrolled loops,
+    // duplicated paths). Dropping it changes no byte at any point. The stores are visited in
+    // dominance order (reverse postorder, then block order), and only a store that stays can
+    // make another a repeat.
+    let order = reverse_postorder(&succs);
+    let mut reach = Reach::new(&succs, &preds);
+    let mut kept: HashMap<(LLVMValueRef, i64), Vec<(usize, usize)>> = HashMap::new();
+    let mut dropped = 0;
+    for &b in &order {
+        for (pos, i) in instructions(bbs[b]).into_iter().enumerate() {
+            let local = probed_local(i, &marked);
+            if local.is_none() && !is_probe_store(i) {
+                continue;
+            }
+            let Some(key) = constant_offset(LLVMGetOperand(i, 1)) else {
+                continue;
+            };
+            // No instruction that may clear the byte on a way from `b1` to `b`: none in
+            // either block, none both reachable from `b1` and reaching `b`.
+            let mut uncleared_from = |b1: usize| {
+                local.is_none_or(|l| {
+                    clears.get(&l).is_none_or(|zs| {
+                        zs.iter().all(|&z| {
+                            z != b1 && z != b && {
+                                let (from_z, to_z) = reach.of(z);
+                                !(to_z[b1] && from_z[b])
+                            }
+                        })
+                    })
+                })
+            };
+            let earlier = kept.entry(key).or_default();
+            let repeat = earlier.iter().any(|&(b1, p1)| {
+                (if b1 == b { p1 < pos } else { dominates(b1, b) }) && uncleared_from(b1)
+            });
+            if repeat {
+                LLVMInstructionEraseFromParent(i);
+                dropped += 1;
+            } else {
+                earlier.push((b, pos));
+            }
+        }
+    }
+    Hoisted { moved, dropped }
+}
+
+/// Per block `z`, asked for lazily: which blocks a path from `z` reaches, and which reach `z`
+/// (`z` itself only on a cycle through it).
+struct Reach<'a> {
+    succs: &'a [Vec<usize>],
+    preds: &'a [Vec<usize>],
+    memo: HashMap<usize, (Vec<bool>, Vec<bool>)>,
+}
+
+impl<'a> Reach<'a> {
+    fn new(succs: &'a [Vec<usize>], preds: &'a [Vec<usize>]) -> Self {
+        Reach {
+            succs,
+            preds,
+            memo: HashMap::new(),
+        }
+    }
+
+    /// (reached from `z`, reaching `z`).
+    fn of(&mut self, z: usize) -> &(Vec<bool>, Vec<bool>) {
+        let (succs, preds) = (self.succs, self.preds);
+        self.memo
+            .entry(z)
+            .or_insert_with(|| (walk(z, succs), walk(z, preds)))
+    }
+}
+
+/// The blocks a path of at least one edge from `z` reaches along `next`.
+fn walk(z: usize, next: &[Vec<usize>]) -> Vec<bool> {
+    let mut seen = vec![false; next.len()];
+    let mut stack: Vec<usize> = next[z].clone();
+    while let Some(b) = stack.pop() {
+        if !std::mem::replace(&mut seen[b], true) {
+            stack.extend(next[b].iter().copied());
+        }
+    }
+    seen
+}
+
+/// The blocks reachable from the entry (block 0), in reverse postorder: each block after its
+/// dominators.
+fn reverse_postorder(succs: &[Vec<usize>]) -> Vec<usize> {
+    let mut seen = vec![false; succs.len()];
+    let mut post = Vec::new();
+    let mut stack = vec![(0usize, 0usize)];
+    seen[0] = true;
+    while let Some(&mut (b, ref mut k)) = stack.last_mut() {
+        if let Some(&s) = succs[b].get(*k) {
+            *k += 1;
+            if !seen[s] {
+                seen[s] = true;
+                stack.push((s, 0));
+            }
+        } else {
+            post.push(b);
+            stack.pop();
+        }
+    }
+    post.reverse();
+    post
+}
+
+/// A probe's store into a frame's coverage array: `store volatile i8 1` at a constant offset
+/// into a local of `marked`; that local.
+unsafe fn probed_local(i: LLVMValueRef, marked: &HashSet<LLVMValueRef>) -> Option<LLVMValueRef> {
+    if !is_store_of_one(i) {
+        return None;
+    }
+    constant_offset(LLVMGetOperand(i, 1))
+        .map(|(base, _)| base)
+        .filter(|base| marked.contains(base))
+}
+
+/// Nothing can stop or divert execution at `i` (it is not a terminator): arithmetic,
+/// comparisons, casts, address computations, accesses to a local at a constant offset, probe
+/// stores, and intrinsics that do nothing at run time. Left out: floating-point arithmetic (a
+/// program may unmask its exceptions), division, accesses at computed offsets even into a
+/// local (an out-of-bounds index can fault), and `alloca` outside the entry block (a stack
+/// clash probe can).
+unsafe fn cannot_stop(i: LLVMValueRef) -> bool {
+    use LLVMOpcode::*;
+    let on_stack = |p: LLVMValueRef| {
+        constant_offset(p).is_some_and(|(base, _)| !LLVMIsAAllocaInst(base).is_null())
+    };
+    match LLVMGetInstructionOpcode(i) {
+        LLVMPHI | LLVMGetElementPtr | LLVMAdd | LLVMSub | LLVMMul | LLVMAnd | LLVMOr | LLVMXor
+        | LLVMShl | LLVMLShr | LLVMAShr | LLVMICmp | LLVMSelect | LLVMTrunc | LLVMZExt
+        | LLVMSExt | LLVMPtrToInt | LLVMIntToPtr | LLVMBitCast | LLVMFreeze | LLVMExtractValue
+        | LLVMInsertValue | LLVMExtractElement | LLVMInsertElement | LLVMShuffleVector => true,
+        LLVMLoad => {
+            LLVMGetOrdering(i) == llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
+                && on_stack(LLVMGetOperand(i, 0))
+        }
+        LLVMStore => {
+            LLVMGetOrdering(i) == llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
+                && (on_stack(LLVMGetOperand(i, 1)) || is_probe_store(i))
+        }
+        LLVMCall => {
+            let name = value_name(LLVMGetCalledValue(i));
+            [
+                "llvm.dbg.",
+                "llvm.lifetime.",
+                "llvm.assume",
+                "llvm.prefetch",
+            ]
+            .iter()
+            .any(|p| name.starts_with(p))
+                || name == "llvm.experimental.noalias.scope.decl"
+                || name == "llvm.pseudoprobe"
+        }
+        _ => false,
+    }
+}
