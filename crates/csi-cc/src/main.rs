@@ -775,7 +775,10 @@ impl Steps<'_> {
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             check_stores: self.csi.checked_stores() && !instrument_first,
-            hoist_stores: self.csi.hoist_stores && optimized && !instrument_first,
+            hoist_stores: self.csi.hoist_stores
+                && optimized
+                && !instrument_first
+                && self.has_coverage(),
             source: src.clone(),
             optimized: optimized && !instrument_first,
             optimized_after: instrument_first,
@@ -882,6 +885,14 @@ impl Steps<'_> {
         }
     }
 
+    /// Some function may get coverage arrays (every scheme but `pt` and `none`, or a schema
+    /// that names them): only then has `--csi-probe-hoisting` anything to move, and the
+    /// other builds keep clang's one back-end step.
+    fn has_coverage(&self) -> bool {
+        let covers = |m: &Mechanisms| m.cc || m.bbc || m.fc;
+        covers(&self.default) || self.per_function.values().any(covers)
+    }
+
     /// With `--csi-verbose`: what `--csi-probe-hoisting` did to the unit `src`.
     fn say_hoisted(&self, src: &str, h: instrument::Hoisted) {
         if self.csi.verbose && (h.moved > 0 || h.dropped > 0) {
@@ -904,7 +915,7 @@ impl Steps<'_> {
     /// `Options::hoist_stores`, `Options::check_stores`).
     fn back_end(&self, src: &str, instrument_first: bool, files: &UnitFiles) {
         let checked = instrument_first && self.csi.checked_stores();
-        let hoisted = instrument_first && self.csi.hoist_stores;
+        let hoisted = instrument_first && self.csi.hoist_stores && self.has_coverage();
         let two_steps = checked || hoisted;
         if two_steps {
             self.compile_step(true, &["-c", "-emit-llvm"], &files.opt, &files.ibc);
