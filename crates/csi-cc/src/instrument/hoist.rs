@@ -171,7 +171,7 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
                 } else if let Some(local) = probed_local(i, &marked) {
                     clears
                         .get(&local)
-                        .is_none_or(|zs| zs.iter().all(|&z| scc[z] != scc[h]))
+                        .map_or(true, |zs| zs.iter().all(|&z| scc[z] != scc[h]))
                 } else if cannot_stop(i) {
                     continue;
                 } else {
@@ -216,8 +216,8 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
             // No instruction that may clear the byte on a way from `b1` to `b`: none in
             // either block, none both reachable from `b1` and reaching `b`.
             let mut uncleared_from = |b1: usize| {
-                local.is_none_or(|l| {
-                    clears.get(&l).is_none_or(|zs| {
+                local.map_or(true, |l| {
+                    clears.get(&l).map_or(true, |zs| {
                         zs.iter().all(|&z| {
                             z != b1 && z != b && {
                                 let (from_z, to_z) = reach.of(z);
