@@ -172,7 +172,7 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
                     clears
                         .get(&local)
                         .map_or(true, |zs| zs.iter().all(|&z| scc[z] != scc[h]))
-                } else if cannot_stop(i) {
+                } else if cannot_stop(i, &marked) {
                     continue;
                 } else {
                     break;
@@ -316,11 +316,12 @@ unsafe fn probed_local(i: LLVMValueRef, marked: &HashSet<LLVMValueRef>) -> Optio
 
 /// Nothing can stop or divert execution at `i` (it is not a terminator): arithmetic,
 /// comparisons, casts, address computations, accesses to a local at a constant offset, probe
-/// stores, and intrinsics that do nothing at run time. Left out: floating-point arithmetic (a
+/// stores, intrinsics that do nothing at run time, and the zeroing of a coverage array of
+/// `marked` (with the empty asm that makes it escape). Left out: floating-point arithmetic (a
 /// program may unmask its exceptions), division, accesses at computed offsets even into a
 /// local (an out-of-bounds index can fault), and `alloca` outside the entry block (a stack
 /// clash probe can).
-unsafe fn cannot_stop(i: LLVMValueRef) -> bool {
+unsafe fn cannot_stop(i: LLVMValueRef, marked: &HashSet<LLVMValueRef>) -> bool {
     use LLVMOpcode::*;
     let on_stack = |p: LLVMValueRef| {
         constant_offset(p).is_some_and(|(base, _)| !LLVMIsAAllocaInst(base).is_null())
@@ -339,7 +340,18 @@ unsafe fn cannot_stop(i: LLVMValueRef) -> bool {
                 && (on_stack(LLVMGetOperand(i, 1)) || is_probe_store(i))
         }
         LLVMCall => {
-            let name = value_name(LLVMGetCalledValue(i));
+            let callee = LLVMGetCalledValue(i);
+            let on_marked = |k: u32| {
+                constant_offset(LLVMGetOperand(i, k))
+                    .is_some_and(|(base, _)| marked.contains(&base))
+            };
+            // The empty asm that makes a frame's coverage array escape (`Ctx::local_parts`).
+            if !LLVMIsAInlineAsm(callee).is_null() {
+                let mut len = 0;
+                LLVMGetInlineAsmAsmString(callee, &mut len);
+                return len == 0 && (0..LLVMGetNumArgOperands(i)).all(on_marked);
+            }
+            let name = value_name(callee);
             [
                 "llvm.dbg.",
                 "llvm.lifetime.",
@@ -350,6 +362,10 @@ unsafe fn cannot_stop(i: LLVMValueRef) -> bool {
             .any(|p| name.starts_with(p))
                 || name == "llvm.experimental.noalias.scope.decl"
                 || name == "llvm.pseudoprobe"
+                // The zeroing of a frame's coverage array (an inlined callee's, at each call).
+                || (name.starts_with("llvm.memset.")
+                    && on_marked(0)
+                    && !LLVMIsAConstantInt(LLVMGetOperand(i, 2)).is_null())
         }
         _ => false,
     }
