@@ -5,21 +5,24 @@
 //! of the block that enters the loop, and runs once per entry instead of once per iteration.
 //!
 //! Why it is exact, for a store `S` in loop head `H`, moved before the terminator of `P`:
-//! - `P` is the one predecessor of `H` that `H` does not dominate, it is not on `H`'s cycle,
-//!   and it ends in `br label %H`. Every first arrival at `H` therefore comes from `P`, right
-//!   after the moved store; every later arrival comes round `H`'s cycle.
-//! - Everything in `H` before `S` can neither fault, call, nor branch away (arithmetic,
-//!   stack accesses at constant offsets, other probes' stores): once the moved store runs,
-//!   `S`'s own position is reached. No fault and no call can fall between the two, so at a
+//! - `P` is the one predecessor of `H` that `H` does not dominate, and it ends in
+//!   `br label %H`. Every first arrival at `H` therefore comes from `P`, right after the moved
+//!   store; every later arrival comes from a latch, round `H`'s natural loop (the blocks `H`
+//!   dominates that reach a latch without passing `H`).
+//! - Everything in `H` before `S` can neither fault, call, nor branch away (arithmetic, other
+//!   probes' stores, accesses to coverage arrays already written whole before the loop — a
+//!   first touch of a stack page faults when the stack is exhausted): once the moved store
+//!   runs, `S`'s own position is reached. No fault and no call can fall between the two, so at a
 //!   crash the byte never says "ran" for code that did not run. (A thread stopped from
 //!   outside, or a signal, may find a frame in between, as it may find one between any -O2
 //!   probe and the instructions the optimizer scheduled around it.)
 //! - The byte is never cleared on `H`'s cycle: global arrays never are; a frame's array (a
 //!   local marked [`COVERAGE_LOCAL`]) is zeroed once per activation (or per inlined call),
 //!   and no instruction that may clear it (zeroing, lifetime markers, any call it is handed
-//!   to) may be on the cycle. A way back to `H` that leaves the cycle re-enters through `P`
-//!   and stores again, so whenever `S`'s position is reached the byte already holds the 1
-//!   that `S` stored.
+//!   to) may be in the natural loop. A way back to `H` that leaves the loop re-enters through
+//!   `P` and stores again, so whenever `S`'s position is reached the byte already holds the
+//!   1 that `S` stored. A frame's array must also have been written whole before `P`'s end,
+//!   or the moved store could be the first touch of its page.
 //!
 //! Then a store that repeats one dominating it, with nothing able to clear the byte in
 //! between, is dropped (see `hoist_in_function`).
@@ -106,6 +109,8 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     // loop-exit copy, which only reads it).
     let mut clears: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
     let mut marked: HashSet<LLVMValueRef> = HashSet::new();
+    // Where each local is zeroed whole (`llvm.memset`): its memory is touched from there on.
+    let mut zeroed_in: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
     for (k, &bb) in bbs.iter().enumerate() {
         for i in instructions(bb) {
             if !LLVMIsAAllocaInst(i).is_null() && !LLVMGetMetadata(i, kind).is_null() {
@@ -114,23 +119,52 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
             for a in touched_locals(i) {
                 clears.entry(a).or_default().push(k);
             }
+            if let Some(a) = zeroed_local(i) {
+                zeroed_in.entry(a).or_default().push(k);
+            }
         }
     }
-    // The block that enters `h`'s loop: its one predecessor `h` does not dominate, off the
-    // cycle, ending in an unconditional branch to `h`.
+    // `h`'s natural loop, when `h` is a loop head: `h` and the blocks that reach a latch (a
+    // predecessor `h` dominates) without passing `h`, all dominated by `h`.
+    let natural_loop = |h: usize| -> Option<Vec<bool>> {
+        let mut inside = vec![false; bbs.len()];
+        inside[h] = true;
+        let mut stack: Vec<usize> = preds[h]
+            .iter()
+            .copied()
+            .filter(|&q| reachable(q) && dominates(h, q))
+            .collect();
+        if stack.is_empty() {
+            return None;
+        }
+        while let Some(b) = stack.pop() {
+            if !std::mem::replace(&mut inside[b], true) {
+                stack.extend(preds[b].iter().copied().filter(|&q| reachable(q)));
+            }
+        }
+        Some(inside)
+    };
+    // The block that enters `h`'s loop: its one predecessor `h` does not dominate (so outside
+    // the loop), ending in an unconditional branch to `h`.
     let preheader = |h: usize| -> Option<usize> {
-        let cycle = scc[h]?;
         let mut outside = preds[h]
             .iter()
             .copied()
             .filter(|&p| reachable(p) && !dominates(h, p));
         let p = outside.next()?;
-        if outside.next().is_some() || scc[p] == Some(cycle) {
+        if outside.next().is_some() {
             return None;
         }
         let t = LLVMGetBasicBlockTerminator(bbs[p]);
         (LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMBr && LLVMGetNumSuccessors(t) == 1)
             .then_some(p)
+    };
+    // The local's memory was written whole on every way to `p`'s end: an access to it cannot
+    // be the first touch of a stack page (which faults when the stack is exhausted).
+    let touched_before = |local: LLVMValueRef, p: usize| {
+        zeroed_in
+            .get(&local)
+            .is_some_and(|zs| zs.iter().any(|&z| dominates(z, p)))
     };
     let builder = LLVMCreateBuilderInContext(ctx);
     // The store's address must be available at `P`'s end: a constant, an instruction of a
@@ -164,15 +198,22 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
         let mut round = 0;
         for (h, &bb) in bbs.iter().enumerate() {
             let Some(p) = preheader(h) else { continue };
+            let Some(inside) = natural_loop(h) else {
+                continue;
+            };
             let term = LLVMGetBasicBlockTerminator(bbs[p]);
+            let safe_local = |local: LLVMValueRef| touched_before(local, p);
             for i in instructions(bb) {
                 let eligible = if is_probe_store(i) {
                     true // a global array: never cleared
                 } else if let Some(local) = probed_local(i, &marked) {
+                    if !safe_local(local) {
+                        break; // may be the first touch of its page
+                    }
                     clears
                         .get(&local)
-                        .map_or(true, |zs| zs.iter().all(|&z| scc[z] != scc[h]))
-                } else if cannot_stop(i, &marked) {
+                        .map_or(true, |zs| zs.iter().all(|&z| !inside[z]))
+                } else if cannot_stop(i, &safe_local) {
                     continue;
                 } else {
                     break;
@@ -303,6 +344,19 @@ fn reverse_postorder(succs: &[Vec<usize>]) -> Vec<usize> {
     post
 }
 
+/// The local a whole-array zeroing (`llvm.memset` at offset 0, as csi-cc emits) writes.
+unsafe fn zeroed_local(i: LLVMValueRef) -> Option<LLVMValueRef> {
+    if LLVMIsACallInst(i).is_null()
+        || !value_name(LLVMGetCalledValue(i)).starts_with("llvm.memset.")
+    {
+        return None;
+    }
+    match constant_offset(LLVMGetOperand(i, 0)) {
+        Some((base, 0)) if !LLVMIsAAllocaInst(base).is_null() => Some(base),
+        _ => None,
+    }
+}
+
 /// A probe's store into a frame's coverage array: `store volatile i8 1` at a constant offset
 /// into a local of `marked`; that local.
 unsafe fn probed_local(i: LLVMValueRef, marked: &HashSet<LLVMValueRef>) -> Option<LLVMValueRef> {
@@ -315,17 +369,16 @@ unsafe fn probed_local(i: LLVMValueRef, marked: &HashSet<LLVMValueRef>) -> Optio
 }
 
 /// Nothing can stop or divert execution at `i` (it is not a terminator): arithmetic,
-/// comparisons, casts, address computations, accesses to a local at a constant offset, probe
-/// stores, intrinsics that do nothing at run time, and the zeroing of a coverage array of
-/// `marked` (with the empty asm that makes it escape). Left out: floating-point arithmetic (a
-/// program may unmask its exceptions), division, accesses at computed offsets even into a
-/// local (an out-of-bounds index can fault), and `alloca` outside the entry block (a stack
-/// clash probe can).
-unsafe fn cannot_stop(i: LLVMValueRef, marked: &HashSet<LLVMValueRef>) -> bool {
+/// comparisons, casts, address computations, probe stores into global arrays, intrinsics
+/// that do nothing at run time, and accesses at constant offsets to a coverage array
+/// `safe_local` says was written whole before the loop (the first touch of a stack page can
+/// fault: a stack overflow), including its small zeroing and the empty asm that makes it
+/// escape. Left out: every other memory access (the program's own locals too: a VLA's first
+/// touch faults when the stack is exhausted), floating-point arithmetic (a program may unmask
+/// its exceptions), division, `alloca` outside the entry block.
+unsafe fn cannot_stop(i: LLVMValueRef, safe_local: &dyn Fn(LLVMValueRef) -> bool) -> bool {
     use LLVMOpcode::*;
-    let on_stack = |p: LLVMValueRef| {
-        constant_offset(p).is_some_and(|(base, _)| !LLVMIsAAllocaInst(base).is_null())
-    };
+    let safe = |p: LLVMValueRef| constant_offset(p).is_some_and(|(base, _)| safe_local(base));
     match LLVMGetInstructionOpcode(i) {
         LLVMPHI | LLVMGetElementPtr | LLVMAdd | LLVMSub | LLVMMul | LLVMAnd | LLVMOr | LLVMXor
         | LLVMShl | LLVMLShr | LLVMAShr | LLVMICmp | LLVMSelect | LLVMTrunc | LLVMZExt
@@ -333,39 +386,33 @@ unsafe fn cannot_stop(i: LLVMValueRef, marked: &HashSet<LLVMValueRef>) -> bool {
         | LLVMInsertValue | LLVMExtractElement | LLVMInsertElement | LLVMShuffleVector => true,
         LLVMLoad => {
             LLVMGetOrdering(i) == llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
-                && on_stack(LLVMGetOperand(i, 0))
+                && safe(LLVMGetOperand(i, 0))
         }
         LLVMStore => {
             LLVMGetOrdering(i) == llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
-                && (on_stack(LLVMGetOperand(i, 1)) || is_probe_store(i))
+                && (safe(LLVMGetOperand(i, 1)) || is_probe_store(i))
         }
         LLVMCall => {
             let callee = LLVMGetCalledValue(i);
-            let on_marked = |k: u32| {
-                constant_offset(LLVMGetOperand(i, k))
-                    .is_some_and(|(base, _)| marked.contains(&base))
-            };
+            let on_safe = |k: u32| safe(LLVMGetOperand(i, k));
             // The empty asm that makes a frame's coverage array escape (`Ctx::local_parts`).
             if !LLVMIsAInlineAsm(callee).is_null() {
                 let mut len = 0;
                 LLVMGetInlineAsmAsmString(callee, &mut len);
-                return len == 0 && (0..LLVMGetNumArgOperands(i)).all(on_marked);
+                return len == 0 && (0..LLVMGetNumArgOperands(i)).all(on_safe);
             }
             let name = value_name(callee);
-            [
-                "llvm.dbg.",
-                "llvm.lifetime.",
-                "llvm.assume",
-                "llvm.prefetch",
-            ]
-            .iter()
-            .any(|p| name.starts_with(p))
+            ["llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.prefetch"]
+                .iter()
+                .any(|p| name.starts_with(p))
                 || name == "llvm.experimental.noalias.scope.decl"
                 || name == "llvm.pseudoprobe"
-                // The zeroing of a frame's coverage array (an inlined callee's, at each call).
+                // The zeroing of a coverage array (an inlined callee's, at each call), small
+                // enough to be stores, not a call to `memset`.
                 || (name.starts_with("llvm.memset.")
-                    && on_marked(0)
-                    && !LLVMIsAConstantInt(LLVMGetOperand(i, 2)).is_null())
+                    && on_safe(0)
+                    && !LLVMIsAConstantInt(LLVMGetOperand(i, 2)).is_null()
+                    && LLVMConstIntGetZExtValue(LLVMGetOperand(i, 2)) <= 64)
         }
         _ => false,
     }
