@@ -202,7 +202,8 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
                 continue;
             };
             let term = LLVMGetBasicBlockTerminator(bbs[p]);
-            let safe_local = |local: LLVMValueRef| touched_before(local, p);
+            let safe_local =
+                |local: LLVMValueRef| marked.contains(&local) && touched_before(local, p);
             for i in instructions(bb) {
                 let eligible = if is_probe_store(i) {
                     true // a global array: never cleared
@@ -344,17 +345,34 @@ fn reverse_postorder(succs: &[Vec<usize>]) -> Vec<usize> {
     post
 }
 
-/// The local a whole-array zeroing (`llvm.memset` at offset 0, as csi-cc emits) writes.
+/// The local a whole-array zeroing writes: a volatile `llvm.memset` at offset 0 of an
+/// `[N x i8]` alloca, N bytes long, as csi-cc zeroes a frame's coverage array.
 unsafe fn zeroed_local(i: LLVMValueRef) -> Option<LLVMValueRef> {
     if LLVMIsACallInst(i).is_null()
         || !value_name(LLVMGetCalledValue(i)).starts_with("llvm.memset.")
+        || LLVMGetNumArgOperands(i) < 4
     {
         return None;
     }
-    match constant_offset(LLVMGetOperand(i, 0)) {
-        Some((base, 0)) if !LLVMIsAAllocaInst(base).is_null() => Some(base),
-        _ => None,
+    let (len, volatile) = (LLVMGetOperand(i, 2), LLVMGetOperand(i, 3));
+    if LLVMIsAConstantInt(len).is_null()
+        || LLVMIsAConstantInt(volatile).is_null()
+        || LLVMConstIntGetZExtValue(volatile) != 1
+    {
+        return None;
     }
+    let Some((base, 0)) = constant_offset(LLVMGetOperand(i, 0)) else {
+        return None;
+    };
+    if LLVMIsAAllocaInst(base).is_null() {
+        return None;
+    }
+    let ty = LLVMGetAllocatedType(base);
+    let whole = LLVMGetTypeKind(ty) == llvm_sys::LLVMTypeKind::LLVMArrayTypeKind
+        && LLVMGetTypeKind(LLVMGetElementType(ty)) == llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind
+        && LLVMGetIntTypeWidth(LLVMGetElementType(ty)) == 8
+        && LLVMGetArrayLength2(ty) == LLVMConstIntGetZExtValue(len);
+    whole.then_some(base)
 }
 
 /// A probe's store into a frame's coverage array: `store volatile i8 1` at a constant offset
@@ -408,11 +426,11 @@ unsafe fn cannot_stop(i: LLVMValueRef, safe_local: &dyn Fn(LLVMValueRef) -> bool
                 || name == "llvm.experimental.noalias.scope.decl"
                 || name == "llvm.pseudoprobe"
                 // The zeroing of a coverage array (an inlined callee's, at each call), small
-                // enough to be stores, not a call to `memset`.
+                // enough to be one or two stores on any target, never a call to `memset`.
                 || (name.starts_with("llvm.memset.")
                     && on_safe(0)
                     && !LLVMIsAConstantInt(LLVMGetOperand(i, 2)).is_null()
-                    && LLVMConstIntGetZExtValue(LLVMGetOperand(i, 2)) <= 64)
+                    && LLVMConstIntGetZExtValue(LLVMGetOperand(i, 2)) <= 16)
         }
         _ => false,
     }
