@@ -57,8 +57,9 @@ const CSI_OPTIONS: &str =
                         default otherwise): a probe stores its bytes every time it runs
   --csi-probe-hoisting=H  when optimizing: `loops` (default): a coverage probe at the head of
                         a loop, where nothing before it can stop the first iteration, stores
-                        once on entering the loop instead of on every iteration (same bytes at
-                        every crash); `none`: where the optimizer left it
+                        once on entering the loop instead of on every iteration, and a probe
+                        store an identical one before it makes redundant is dropped (the same
+                        bytes at every crash); `none`: the stores where the optimizer left them
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes

@@ -12,11 +12,11 @@
 //! - Everything in `H` before `S` can neither fault, call, nor branch away (arithmetic, other
 //!   probes' stores, accesses to coverage arrays already written whole before the loop — a
 //!   first touch of a stack page faults when the stack is exhausted): once the moved store
-//!   runs, `S`'s own position is reached. No fault and no call can fall between the two, so at a
-//!   crash the byte never says "ran" for code that did not run. (A thread stopped from
+//!   runs, `S`'s own position is reached. No fault and no call can fall between the two, so
+//!   at a crash the byte never says "ran" for code that did not run. (A thread stopped from
 //!   outside, or a signal, may find a frame in between, as it may find one between any -O2
 //!   probe and the instructions the optimizer scheduled around it.)
-//! - The byte is never cleared on `H`'s cycle: global arrays never are; a frame's array (a
+//! - The byte is never cleared in `H`'s loop: global arrays never are; a frame's array (a
 //!   local marked [`COVERAGE_LOCAL`]) is zeroed once per activation (or per inlined call),
 //!   and no instruction that may clear it (zeroing, lifetime markers, any call it is handed
 //!   to) may be in the natural loop. A way back to `H` that leaves the loop re-enters through
