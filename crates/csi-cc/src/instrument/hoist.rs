@@ -25,7 +25,8 @@
 //!   or the moved store could be the first touch of its page.
 //!
 //! Then a store that repeats one dominating it, with nothing able to clear the byte in
-//! between, is dropped (see `hoist_in_function`).
+//! between, is dropped (see `hoist_in_function`). Dominators and reach are
+//! `csi_model::dominance`'s, the block graph facts the probe placement uses.
 //!
 //! Repeated, a store leaves a loop nest one level at a time (`P` is then the head of the outer
 //! loop). Functions that call `setjmp`-like functions are left alone (a second return resumes
@@ -35,6 +36,7 @@ use super::checked::{
     constant_offset, cycle_of, is_probe_store, is_store_of_one, successors, touched_locals,
 };
 use super::*;
+use csi_model::dominance::BlockGraph;
 
 /// The metadata kind marking a frame's coverage array (`__CC_arr`, `__BBC_arr`): the locals
 /// whose `store volatile i8 1` are probes, not the program's own volatile stores.
@@ -81,30 +83,18 @@ pub(crate) unsafe fn hoist_probe_stores(ctx: LLVMContextRef, module: LLVMModuleR
 }
 
 unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind: u32) -> Hoisted {
-    use petgraph::algo::dominators::simple_fast;
-    use petgraph::graph::{DiGraph, NodeIndex};
     let index: HashMap<LLVMBasicBlockRef, usize> =
         bbs.iter().enumerate().map(|(k, &b)| (b, k)).collect();
     let succs = successors(bbs, &index);
-    let scc = cycle_of(&succs);
-    if scc.iter().all(Option::is_none) {
+    if cycle_of(&succs).iter().all(Option::is_none) {
         return Hoisted::default();
     }
-    let mut g = DiGraph::<(), ()>::new();
-    let nodes: Vec<NodeIndex> = (0..bbs.len()).map(|_| g.add_node(())).collect();
-    let mut preds = vec![Vec::new(); bbs.len()];
-    for (a, ss) in succs.iter().enumerate() {
-        for &b in ss {
-            g.add_edge(nodes[a], nodes[b], ());
-            preds[b].push(a);
-        }
-    }
-    let doms = simple_fast(&g, nodes[0]);
-    let dominates = |a: usize, b: usize| -> bool {
-        doms.dominators(nodes[b])
-            .is_some_and(|mut ds| ds.any(|d| d == nodes[a]))
-    };
-    let reachable = |b: usize| doms.dominators(nodes[b]).is_some();
+    let g = BlockGraph::new(
+        succs
+            .iter()
+            .map(|ss| ss.iter().map(|&s| s as u32).collect())
+            .collect(),
+    );
     // Where each marked local may be cleared (zeroed, or handed to a call other than the
     // loop-exit copy, which only reads it).
     let mut clears: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
@@ -129,17 +119,18 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     let natural_loop = |h: usize| -> Option<Vec<bool>> {
         let mut inside = vec![false; bbs.len()];
         inside[h] = true;
-        let mut stack: Vec<usize> = preds[h]
+        let mut stack: Vec<usize> = g
+            .preds(h)
             .iter()
             .copied()
-            .filter(|&q| reachable(q) && dominates(h, q))
+            .filter(|&q| g.reachable(q) && g.dominates(h, q))
             .collect();
         if stack.is_empty() {
             return None;
         }
         while let Some(b) = stack.pop() {
             if !std::mem::replace(&mut inside[b], true) {
-                stack.extend(preds[b].iter().copied().filter(|&q| reachable(q)));
+                stack.extend(g.preds(b).iter().copied().filter(|&q| g.reachable(q)));
             }
         }
         Some(inside)
@@ -147,10 +138,11 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     // The block that enters `h`'s loop: its one predecessor `h` does not dominate (so outside
     // the loop), ending in an unconditional branch to `h`.
     let preheader = |h: usize| -> Option<usize> {
-        let mut outside = preds[h]
+        let mut outside = g
+            .preds(h)
             .iter()
             .copied()
-            .filter(|&p| reachable(p) && !dominates(h, p));
+            .filter(|&p| g.reachable(p) && !g.dominates(h, p));
         let p = outside.next()?;
         if outside.next().is_some() {
             return None;
@@ -159,12 +151,16 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
         (LLVMGetInstructionOpcode(t) == LLVMOpcode::LLVMBr && LLVMGetNumSuccessors(t) == 1)
             .then_some(p)
     };
+    // The loop heads with their entries and natural loops (the CFG does not change).
+    let loops: Vec<(usize, usize, Vec<bool>)> = (0..bbs.len())
+        .filter_map(|h| Some((h, preheader(h)?, natural_loop(h)?)))
+        .collect();
     // The local's memory was written whole on every way to `p`'s end: an access to it cannot
     // be the first touch of a stack page (which faults when the stack is exhausted).
     let touched_before = |local: LLVMValueRef, p: usize| {
         zeroed_in
             .get(&local)
-            .is_some_and(|zs| zs.iter().any(|&z| dominates(z, p)))
+            .is_some_and(|zs| zs.iter().any(|&z| g.dominates(z, p)))
     };
     let builder = LLVMCreateBuilderInContext(ctx);
     // The store's address must be available at `P`'s end: a constant, an instruction of a
@@ -176,7 +172,7 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
             LLVMIsAInstruction(v).is_null()
                 || index
                     .get(&LLVMGetInstructionParent(v))
-                    .is_some_and(|&b| b != h && dominates(b, p))
+                    .is_some_and(|&b| b != h && g.dominates(b, p))
         };
         if available(a) {
             return Some(None);
@@ -196,15 +192,11 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     let mut moved = 0;
     loop {
         let mut round = 0;
-        for (h, &bb) in bbs.iter().enumerate() {
-            let Some(p) = preheader(h) else { continue };
-            let Some(inside) = natural_loop(h) else {
-                continue;
-            };
+        for &(h, p, ref inside) in &loops {
             let term = LLVMGetBasicBlockTerminator(bbs[p]);
             let safe_local =
                 |local: LLVMValueRef| marked.contains(&local) && touched_before(local, p);
-            for i in instructions(bb) {
+            for i in instructions(bbs[h]) {
                 let eligible = if is_probe_store(i) {
                     true // a global array: never cleared
                 } else if let Some(local) = probed_local(i, &marked) {
@@ -240,10 +232,21 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     // Repeats: a probe store whose byte an earlier store of 1 that dominates it has set, with
     // nothing able to clear the byte in between, writes what the byte holds (unrolled loops,
     // duplicated paths). Dropping it changes no byte at any point. The stores are visited in
-    // dominance order (reverse postorder, then block order), and only a store that stays can
+    // dominance order (by depth in the dominator tree, then block order), and only a store that stays can
     // make another a repeat.
-    let order = reverse_postorder(&succs);
-    let mut reach = Reach::new(&succs, &preds);
+    // Dominance order: the reachable blocks by depth in the dominator tree.
+    let depth = |mut b: usize| {
+        let mut d = 0;
+        while let Some(up) = g.idom(b).filter(|&up| up != b) {
+            b = up;
+            d += 1;
+        }
+        d
+    };
+    let mut order: Vec<usize> = (0..bbs.len()).filter(|&b| g.reachable(b)).collect();
+    order.sort_by_key(|&b| depth(b));
+    // Blocks reached from a block's successors, asked for lazily.
+    let mut reached: HashMap<usize, Vec<bool>> = HashMap::new();
     let mut kept: HashMap<(LLVMValueRef, i64), Vec<(usize, usize)>> = HashMap::new();
     let mut dropped = 0;
     for &b in &order {
@@ -261,17 +264,21 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
                 local.map_or(true, |l| {
                     clears.get(&l).map_or(true, |zs| {
                         zs.iter().all(|&z| {
-                            z != b1 && z != b && {
-                                let (from_z, to_z) = reach.of(z);
-                                !(to_z[b1] && from_z[b])
-                            }
+                            z != b1
+                                && z != b
+                                && !(reached.entry(b1).or_insert_with(|| g.reached_from(b1))[z]
+                                    && reached.entry(z).or_insert_with(|| g.reached_from(z))[b])
                         })
                     })
                 })
             };
             let earlier = kept.entry(key).or_default();
             let repeat = earlier.iter().any(|&(b1, p1)| {
-                (if b1 == b { p1 < pos } else { dominates(b1, b) }) && uncleared_from(b1)
+                (if b1 == b {
+                    p1 < pos
+                } else {
+                    g.dominates(b1, b)
+                }) && uncleared_from(b1)
             });
             if repeat {
                 LLVMInstructionEraseFromParent(i);
@@ -282,67 +289,6 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
         }
     }
     Hoisted { moved, dropped }
-}
-
-/// Per block `z`, asked for lazily: which blocks a path from `z` reaches, and which reach `z`
-/// (`z` itself only on a cycle through it).
-struct Reach<'a> {
-    succs: &'a [Vec<usize>],
-    preds: &'a [Vec<usize>],
-    memo: HashMap<usize, (Vec<bool>, Vec<bool>)>,
-}
-
-impl<'a> Reach<'a> {
-    fn new(succs: &'a [Vec<usize>], preds: &'a [Vec<usize>]) -> Self {
-        Reach {
-            succs,
-            preds,
-            memo: HashMap::new(),
-        }
-    }
-
-    /// (reached from `z`, reaching `z`).
-    fn of(&mut self, z: usize) -> &(Vec<bool>, Vec<bool>) {
-        let (succs, preds) = (self.succs, self.preds);
-        self.memo
-            .entry(z)
-            .or_insert_with(|| (walk(z, succs), walk(z, preds)))
-    }
-}
-
-/// The blocks a path of at least one edge from `z` reaches along `next`.
-fn walk(z: usize, next: &[Vec<usize>]) -> Vec<bool> {
-    let mut seen = vec![false; next.len()];
-    let mut stack: Vec<usize> = next[z].clone();
-    while let Some(b) = stack.pop() {
-        if !std::mem::replace(&mut seen[b], true) {
-            stack.extend(next[b].iter().copied());
-        }
-    }
-    seen
-}
-
-/// The blocks reachable from the entry (block 0), in reverse postorder: each block after its
-/// dominators.
-fn reverse_postorder(succs: &[Vec<usize>]) -> Vec<usize> {
-    let mut seen = vec![false; succs.len()];
-    let mut post = Vec::new();
-    let mut stack = vec![(0usize, 0usize)];
-    seen[0] = true;
-    while let Some(&mut (b, ref mut k)) = stack.last_mut() {
-        if let Some(&s) = succs[b].get(*k) {
-            *k += 1;
-            if !seen[s] {
-                seen[s] = true;
-                stack.push((s, 0));
-            }
-        } else {
-            post.push(b);
-            stack.pop();
-        }
-    }
-    post.reverse();
-    post
 }
 
 /// The local a whole-array zeroing writes: a volatile `llvm.memset` at offset 0 of an
