@@ -896,12 +896,14 @@ impl Steps<'_> {
 
     /// With `--csi-verbose`: what `--csi-probe-hoisting` did to the unit `src`.
     fn say_hoisted(&self, src: &str, h: instrument::Hoisted) {
-        if self.csi.verbose && (h.moved > 0 || h.dropped > 0) {
+        if self.csi.verbose && (h.moved > 0 || h.dropped > 0 || h.merged > 0) {
             eprintln!(
-                "{}: {src}: probe stores: {} moved out of loops, {} repeats dropped",
+                "{}: {src}: probe stores: {} moved out of loops, {} repeats dropped, {} merged \
+                 into wider ones",
                 self.driver.name(),
                 h.moved,
-                h.dropped
+                h.dropped,
+                h.merged
             );
         }
     }

@@ -856,9 +856,11 @@ fn checked_probe_stores_leave_the_same_bytes() {
 /// zero after them (argv[3]). Hoisted and unhoisted builds must leave the same bytes — the
 /// crashing frame's array (`walk`'s or `pick`'s) and the global arrays of `walk`, `tick` and
 /// `pick` — for crashes in an iteration's first call, in a later iteration's second, after
-/// `pick`'s probes, at the first touch of a VLA too big for the stack (`fill`), or none; for
+/// `pick`'s probes, at the first touch of a VLA too big for the stack (`fill`), at a NULL row
+/// in `chain`'s inlined `stage` (whose frame-array stores are merged, argv[5]), or none; for
 /// block and call-site coverage, checked stores or plain. (Hoisting past the faulting load,
-/// or past the VLA's first touch, makes it fail.)
+/// or past the VLA's first touch, merging across the load or dropping a merged byte, makes it
+/// fail.)
 #[test]
 fn hoisted_probe_stores_leave_the_same_bytes() {
     if !gdb_available() {
@@ -896,14 +898,24 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
             .filter_map(|l| l.split_whitespace().nth(2))
             .filter(|s| {
                 s.starts_with(&format!("{local}_"))
-                    && ["_walk", "_tick", "_pick", "_fill"]
+                    && ["_walk", "_tick", "_pick", "_fill", "_chain", "_stage"]
                         .iter()
                         .any(|f| s.ends_with(f))
             })
             .map(str::to_string)
             .collect();
         assert!(!globals.is_empty(), "{scheme}: no global arrays");
-        for crash_at in ["0 -1", "3 -1", "8 -1", "-1 5", "-1 -1 1000000000", "-1 -1"] {
+        let crash_points = [
+            "0 -1",
+            "3 -1",
+            "8 -1",
+            "-1 5",
+            "-1 -1 1000000000",
+            "-1 -1 1 0",
+            "-1 -1 1 4",
+            "-1 -1",
+        ];
+        for crash_at in crash_points {
             let bytes = |exe: &Path| {
                 let mut gdb = Command::new("gdb");
                 gdb.args(["-batch", "-nx", "-ex", "set print repeats unlimited"])

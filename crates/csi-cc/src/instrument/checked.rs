@@ -23,7 +23,8 @@ const ARRAYS: [&str; 3] = ["__CC_arr_", "__BBC_arr_", "__FC_arr_"];
 
 /// Rewrites optimized bitcode `bc_in` into `bc_out` (may be the same file): probe stores
 /// hoisted out of loops when `hoist` (`hoist::hoist_probe_stores`), then every probe store
-/// into a global coverage array checked when `check`.
+/// into a global coverage array checked when `check`, then (with `hoist`) the frame arrays'
+/// stores side by side merged (`hoist::merge_frame_stores`).
 pub fn post_optimization_file(
     bc_in: &str,
     bc_out: &str,
@@ -32,13 +33,16 @@ pub fn post_optimization_file(
 ) -> Result<super::hoist::Hoisted, String> {
     unsafe {
         let (ctx, module) = read_bitcode(bc_in)?;
-        let hoisted = if hoist {
+        let mut hoisted = if hoist {
             super::hoist::hoist_probe_stores(ctx, module)
         } else {
             Default::default()
         };
         if check {
             check_probe_stores(ctx, module);
+        }
+        if hoist {
+            hoisted.merged = super::hoist::merge_frame_stores(ctx, module);
         }
         let written = llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr());
         LLVMDisposeModule(module);

@@ -62,6 +62,8 @@ unsafe fn coverage_local_kind(ctx: LLVMContextRef) -> u32 {
 pub struct Hoisted {
     pub moved: usize,
     pub dropped: usize,
+    /// Frame-array stores folded into a wider one ([`merge_frame_stores`]): stores gone.
+    pub merged: usize,
 }
 
 /// Hoists the probe stores of every function of `module` and drops their repeats (see the
@@ -288,7 +290,222 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
             }
         }
     }
-    Hoisted { moved, dropped }
+    Hoisted {
+        moved,
+        dropped,
+        merged: 0,
+    }
+}
+
+/// Frame-array probe stores merged (after [`hoist_probe_stores`] and the checks): in the
+/// optimized code one block often sets several bytes of a frame's coverage array — the
+/// source's blocks that the optimizer laid end to end, an inlined callee's with its caller's
+/// — each a `store volatile i8 1`. Those at most 8 bytes apart, with nothing between them
+/// but arithmetic, address computations, global probe stores and intrinsics that do nothing
+/// at run time, become one read-modify-write of the word that holds them
+/// (`load volatile iW; or mask; store volatile iW`, one `or` instruction on x86-64) at the
+/// first one's place.
+///
+/// Why it is exact: no instruction between the first and the last of them can fault or call,
+/// so at any crash each byte holds what it held before; the bytes of the word outside the
+/// mask are written back unchanged, and only this thread writes its frames (a signal handler
+/// runs in frames of its own). The word lies inside the array, and the array was zeroed
+/// whole before (a zeroing earlier in the block or in a dominating block), so the wider
+/// access cannot be the first touch of a stack page. Global arrays are left alone: another
+/// thread may set a neighbouring byte between the read and the write. Returns the stores
+/// gone.
+pub(crate) unsafe fn merge_frame_stores(ctx: LLVMContextRef, module: LLVMModuleRef) -> usize {
+    let kind = coverage_local_kind(ctx);
+    let builder = LLVMCreateBuilderInContext(ctx);
+    let mut merged = 0;
+    let mut f = LLVMGetFirstFunction(module);
+    while !f.is_null() {
+        let bbs = blocks(f);
+        if !bbs.is_empty() {
+            merged += merge_in_function(ctx, builder, &bbs, kind);
+        }
+        f = LLVMGetNextFunction(f);
+    }
+    LLVMDisposeBuilder(builder);
+    merged
+}
+
+unsafe fn merge_in_function(
+    ctx: LLVMContextRef,
+    builder: LLVMBuilderRef,
+    bbs: &[LLVMBasicBlockRef],
+    kind: u32,
+) -> usize {
+    let mut marked: HashSet<LLVMValueRef> = HashSet::new();
+    let mut zeroed_in: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
+    for (k, &bb) in bbs.iter().enumerate() {
+        for i in instructions(bb) {
+            if !LLVMIsAAllocaInst(i).is_null() && !LLVMGetMetadata(i, kind).is_null() {
+                marked.insert(i);
+            }
+            if let Some(a) = zeroed_local(i) {
+                zeroed_in.entry(a).or_default().push(k);
+            }
+        }
+    }
+    if marked.is_empty() {
+        return 0;
+    }
+    let index: HashMap<LLVMBasicBlockRef, usize> =
+        bbs.iter().enumerate().map(|(k, &b)| (b, k)).collect();
+    let g = BlockGraph::new(
+        successors(bbs, &index)
+            .iter()
+            .map(|ss| ss.iter().map(|&s| s as u32).collect())
+            .collect(),
+    );
+    let mut merged = 0;
+    for (k, &bb) in bbs.iter().enumerate() {
+        let mut zeroed_here: HashSet<LLVMValueRef> = HashSet::new();
+        // The stores since the last instruction that could stop execution: (store, local,
+        // offset).
+        let mut run: Vec<(LLVMValueRef, LLVMValueRef, i64)> = Vec::new();
+        for i in instructions(bb) {
+            if let Some(local) = probed_local(i, &marked) {
+                let touched = zeroed_here.contains(&local)
+                    || zeroed_in
+                        .get(&local)
+                        .is_some_and(|zs| zs.iter().any(|&z| z != k && g.dominates(z, k)));
+                if let (true, Some((_, off))) = (touched, constant_offset(LLVMGetOperand(i, 1))) {
+                    run.push((i, local, off));
+                    continue;
+                }
+            } else if is_quiet(i) {
+                continue;
+            }
+            merged += merge_run(ctx, builder, &mut run);
+            if let Some(a) = zeroed_local(i) {
+                zeroed_here.insert(a);
+            }
+        }
+        merged += merge_run(ctx, builder, &mut run);
+    }
+    merged
+}
+
+/// Merges the stores of `run` (see [`merge_frame_stores`]) and empties it; the stores gone.
+unsafe fn merge_run(
+    ctx: LLVMContextRef,
+    builder: LLVMBuilderRef,
+    run: &mut Vec<(LLVMValueRef, LLVMValueRef, i64)>,
+) -> usize {
+    let mut gone = 0;
+    let mut locals: Vec<LLVMValueRef> = run.iter().map(|&(_, l, _)| l).collect();
+    locals.sort();
+    locals.dedup();
+    for local in locals {
+        // (offset, position in the run, store), by offset.
+        let mut stores: Vec<(i64, usize, LLVMValueRef)> = run
+            .iter()
+            .enumerate()
+            .filter(|(_, &(_, l, _))| l == local)
+            .map(|(pos, &(s, _, off))| (off, pos, s))
+            .collect();
+        stores.sort();
+        let len = LLVMGetArrayLength2(LLVMGetAllocatedType(local)) as i64;
+        let mut at = 0;
+        while at < stores.len() {
+            let lo = stores[at].0;
+            let end = at + stores[at..].iter().take_while(|s| s.0 < lo + 8).count();
+            let window = &stores[at..end];
+            at = end;
+            let hi = window.last().map_or(lo, |s| s.0);
+            let width = ((hi - lo + 1).max(2) as u64).next_power_of_two() as i64;
+            let start = lo.min(len - width);
+            if window.len() < 2 || start < 0 {
+                continue;
+            }
+            let first = window.iter().min_by_key(|s| s.1).map(|s| s.2);
+            let Some(first) = first else { continue };
+            let ty = LLVMIntTypeInContext(ctx, (width * 8) as u32);
+            let mask = window
+                .iter()
+                .fold(0u64, |m, s| m | 1 << (8 * (s.0 - start)));
+            LLVMPositionBuilderBefore(builder, first);
+            let i8t = LLVMInt8TypeInContext(ctx);
+            let mut offset = [LLVMConstInt(LLVMInt64TypeInContext(ctx), start as u64, 0)];
+            let p =
+                LLVMBuildInBoundsGEP2(builder, i8t, local, offset.as_mut_ptr(), 1, c"".as_ptr());
+            let old = LLVMBuildLoad2(builder, ty, p, c"".as_ptr());
+            LLVMSetVolatile(old, 1);
+            LLVMSetAlignment(old, 1);
+            let new = LLVMBuildOr(builder, old, LLVMConstInt(ty, mask, 0), c"".as_ptr());
+            let st = LLVMBuildStore(builder, new, p);
+            LLVMSetVolatile(st, 1);
+            LLVMSetAlignment(st, 1);
+            let loc = LLVMInstructionGetDebugLoc(first);
+            for v in [p, old, new, st] {
+                if !LLVMIsAInstruction(v).is_null() {
+                    LLVMInstructionSetDebugLoc(v, loc);
+                }
+            }
+            for s in window {
+                LLVMInstructionEraseFromParent(s.2);
+            }
+            gone += window.len() - 1;
+        }
+    }
+    run.clear();
+    gone
+}
+
+/// Nothing at `i` can stop execution, and it does not touch a frame's coverage array:
+/// arithmetic, comparisons, casts, address computations, probe stores into global arrays,
+/// and intrinsics that do nothing at run time.
+unsafe fn is_quiet(i: LLVMValueRef) -> bool {
+    match LLVMGetInstructionOpcode(i) {
+        op if is_pure(op) => true,
+        LLVMOpcode::LLVMStore => is_probe_store(i),
+        LLVMOpcode::LLVMCall => does_nothing(&value_name(LLVMGetCalledValue(i))),
+        _ => false,
+    }
+}
+
+/// Arithmetic, comparisons, casts, address computations: no memory access, no fault.
+fn is_pure(op: LLVMOpcode) -> bool {
+    use LLVMOpcode::*;
+    matches!(
+        op,
+        LLVMPHI
+            | LLVMGetElementPtr
+            | LLVMAdd
+            | LLVMSub
+            | LLVMMul
+            | LLVMAnd
+            | LLVMOr
+            | LLVMXor
+            | LLVMShl
+            | LLVMLShr
+            | LLVMAShr
+            | LLVMICmp
+            | LLVMSelect
+            | LLVMTrunc
+            | LLVMZExt
+            | LLVMSExt
+            | LLVMPtrToInt
+            | LLVMIntToPtr
+            | LLVMBitCast
+            | LLVMFreeze
+            | LLVMExtractValue
+            | LLVMInsertValue
+            | LLVMExtractElement
+            | LLVMInsertElement
+            | LLVMShuffleVector
+    )
+}
+
+/// Intrinsics that do nothing at run time (`llvm.prefetch` never faults).
+fn does_nothing(callee: &str) -> bool {
+    ["llvm.dbg.", "llvm.assume", "llvm.prefetch"]
+        .iter()
+        .any(|p| callee.starts_with(p))
+        || callee == "llvm.experimental.noalias.scope.decl"
+        || callee == "llvm.pseudoprobe"
 }
 
 /// The local a whole-array zeroing writes: a volatile `llvm.memset` at offset 0 of an
@@ -344,10 +561,7 @@ unsafe fn cannot_stop(i: LLVMValueRef, safe_local: &dyn Fn(LLVMValueRef) -> bool
     use LLVMOpcode::*;
     let safe = |p: LLVMValueRef| constant_offset(p).is_some_and(|(base, _)| safe_local(base));
     match LLVMGetInstructionOpcode(i) {
-        LLVMPHI | LLVMGetElementPtr | LLVMAdd | LLVMSub | LLVMMul | LLVMAnd | LLVMOr | LLVMXor
-        | LLVMShl | LLVMLShr | LLVMAShr | LLVMICmp | LLVMSelect | LLVMTrunc | LLVMZExt
-        | LLVMSExt | LLVMPtrToInt | LLVMIntToPtr | LLVMBitCast | LLVMFreeze | LLVMExtractValue
-        | LLVMInsertValue | LLVMExtractElement | LLVMInsertElement | LLVMShuffleVector => true,
+        op if is_pure(op) => true,
         LLVMLoad => {
             LLVMGetOrdering(i) == llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
                 && safe(LLVMGetOperand(i, 0))
@@ -366,11 +580,8 @@ unsafe fn cannot_stop(i: LLVMValueRef, safe_local: &dyn Fn(LLVMValueRef) -> bool
                 return len == 0 && (0..LLVMGetNumArgOperands(i)).all(on_safe);
             }
             let name = value_name(callee);
-            ["llvm.dbg.", "llvm.lifetime.", "llvm.assume", "llvm.prefetch"]
-                .iter()
-                .any(|p| name.starts_with(p))
-                || name == "llvm.experimental.noalias.scope.decl"
-                || name == "llvm.pseudoprobe"
+            does_nothing(&name)
+                || name.starts_with("llvm.lifetime.")
                 // The zeroing of a coverage array (an inlined callee's, at each call), small
                 // enough to be one or two stores on any target, never a call to `memset`.
                 || (name.starts_with("llvm.memset.")

@@ -703,13 +703,16 @@ fn instrument_attempt(
         if !err.is_null() {
             LLVMDisposeMessage(err);
         }
-        let hoisted = if opts.hoist_stores {
+        let mut hoisted = if opts.hoist_stores {
             hoist::hoist_probe_stores(ctx, module)
         } else {
             Default::default()
         };
         if opts.check_stores {
             checked::check_probe_stores(ctx, module);
+        }
+        if opts.hoist_stores {
+            hoisted.merged = hoist::merge_frame_stores(ctx, module);
         }
         if llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr()) != 0 {
             return Err(format!("cannot write {bc_out}"));
