@@ -57,9 +57,11 @@ const CSI_OPTIONS: &str =
                         default otherwise): a probe stores its bytes every time it runs
   --csi-probe-hoisting=H  when optimizing: `loops` (default): a coverage probe at the head of
                         a loop, where nothing before it can stop the first iteration, stores
-                        once on entering the loop instead of on every iteration, and a probe
-                        store an identical one before it makes redundant is dropped (the same
-                        bytes at every crash); `none`: the stores where the optimizer left them
+                        once on entering the loop instead of on every iteration, a probe
+                        store an identical one before it makes redundant is dropped, and a
+                        frame array's stores side by side become one `or` of their word (the
+                        same bytes at every crash); `none`: the stores where the optimizer
+                        left them
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -473,7 +475,7 @@ struct CsiOptions {
     /// (checked with `--csi-scheme=bb`, else plain).
     checked_stores: Option<bool>,
     /// `--csi-probe-hoisting=loops` (default): optimized code's loop-head probes store on
-    /// entering the loop (`instrument::hoist`).
+    /// entering the loop, repeats dropped, frame-array stores merged (`instrument::hoist`).
     hoist_stores: bool,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).

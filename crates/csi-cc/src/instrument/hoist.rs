@@ -26,7 +26,9 @@
 //!
 //! Then a store that repeats one dominating it, with nothing able to clear the byte in
 //! between, is dropped (see `hoist_in_function`). Dominators and reach are
-//! `csi_model::dominance`'s, the block graph facts the probe placement uses.
+//! `csi_model::dominance`'s, the block graph facts the probe placement uses. Last, once the
+//! global stores are checked, a frame array's stores side by side become one `or` of the word
+//! that holds them ([`merge_frame_stores`]).
 //!
 //! Repeated, a store leaves a loop nest one level at a time (`P` is then the head of the outer
 //! loop). Functions that call `setjmp`-like functions are left alone (a second return resumes
