@@ -302,20 +302,24 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
 /// Frame-array probe stores merged (after [`hoist_probe_stores`] and the checks): in the
 /// optimized code one block often sets several bytes of a frame's coverage array — the
 /// source's blocks that the optimizer laid end to end, an inlined callee's with its caller's
-/// — each a `store volatile i8 1`. Those at most 8 bytes apart, with nothing between them
-/// but arithmetic, address computations, global probe stores and intrinsics that do nothing
-/// at run time, become one read-modify-write of the word that holds them
-/// (`load volatile iW; or mask; store volatile iW`, one `or` instruction on x86-64) at the
-/// first one's place.
+/// — each a `store volatile i8 1`. Those in one aligned 8-byte word of the array, with nothing
+/// between them but arithmetic, address computations, global probe stores and intrinsics that
+/// do nothing at run time, become one read-modify-write of the narrowest aligned word that
+/// holds them (`load volatile iW; or mask; store volatile iW`, one `or` instruction on
+/// x86-64) at the first one's place, with its line. A later store whose line no other
+/// instruction carries stays a store of its own (its line's row would go).
 ///
 /// Why it is exact: no instruction between the first and the last of them can fault or call,
-/// so at any crash each byte holds what it held before; the bytes of the word outside the
-/// mask are written back unchanged, and only this thread writes its frames (a signal handler
-/// runs in frames of its own). The word lies inside the array, and the array was zeroed
-/// whole before (a zeroing earlier in the block or in a dominating block), so the wider
-/// access cannot be the first touch of a stack page. Global arrays are left alone: another
-/// thread may set a neighbouring byte between the read and the write. Returns the stores
-/// gone.
+/// so at every fault and every call each byte holds what it held before; the bytes of the
+/// word outside the mask are written back unchanged, and only this thread writes its frames
+/// (a signal handler runs in frames of its own; the SIGUSR2 snapshot reads only the global
+/// arrays). The array was zeroed whole before (earlier in the block or in a dominating
+/// block), so the wider access cannot be the first touch of a stack page. A thread stopped
+/// from outside between the first and the last may show the later bytes already set — for
+/// straight-line code it is about to run, as it may find any -O2 probe and the instructions
+/// the optimizer scheduled around it out of order (see the module documentation). Global
+/// arrays are left alone: another thread may set a neighbouring byte between the read and
+/// the write. Returns the stores gone.
 pub(crate) unsafe fn merge_frame_stores(ctx: LLVMContextRef, module: LLVMModuleRef) -> usize {
     let kind = coverage_local_kind(ctx);
     let builder = LLVMCreateBuilderInContext(ctx);
@@ -361,6 +365,14 @@ unsafe fn merge_in_function(
             .map(|ss| ss.iter().map(|&s| s as u32).collect())
             .collect(),
     );
+    let mut lines: HashMap<LineKey, usize> = HashMap::new();
+    for &bb in bbs {
+        for i in instructions(bb) {
+            if let Some(k) = line_key(i) {
+                *lines.entry(k).or_default() += 1;
+            }
+        }
+    }
     let mut merged = 0;
     for (k, &bb) in bbs.iter().enumerate() {
         let mut zeroed_here: HashSet<LLVMValueRef> = HashSet::new();
@@ -380,76 +392,113 @@ unsafe fn merge_in_function(
             } else if is_quiet(i) {
                 continue;
             }
-            merged += merge_run(ctx, builder, &mut run);
+            merged += merge_run(ctx, builder, &mut run, &mut lines);
             if let Some(a) = zeroed_local(i) {
                 zeroed_here.insert(a);
             }
         }
-        merged += merge_run(ctx, builder, &mut run);
+        merged += merge_run(ctx, builder, &mut run, &mut lines);
     }
     merged
 }
 
+/// Where an instruction's line row comes from: its location's scope, line and inlined-at
+/// (`None`: no location, or line 0).
+type LineKey = (LLVMMetadataRef, u32, LLVMMetadataRef);
+
+unsafe fn line_key(i: LLVMValueRef) -> Option<LineKey> {
+    let loc = LLVMInstructionGetDebugLoc(i);
+    if loc.is_null() {
+        return None;
+    }
+    let line = LLVMDILocationGetLine(loc);
+    (line != 0).then(|| {
+        (
+            LLVMDILocationGetScope(loc),
+            line,
+            LLVMDILocationGetInlinedAt(loc),
+        )
+    })
+}
+
 /// Merges the stores of `run` (see [`merge_frame_stores`]) and empties it; the stores gone.
+/// `lines`: how many instructions of the function carry each line (kept up to date).
 unsafe fn merge_run(
     ctx: LLVMContextRef,
     builder: LLVMBuilderRef,
     run: &mut Vec<(LLVMValueRef, LLVMValueRef, i64)>,
+    lines: &mut HashMap<LineKey, usize>,
 ) -> usize {
     let mut gone = 0;
     let mut locals: Vec<LLVMValueRef> = run.iter().map(|&(_, l, _)| l).collect();
     locals.sort();
     locals.dedup();
     for local in locals {
-        // (offset, position in the run, store), by offset.
-        let mut stores: Vec<(i64, usize, LLVMValueRef)> = run
-            .iter()
-            .enumerate()
-            .filter(|(_, &(_, l, _))| l == local)
-            .map(|(pos, &(s, _, off))| (off, pos, s))
-            .collect();
-        stores.sort();
         let len = LLVMGetArrayLength2(LLVMGetAllocatedType(local)) as i64;
-        let mut at = 0;
-        while at < stores.len() {
-            let lo = stores[at].0;
-            let end = at + stores[at..].iter().take_while(|s| s.0 < lo + 8).count();
-            let window = &stores[at..end];
-            at = end;
-            let hi = window.last().map_or(lo, |s| s.0);
-            let width = ((hi - lo + 1).max(2) as u64).next_power_of_two() as i64;
-            let start = lo.min(len - width);
-            if window.len() < 2 || start < 0 {
+        // By aligned 8-byte word: (offset, position in the run, store).
+        let mut words: BTreeMap<i64, Vec<(i64, usize, LLVMValueRef)>> = BTreeMap::new();
+        for (pos, &(store, l, off)) in run.iter().enumerate() {
+            if l == local && (0..len).contains(&off) {
+                words
+                    .entry(off.div_euclid(8))
+                    .or_default()
+                    .push((off, pos, store));
+            }
+        }
+        for (_, mut word) in words {
+            // The first in the run takes the merged store's place and line; another goes only
+            // if some other instruction still carries its line, or that line's row would go.
+            word.sort_by_key(|w| w.1);
+            let first = word[0];
+            word.retain(|w| {
+                w.1 == first.1 || line_key(w.2).map_or(true, |k| lines.get(&k) > Some(&1))
+            });
+            if word.len() < 2 {
                 continue;
             }
-            let first = window.iter().min_by_key(|s| s.1).map(|s| s.2);
-            let Some(first) = first else { continue };
+            let (lo, hi) = word.iter().fold((i64::MAX, i64::MIN), |(lo, hi), w| {
+                (lo.min(w.0), hi.max(w.0))
+            });
+            // The narrowest aligned word holding them, inside the array.
+            let Some((start, width)) = [2i64, 4, 8]
+                .into_iter()
+                .map(|w| (lo - lo.rem_euclid(w), w))
+                .find(|&(start, w)| hi < start + w && start + w <= len)
+            else {
+                continue;
+            };
+            if LLVMGetAlignment(local) < 8 {
+                LLVMSetAlignment(local, 8);
+            }
             let ty = LLVMIntTypeInContext(ctx, (width * 8) as u32);
-            let mask = window
-                .iter()
-                .fold(0u64, |m, s| m | 1 << (8 * (s.0 - start)));
-            LLVMPositionBuilderBefore(builder, first);
+            let mask = word.iter().fold(0u64, |m, w| m | 1 << (8 * (w.0 - start)));
+            LLVMPositionBuilderBefore(builder, first.2);
             let i8t = LLVMInt8TypeInContext(ctx);
             let mut offset = [LLVMConstInt(LLVMInt64TypeInContext(ctx), start as u64, 0)];
             let p =
                 LLVMBuildInBoundsGEP2(builder, i8t, local, offset.as_mut_ptr(), 1, c"".as_ptr());
             let old = LLVMBuildLoad2(builder, ty, p, c"".as_ptr());
             LLVMSetVolatile(old, 1);
-            LLVMSetAlignment(old, 1);
+            LLVMSetAlignment(old, width as u32);
             let new = LLVMBuildOr(builder, old, LLVMConstInt(ty, mask, 0), c"".as_ptr());
             let st = LLVMBuildStore(builder, new, p);
             LLVMSetVolatile(st, 1);
-            LLVMSetAlignment(st, 1);
-            let loc = LLVMInstructionGetDebugLoc(first);
+            LLVMSetAlignment(st, width as u32);
+            let loc = LLVMInstructionGetDebugLoc(first.2);
             for v in [p, old, new, st] {
                 if !LLVMIsAInstruction(v).is_null() {
                     LLVMInstructionSetDebugLoc(v, loc);
                 }
             }
-            for s in window {
-                LLVMInstructionEraseFromParent(s.2);
+            for w in &word[1..] {
+                if let Some(n) = line_key(w.2).and_then(|k| lines.get_mut(&k)) {
+                    *n -= 1;
+                }
             }
-            gone += window.len() - 1;
+            for w in &word {
+                LLVMInstructionEraseFromParent(w.2);
+            }
+            gone += word.len() - 1;
         }
     }
     run.clear();
