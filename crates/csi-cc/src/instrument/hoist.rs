@@ -450,21 +450,33 @@ unsafe fn merge_run(
             // if some other instruction still carries its line, or that line's row would go.
             word.sort_by_key(|w| w.1);
             let first = word[0];
+            let mut taken: Vec<LineKey> = Vec::new();
             word.retain(|w| {
-                w.1 == first.1 || line_key(w.2).map_or(true, |k| lines.get(&k) > Some(&1))
+                if w.1 == first.1 {
+                    return true;
+                }
+                let Some(k) = line_key(w.2) else { return true };
+                match lines.get_mut(&k) {
+                    Some(n) if *n > 1 => {
+                        *n -= 1;
+                        taken.push(k);
+                        true
+                    }
+                    _ => false,
+                }
             });
-            if word.len() < 2 {
-                continue;
-            }
             let (lo, hi) = word.iter().fold((i64::MAX, i64::MIN), |(lo, hi), w| {
                 (lo.min(w.0), hi.max(w.0))
             });
             // The narrowest aligned word holding them, inside the array.
-            let Some((start, width)) = [2i64, 4, 8]
+            let place = [2i64, 4, 8]
                 .into_iter()
                 .map(|w| (lo - lo.rem_euclid(w), w))
-                .find(|&(start, w)| hi < start + w && start + w <= len)
-            else {
+                .find(|&(start, w)| hi < start + w && start + w <= len);
+            let (Some((start, width)), true) = (place, word.len() >= 2) else {
+                for k in taken {
+                    *lines.entry(k).or_default() += 1;
+                }
                 continue;
             };
             if LLVMGetAlignment(local) < 8 {
@@ -488,11 +500,6 @@ unsafe fn merge_run(
             for v in [p, old, new, st] {
                 if !LLVMIsAInstruction(v).is_null() {
                     LLVMInstructionSetDebugLoc(v, loc);
-                }
-            }
-            for w in &word[1..] {
-                if let Some(n) = line_key(w.2).and_then(|k| lines.get_mut(&k)) {
-                    *n -= 1;
                 }
             }
             for w in &word {
