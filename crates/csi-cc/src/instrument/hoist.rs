@@ -86,6 +86,48 @@ pub(crate) unsafe fn hoist_probe_stores(ctx: LLVMContextRef, module: LLVMModuleR
     n
 }
 
+/// A function's block graph (dominators, reach) from its blocks' successors.
+fn block_graph(succs: &[Vec<usize>]) -> BlockGraph {
+    BlockGraph::new(
+        succs
+            .iter()
+            .map(|ss| ss.iter().map(|&s| s as u32).collect())
+            .collect(),
+    )
+}
+
+/// A function's frame coverage arrays (allocas marked [`COVERAGE_LOCAL`]), and per local the
+/// blocks that zero it whole (`llvm.memset`: its memory is touched from there on) and those
+/// that may clear it (zeroing, or handing it to a call other than the loop-exit copy, which
+/// only reads it).
+struct FrameArrays {
+    marked: HashSet<LLVMValueRef>,
+    zeroed_in: HashMap<LLVMValueRef, Vec<usize>>,
+    clears: HashMap<LLVMValueRef, Vec<usize>>,
+}
+
+unsafe fn frame_arrays(bbs: &[LLVMBasicBlockRef], kind: u32) -> FrameArrays {
+    let mut a = FrameArrays {
+        marked: HashSet::new(),
+        zeroed_in: HashMap::new(),
+        clears: HashMap::new(),
+    };
+    for (k, &bb) in bbs.iter().enumerate() {
+        for i in instructions(bb) {
+            if !LLVMIsAAllocaInst(i).is_null() && !LLVMGetMetadata(i, kind).is_null() {
+                a.marked.insert(i);
+            }
+            for l in touched_locals(i) {
+                a.clears.entry(l).or_default().push(k);
+            }
+            if let Some(l) = zeroed_local(i) {
+                a.zeroed_in.entry(l).or_default().push(k);
+            }
+        }
+    }
+    a
+}
+
 unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind: u32) -> Hoisted {
     let index: HashMap<LLVMBasicBlockRef, usize> =
         bbs.iter().enumerate().map(|(k, &b)| (b, k)).collect();
@@ -93,31 +135,12 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     if cycle_of(&succs).iter().all(Option::is_none) {
         return Hoisted::default();
     }
-    let g = BlockGraph::new(
-        succs
-            .iter()
-            .map(|ss| ss.iter().map(|&s| s as u32).collect())
-            .collect(),
-    );
-    // Where each marked local may be cleared (zeroed, or handed to a call other than the
-    // loop-exit copy, which only reads it).
-    let mut clears: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
-    let mut marked: HashSet<LLVMValueRef> = HashSet::new();
-    // Where each local is zeroed whole (`llvm.memset`): its memory is touched from there on.
-    let mut zeroed_in: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
-    for (k, &bb) in bbs.iter().enumerate() {
-        for i in instructions(bb) {
-            if !LLVMIsAAllocaInst(i).is_null() && !LLVMGetMetadata(i, kind).is_null() {
-                marked.insert(i);
-            }
-            for a in touched_locals(i) {
-                clears.entry(a).or_default().push(k);
-            }
-            if let Some(a) = zeroed_local(i) {
-                zeroed_in.entry(a).or_default().push(k);
-            }
-        }
-    }
+    let g = block_graph(&succs);
+    let FrameArrays {
+        marked,
+        zeroed_in,
+        clears,
+    } = frame_arrays(bbs, kind);
     // `h`'s natural loop, when `h` is a loop head: `h` and the blocks that reach a latch (a
     // predecessor `h` dominates) without passing `h`, all dominated by `h`.
     let natural_loop = |h: usize| -> Option<Vec<bool>> {
@@ -342,29 +365,15 @@ unsafe fn merge_in_function(
     bbs: &[LLVMBasicBlockRef],
     kind: u32,
 ) -> usize {
-    let mut marked: HashSet<LLVMValueRef> = HashSet::new();
-    let mut zeroed_in: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
-    for (k, &bb) in bbs.iter().enumerate() {
-        for i in instructions(bb) {
-            if !LLVMIsAAllocaInst(i).is_null() && !LLVMGetMetadata(i, kind).is_null() {
-                marked.insert(i);
-            }
-            if let Some(a) = zeroed_local(i) {
-                zeroed_in.entry(a).or_default().push(k);
-            }
-        }
-    }
+    let FrameArrays {
+        marked, zeroed_in, ..
+    } = frame_arrays(bbs, kind);
     if marked.is_empty() {
         return 0;
     }
     let index: HashMap<LLVMBasicBlockRef, usize> =
         bbs.iter().enumerate().map(|(k, &b)| (b, k)).collect();
-    let g = BlockGraph::new(
-        successors(bbs, &index)
-            .iter()
-            .map(|ss| ss.iter().map(|&s| s as u32).collect())
-            .collect(),
-    );
+    let g = block_graph(&successors(bbs, &index));
     let mut lines: HashMap<LineKey, usize> = HashMap::new();
     for &bb in bbs {
         for i in instructions(bb) {
