@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -57,11 +57,13 @@ const CSI_OPTIONS: &str =
                         default otherwise): a probe stores its bytes every time it runs
   --csi-probe-hoisting=H  when optimizing: `loops` (default): a coverage probe at the head of
                         a loop, where nothing before it can stop the first iteration, stores
-                        once on entering the loop instead of on every iteration, a probe
-                        store an identical one before it makes redundant is dropped, and a
-                        frame array's stores side by side become one `or` of their word (the
-                        same bytes at every crash); `none`: the stores where the optimizer
-                        left them
+                        once on entering the loop instead of on every iteration, and a probe
+                        store an identical one before it makes redundant is dropped (the same
+                        bytes at every crash); `none`: the stores where the optimizer left them
+  --csi-probe-merging=M when optimizing: `none` (default) or `words`: a frame array's probe
+                        stores side by side become one `or` of their word (fewer
+                        instructions, but slower on x86-64: the wider load waits for the byte
+                        stores before it)
   --csi-instrument=W    when optimizing (-O1 and up): `before-optimization` (default: probes
                         in the source's CFG, optimized with the program, as the dissertation's
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
@@ -475,8 +477,11 @@ struct CsiOptions {
     /// (checked with `--csi-scheme=bb`, else plain).
     checked_stores: Option<bool>,
     /// `--csi-probe-hoisting=loops` (default): optimized code's loop-head probes store on
-    /// entering the loop, repeats dropped, frame-array stores merged (`instrument::hoist`).
+    /// entering the loop, repeats dropped (`instrument::hoist`).
     hoist_stores: bool,
+    /// `--csi-probe-merging=words` (not the default: fewer instructions, more CPU time):
+    /// a frame array's stores side by side become one `or` (`hoist::merge_frame_stores`).
+    merge_stores: bool,
     before_optimization: bool,
     /// `--csi-metadata=zstd` (default): `.debug_CSI_CFG` only, compressed (`write_sections`).
     compress_metadata: bool,
@@ -509,6 +514,7 @@ impl CsiOptions {
             global_stores: GlobalStores::Auto,
             checked_stores: None,
             hoist_stores: true,
+            merge_stores: false,
             before_optimization: true,
             compress_metadata: true,
             args: Vec::new(),
@@ -557,6 +563,8 @@ impl CsiOptions {
                 o.checked_stores = Some(either(v, "--csi-probe-stores", "checked", "plain"));
             } else if let Some(v) = a.strip_prefix("--csi-probe-hoisting=") {
                 o.hoist_stores = either(v, "--csi-probe-hoisting", "loops", "none");
+            } else if let Some(v) = a.strip_prefix("--csi-probe-merging=") {
+                o.merge_stores = either(v, "--csi-probe-merging", "words", "none");
             } else if let Some(v) = a.strip_prefix("--csi-instrument=") {
                 o.before_optimization = either(
                     v,
@@ -782,6 +790,10 @@ impl Steps<'_> {
                 && optimized
                 && !instrument_first
                 && self.has_coverage(),
+            merge_stores: self.csi.merge_stores
+                && optimized
+                && !instrument_first
+                && self.has_coverage(),
             source: src.clone(),
             optimized: optimized && !instrument_first,
             optimized_after: instrument_first,
@@ -921,10 +933,16 @@ impl Steps<'_> {
     fn back_end(&self, src: &str, instrument_first: bool, files: &UnitFiles) {
         let checked = instrument_first && self.csi.checked_stores();
         let hoisted = instrument_first && self.csi.hoist_stores && self.has_coverage();
-        let two_steps = checked || hoisted;
+        let merged = instrument_first && self.csi.merge_stores && self.has_coverage();
+        let two_steps = checked || hoisted || merged;
         if two_steps {
             self.compile_step(true, &["-c", "-emit-llvm"], &files.opt, &files.ibc);
-            match instrument::post_optimization_file(&files.opt, &files.opt, hoisted, checked) {
+            let treat = instrument::PostOptimization {
+                hoist: hoisted,
+                check: checked,
+                merge: merged,
+            };
+            match instrument::post_optimization_file(&files.opt, &files.opt, treat) {
                 Ok(h) => self.say_hoisted(src, h),
                 Err(e) => self.tmp.fail(&e),
             }

@@ -857,10 +857,10 @@ fn checked_probe_stores_leave_the_same_bytes() {
 /// crashing frame's array (`walk`'s or `pick`'s) and the global arrays of `walk`, `tick` and
 /// `pick` — for crashes in an iteration's first call, in a later iteration's second, after
 /// `pick`'s probes, at the first touch of a VLA too big for the stack (`fill`), at a NULL row
-/// in `chain`'s inlined `stage` (whose frame-array stores are merged, argv[5]), or none; for
-/// block and call-site coverage, checked stores or plain. (Hoisting past the faulting load,
-/// or past the VLA's first touch, merging across the load or dropping a merged byte, makes it
-/// fail.)
+/// in `chain`'s loop (whose frame-array stores `--csi-probe-merging=words` merges, argv[5]),
+/// or none; for block and call-site coverage, checked stores or plain. (Hoisting past the
+/// faulting load, or past the VLA's first touch, merging across the load or dropping a merged
+/// byte, makes it fail.)
 #[test]
 fn hoisted_probe_stores_leave_the_same_bytes() {
     if !gdb_available() {
@@ -881,6 +881,11 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
                 .args([&format!("--csi-scheme={scheme}"), "-O2", "--csi-verbose"])
                 .arg(format!("--csi-probe-stores={stores}"))
                 .arg(format!("--csi-probe-hoisting={hoisting}"))
+                .arg(if hoisting == "loops" {
+                    "--csi-probe-merging=words"
+                } else {
+                    "--csi-probe-merging=none"
+                })
                 .arg(&src)
                 .arg("-o")
                 .arg(&exe));
@@ -892,7 +897,8 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
             said.contains("moved out of loops") && !said.contains(" 0 moved"),
             "{scheme} {stores}: nothing hoisted: {said}"
         );
-        // `chain`'s frame-array stores side by side (block coverage keeps their probes).
+        // `chain`'s frame-array stores side by side (block coverage keeps their probes),
+        // merged with `--csi-probe-merging=words`.
         assert!(
             scheme != "bb" || !said.contains(" 0 merged"),
             "{scheme} {stores}: nothing merged: {said}"

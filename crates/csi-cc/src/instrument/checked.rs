@@ -21,27 +21,35 @@ use super::*;
 /// The global coverage arrays' name prefixes.
 const ARRAYS: [&str; 3] = ["__CC_arr_", "__BBC_arr_", "__FC_arr_"];
 
+/// What [`post_optimization_file`] does to the probes' stores.
+#[derive(Clone, Copy, Debug)]
+pub struct PostOptimization {
+    /// Hoisted out of loops, repeats dropped (`hoist::hoist_probe_stores`).
+    pub hoist: bool,
+    /// Every probe store into a global coverage array checked.
+    pub check: bool,
+    /// A frame array's stores side by side merged (`hoist::merge_frame_stores`).
+    pub merge: bool,
+}
+
 /// Rewrites optimized bitcode `bc_in` into `bc_out` (may be the same file): probe stores
-/// hoisted out of loops when `hoist` (`hoist::hoist_probe_stores`), then every probe store
-/// into a global coverage array checked when `check`, then (with `hoist`) the frame arrays'
-/// stores side by side merged (`hoist::merge_frame_stores`).
+/// hoisted out of loops, then checked, then merged, as `treat` says.
 pub fn post_optimization_file(
     bc_in: &str,
     bc_out: &str,
-    hoist: bool,
-    check: bool,
+    treat: PostOptimization,
 ) -> Result<super::hoist::Hoisted, String> {
     unsafe {
         let (ctx, module) = read_bitcode(bc_in)?;
-        let mut hoisted = if hoist {
+        let mut hoisted = if treat.hoist {
             super::hoist::hoist_probe_stores(ctx, module)
         } else {
             Default::default()
         };
-        if check {
+        if treat.check {
             check_probe_stores(ctx, module);
         }
-        if hoist {
+        if treat.merge {
             hoisted.merged = super::hoist::merge_frame_stores(ctx, module);
         }
         let written = llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr());

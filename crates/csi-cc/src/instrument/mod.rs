@@ -169,6 +169,9 @@ pub struct Options {
     /// (`hoist::hoist_probe_stores`; a unit optimized after instrumentation is hoisted after
     /// the pipeline, `post_optimization_file`).
     pub hoist_stores: bool,
+    /// `--csi-probe-merging=words` for a unit whose instrumented module is optimized code as
+    /// it will run (`hoist::merge_frame_stores`).
+    pub merge_stores: bool,
     /// The source path as given on the command line (for `<mash>`).
     pub source: String,
     /// Compiled with optimization (-O1 and up): debug lines of moved or folded code are
@@ -600,7 +603,7 @@ pub(crate) unsafe fn read_bitcode(path: &str) -> Result<(LLVMContextRef, LLVMMod
     Ok((ctx, module))
 }
 
-pub use checked::post_optimization_file;
+pub use checked::{post_optimization_file, PostOptimization};
 pub use hoist::Hoisted;
 
 /// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
@@ -711,7 +714,7 @@ fn instrument_attempt(
         if opts.check_stores {
             checked::check_probe_stores(ctx, module);
         }
-        if opts.hoist_stores {
+        if opts.merge_stores {
             hoisted.merged = hoist::merge_frame_stores(ctx, module);
         }
         if llvm_sys::bit_writer::LLVMWriteBitcodeToFile(module, cstr(bc_out).as_ptr()) != 0 {
@@ -1395,6 +1398,7 @@ mod tests {
             compress_metadata: true,
             check_stores: false,
             hoist_stores: false,
+            merge_stores: false,
             source: "w.cpp".into(),
             optimized: false,
             optimized_after: false,
