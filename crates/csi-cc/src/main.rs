@@ -911,13 +911,17 @@ impl Steps<'_> {
     /// With `--csi-verbose`: what `--csi-probe-hoisting` did to the unit `src`.
     fn say_hoisted(&self, src: &str, h: instrument::Hoisted) {
         if self.csi.verbose && (h.moved > 0 || h.dropped > 0 || h.merged > 0) {
+            // Merging is opt-in: its count only when it ran.
+            let merged = if self.csi.merge_stores {
+                format!(", {} merged into wider ones", h.merged)
+            } else {
+                String::new()
+            };
             eprintln!(
-                "{}: {src}: probe stores: {} moved out of loops, {} repeats dropped, {} merged \
-                 into wider ones",
+                "{}: {src}: probe stores: {} moved out of loops, {} repeats dropped{merged}",
                 self.driver.name(),
                 h.moved,
                 h.dropped,
-                h.merged
             );
         }
     }

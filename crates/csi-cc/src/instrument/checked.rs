@@ -71,9 +71,7 @@ pub(super) unsafe fn check_probe_stores(ctx: LLVMContextRef, module: LLVMModuleR
     let i8t = LLVMInt8TypeInContext(ctx);
     let builder = LLVMCreateBuilderInContext(ctx);
     let mut n = 0;
-    let mut f = LLVMGetFirstFunction(module);
-    while !f.is_null() {
-        let bbs = blocks(f);
+    for (_, bbs) in function_bodies(module) {
         let probes: Vec<LLVMValueRef> = bbs
             .iter()
             .flat_map(|&bb| instructions(bb))
@@ -104,7 +102,6 @@ pub(super) unsafe fn check_probe_stores(ctx: LLVMContextRef, module: LLVMModuleR
             }
             n += 1;
         }
-        f = LLVMGetNextFunction(f);
     }
     LLVMDisposeBuilder(builder);
     n

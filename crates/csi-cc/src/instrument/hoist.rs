@@ -74,15 +74,12 @@ pub struct Hoisted {
 pub(crate) unsafe fn hoist_probe_stores(ctx: LLVMContextRef, module: LLVMModuleRef) -> Hoisted {
     let kind = coverage_local_kind(ctx);
     let mut n = Hoisted::default();
-    let mut f = LLVMGetFirstFunction(module);
-    while !f.is_null() {
-        let bbs = blocks(f);
-        if !bbs.is_empty() && !has_returns_twice_call(&bbs) {
+    for (_, bbs) in function_bodies(module) {
+        if !has_returns_twice_call(&bbs) {
             let h = hoist_in_function(ctx, &bbs, kind);
             n.moved += h.moved;
             n.dropped += h.dropped;
         }
-        f = LLVMGetNextFunction(f);
     }
     n
 }
@@ -260,9 +257,8 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     // Repeats: a probe store whose byte an earlier store of 1 that dominates it has set, with
     // nothing able to clear the byte in between, writes what the byte holds (unrolled loops,
     // duplicated paths). Dropping it changes no byte at any point. The stores are visited in
-    // dominance order (by depth in the dominator tree, then block order), and only a store that stays can
-    // make another a repeat.
-    // Dominance order: the reachable blocks by depth in the dominator tree.
+    // dominance order (the reachable blocks by depth in the dominator tree, then block
+    // order), and only a store that stays can make another a repeat.
     let depth = |mut b: usize| {
         let mut d = 0;
         while let Some(up) = g.idom(b).filter(|&up| up != b) {
@@ -272,7 +268,7 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
         d
     };
     let mut order: Vec<usize> = (0..bbs.len()).filter(|&b| g.reachable(b)).collect();
-    order.sort_by_key(|&b| depth(b));
+    order.sort_by_cached_key(|&b| depth(b));
     // Blocks reached from a block's successors, asked for lazily.
     let mut reached: HashMap<usize, Vec<bool>> = HashMap::new();
     let mut kept: HashMap<(LLVMValueRef, i64), Vec<(usize, usize)>> = HashMap::new();
@@ -350,15 +346,10 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
 pub(crate) unsafe fn merge_frame_stores(ctx: LLVMContextRef, module: LLVMModuleRef) -> usize {
     let kind = coverage_local_kind(ctx);
     let builder = LLVMCreateBuilderInContext(ctx);
-    let mut merged = 0;
-    let mut f = LLVMGetFirstFunction(module);
-    while !f.is_null() {
-        let bbs = blocks(f);
-        if !bbs.is_empty() {
-            merged += merge_in_function(ctx, builder, &bbs, kind);
-        }
-        f = LLVMGetNextFunction(f);
-    }
+    let merged = function_bodies(module)
+        .iter()
+        .map(|(_, bbs)| merge_in_function(ctx, builder, bbs, kind))
+        .sum();
     LLVMDisposeBuilder(builder);
     merged
 }

@@ -219,6 +219,24 @@ pub(crate) unsafe fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
     v
 }
 
+/// Every function of the module that has a body, with its blocks — `available_externally`
+/// copies too, unlike [`defined_functions`]: the passes over the code as it will run treat
+/// whatever will be compiled (none of them adds or removes functions).
+pub(crate) unsafe fn function_bodies(
+    m: LLVMModuleRef,
+) -> Vec<(LLVMValueRef, Vec<LLVMBasicBlockRef>)> {
+    let mut v = Vec::new();
+    let mut f = LLVMGetFirstFunction(m);
+    while !f.is_null() {
+        let bbs = blocks(f);
+        if !bbs.is_empty() {
+            v.push((f, bbs));
+        }
+        f = LLVMGetNextFunction(f);
+    }
+    v
+}
+
 pub(crate) unsafe fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
     let mut v = Vec::new();
     let mut b = LLVMGetFirstBasicBlock(f);
