@@ -12,14 +12,25 @@
  * Nothing runs on the hot path: the probes are unchanged.
  *
  * File format (host byte order, x86-64: little endian), read by csi-dump (`coverage_file`):
- *   "CSICOV01"             8 bytes
+ *   "CSICOV02"             8 bytes
  *   u64 section_vaddr      the section's link-time address (runtime address - load bias)
  *   u64 section_size
  *   u32 pid
  *   u32 reason             0 = unloaded (exit), 1 = SIGUSR2 snapshot
  *   u32 build_id_size, u32 path_size
+ *   u64 load_bias          the module's load bias in this process
+ *   u32 threads            threads in the process when the stack below was taken (0: unknown)
+ *   u32 stack_size         return addresses below (0: not taken, as on SIGUSR2)
  *   build id bytes, module path bytes (not terminated)
+ *   stack_size u64        the unloading thread's return addresses, innermost first
  *   section bytes
+ * ("CSICOV01", written before, is the same without load_bias, threads, stack_size and stack.)
+ *
+ * Why the stack: the reader derives the coverage of code csi-cc left without a probe from its
+ * neighbours' (a `static` helper's from its callers' blocks), which needs every activation in
+ * progress when the bytes were taken. At exit those are the frames that called `exit` (none
+ * when `main` returned) — when no other thread is left. A stack of CSI_RT_STACK frames or more
+ * is cut off, and the reader then treats the activations as unknown.
  *
  * The dump runs in a signal handler, so it uses only async-signal-safe calls (open, write,
  * rename, close, getpid) and no stdio or malloc; everything else is prepared at load time.
@@ -27,6 +38,7 @@
  */
 #define _GNU_SOURCE
 #include <elf.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
 #include <signal.h>
@@ -34,12 +46,17 @@
 #include <stdio.h> /* rename */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 extern char __start_csi_cov[] __attribute__((weak, visibility("hidden")));
 extern char __stop_csi_cov[] __attribute__((weak, visibility("hidden")));
 
 #define CSI_RT_PATH 4096
+#define CSI_RT_STACK 512
+
+/* The stack's return addresses are written as they are, as the format's u64s. */
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "a 64-bit target");
 
 char __csi_rt_dir[CSI_RT_PATH];
 char __csi_rt_module[CSI_RT_PATH];
@@ -47,6 +64,7 @@ unsigned char __csi_rt_build_id[64];
 uint32_t __csi_rt_build_id_size;
 uint64_t __csi_rt_bias;
 struct sigaction __csi_rt_previous_usr2;
+void *__csi_rt_stack[CSI_RT_STACK];
 
 /* Finds this module (the one holding `__start_csi_cov`) among the loaded objects: its load
  * bias, path and GNU build id. */
@@ -114,7 +132,29 @@ char *__csi_rt_decimal(char *out, uint32_t v) {
   return out;
 }
 
-void __csi_rt_dump(uint32_t reason) {
+/* The number of threads of this process (field 20 of /proc/self/stat), 0 if unknown. */
+uint32_t __csi_rt_threads(void) {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  /* The command name (field 2) is in parentheses and may hold spaces and parentheses. */
+  char *p = strrchr(buf, ')');
+  if (!p) return 0;
+  for (int field = 2; field < 20; field++) {
+    p = strchr(p + 1, ' ');
+    if (!p) return 0;
+  }
+  uint32_t v = 0;
+  for (p++; *p >= '0' && *p <= '9'; p++) v = v * 10 + (uint32_t)(*p - '0');
+  return v;
+}
+
+/* `stack`: the dumping thread's return addresses (`n`), and the process's `threads` then. */
+void __csi_rt_dump(uint32_t reason, void *const *stack, uint32_t n, uint32_t threads) {
   char *begin = __start_csi_cov, *end = __stop_csi_cov;
   if (!__csi_rt_dir[0] || !begin || end <= begin) return;
   /* `<dir>/<build-id hex>.<pid>.csicov` and the same + ".tmp". */
@@ -145,17 +185,23 @@ void __csi_rt_dump(uint32_t reason) {
     char magic[8];
     uint64_t vaddr, size;
     uint32_t pid, reason, build_id_size, path_size;
+    uint64_t bias;
+    uint32_t threads, stack_size;
   } head;
-  memcpy(head.magic, "CSICOV01", 8);
+  memcpy(head.magic, "CSICOV02", 8);
   head.vaddr = (uint64_t)((uintptr_t)begin - __csi_rt_bias);
   head.size = (uint64_t)(end - begin);
   head.pid = pid;
   head.reason = reason;
   head.build_id_size = __csi_rt_build_id_size;
   head.path_size = (uint32_t)strlen(__csi_rt_module);
+  head.bias = (uint64_t)__csi_rt_bias;
+  head.threads = threads;
+  head.stack_size = n;
   int bad = __csi_rt_write_all(fd, &head, sizeof head) ||
             __csi_rt_write_all(fd, __csi_rt_build_id, head.build_id_size) ||
             __csi_rt_write_all(fd, __csi_rt_module, head.path_size) ||
+            __csi_rt_write_all(fd, stack, (size_t)n * sizeof stack[0]) ||
             __csi_rt_write_all(fd, begin, (size_t)head.size);
   close(fd);
   if (bad)
@@ -167,7 +213,7 @@ void __csi_rt_dump(uint32_t reason) {
 /* SIGUSR2: a snapshot of every instrumented module (each module's handler chains to the one
  * installed before it); a handler the program had is called after. */
 void __csi_rt_on_usr2(int sig, siginfo_t *info, void *uc) {
-  __csi_rt_dump(1);
+  __csi_rt_dump(1, 0, 0, 0);
   struct sigaction *prev = &__csi_rt_previous_usr2;
   if (prev->sa_flags & SA_SIGINFO) {
     if (prev->sa_sigaction) prev->sa_sigaction(sig, info, uc);
@@ -191,10 +237,24 @@ void __csi_rt_init(void) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGUSR2, &sa, &__csi_rt_previous_usr2);
+  /* The first backtrace loads the C library's unwinder (dlopen): now, not during exit. */
+  backtrace(__csi_rt_stack, 1);
 }
 
-/* Unload time: normal exit or dlclose (a destructor, added by csi-cc). */
-void __csi_rt_fini(void) { __csi_rt_dump(0); }
+/* Unload time: normal exit or dlclose (a destructor, added by csi-cc). The stack's first
+ * return address is this function's own (a frame of no function with records). Only a walk
+ * that reached the program's entry (`_start` calls `__libc_start_main`; the return address
+ * is a few bytes in) is written: one that stopped early, or filled the buffer, may have
+ * missed an activation — a thread other than the main one ends in `clone` instead. */
+__attribute__((noinline)) void __csi_rt_fini(void) {
+  if (!__csi_rt_dir[0]) return;
+  int n = backtrace(__csi_rt_stack, CSI_RT_STACK);
+  uint32_t threads = __csi_rt_threads();
+  uintptr_t entry = (uintptr_t)getauxval(AT_ENTRY);
+  uintptr_t last = n > 0 ? (uintptr_t)__csi_rt_stack[n - 1] : 0;
+  if (n <= 0 || n >= CSI_RT_STACK || !entry || last <= entry || last - entry > 64) n = 0;
+  __csi_rt_dump(0, __csi_rt_stack, (uint32_t)n, threads);
+}
 
 /* The copy at a return of a function whose loop probes leave their global slots to the
  * returns (csi-cc's `copy_at_returns`, `.debug_CSI_CFG`'s `*_global_at_return`): for each of

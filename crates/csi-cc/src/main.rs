@@ -31,12 +31,11 @@ const CSI_OPTIONS: &str =
                         default with --csi-metadata=text, whose v1.4.0 readers expect it;
                         always at -O0, with setjmp, and in computed-goto dispatch)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
-  --csi-bb-probes=P     `placed` (default: a block's probe only where the blocks it dominates
-                        cannot tell, the dissertation's ch. 4), `all` basic-block probes, or
-                        `calls`: placed, and no probe in a static function of one block, whose
-                        callers' blocks say whether it ran (cheaper in code with many small
-                        helpers; a passing run's coverage may then leave such a function
-                        unknown, for `csi triage --passing`)
+  --csi-bb-probes=P     `calls` (default): a block's probe only where the blocks it dominates
+                        cannot tell (the dissertation's ch. 4), and no probe in a static
+                        function of one block, whose callers' blocks say whether it ran;
+                        `placed`: the same but for such functions, which keep theirs; `all`
+                        basic-block probes
   --csi-bb-local-budget=N  block visits per function the search for locally minimal local
                         block probes may spend (functions without cycles; the dissertation's
                         Fig. 4.7; default 20000000, 0: keep the dominator placement's)
@@ -509,7 +508,7 @@ impl CsiOptions {
             verbose: false,
             cc_all_probes: false,
             bb_all_probes: false,
-            bb_from_calls: false,
+            bb_from_calls: true,
             bb_local_budget: 20_000_000,
             global_stores: GlobalStores::Auto,
             checked_stores: None,

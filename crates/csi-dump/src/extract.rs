@@ -202,11 +202,17 @@ impl Crash {
         // The passing run's own switches, from its coverage file.
         let traced = ctx.tracing_switches(&|fi, name| bytes_of(fi, name, 1));
         // Activations may have been in progress when the run wrote its coverage (SIGUSR2, or
-        // `exit` inside a loop): a slot only a return sets stays unknown when clear, and the
-        // unprobed blocks are derived with activations unseen.
-        let mut coverage = ctx.coverage_from(&bytes_of, &traced, None, &mut ignored);
-        ctx.derive_unprobed_global(&mut coverage, None);
-        ctx.entries_from_calls(&mut coverage, None);
+        // `exit` inside a loop). Where its files say which (`passing_run_threads`), the
+        // slots only a return sets and the blocks without a probe are decided as in a core;
+        // else a clear slot set at a return stays unknown and the unprobed blocks are
+        // derived with activations unseen.
+        let threads = ctx.passing_run_threads(&file_of);
+        let live = threads
+            .as_deref()
+            .and_then(|t| ctx.every_activation_seen(t));
+        let mut coverage = ctx.coverage_from(&bytes_of, &traced, live, &mut ignored);
+        ctx.derive_unprobed_global(&mut coverage, live);
+        ctx.entries_from_calls(&mut coverage, live);
         Some(coverage)
     }
 
@@ -1884,6 +1890,50 @@ impl<'a> Extract<'a> {
             from_entry,
             note: None,
         })
+    }
+
+    /// The activations in progress when a passing run wrote its coverage files: per
+    /// instrumented module with a file in the run (`file_of`, by module index), one thread of
+    /// the frames of its functions on the exit stack the file holds (`ExitStack`, taken when
+    /// no other thread was left and reaching `_start`), its return addresses moved to where
+    /// the module sits in this process. `None` when such a file holds no stack (a SIGUSR2
+    /// snapshot, other threads left, a version 1 file): then activations may be unseen. A
+    /// module the run has no file of gives no coverage, so its activations do not matter:
+    /// every derivation reads a function's own module's bits and frames.
+    fn passing_run_threads<'f>(
+        &self,
+        file_of: &dyn Fn(usize) -> Option<&'f crate::coverage_file::CoverageFile>,
+    ) -> Option<Vec<Thread>> {
+        let mut threads = Vec::new();
+        for &mi in &self.instrumented {
+            let Some(file) = file_of(mi) else { continue };
+            let stack = file.stack.as_ref()?;
+            let bias = self.process.modules[mi].bias;
+            let phys: Vec<crate::unwind::PhysFrame> = stack
+                .return_addresses
+                .iter()
+                .map(|&ra| ra.wrapping_sub(stack.load_bias).wrapping_add(bias))
+                .filter(|&pc| self.process.module_index_at(pc) == Some(mi))
+                .map(|pc| crate::unwind::PhysFrame {
+                    pc,
+                    regs: [None; 17],
+                    cfa: None,
+                    exact_pc: false,
+                    method: UnwindMethod::Cfi,
+                })
+                .collect();
+            // Each frame stands at a call; no registers, so no probe state: positions only.
+            // Not the crashing thread (index 0): no frame faulted.
+            let frames = self.thread_frames(1, 0, &phys, &mut Vec::new()).rframes;
+            threads.push(Thread {
+                id: None,
+                name: None,
+                signal: None,
+                frames,
+                outer_frames_unknown: false,
+            });
+        }
+        Some(threads)
     }
 
     /// `threads` when their frames are every activation in progress of a function with CSI
