@@ -65,6 +65,8 @@ uint32_t __csi_rt_build_id_size;
 uint64_t __csi_rt_bias;
 struct sigaction __csi_rt_previous_usr2;
 void *__csi_rt_stack[CSI_RT_STACK];
+/* The C library's signal trampoline (x86-64 glibc's `__restore_rt`). */
+void *__csi_rt_restorer;
 
 /* Finds this module (the one holding `__start_csi_cov`) among the loaded objects: its load
  * bias, path and GNU build id. */
@@ -237,22 +239,37 @@ void __csi_rt_init(void) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGUSR2, &sa, &__csi_rt_previous_usr2);
+  struct sigaction now;
+  if (sigaction(SIGUSR2, 0, &now) == 0 && (now.sa_flags & 0x04000000 /* SA_RESTORER */))
+    __csi_rt_restorer = (void *)now.sa_restorer;
   /* The first backtrace loads the C library's unwinder (dlopen): now, not during exit. */
   backtrace(__csi_rt_stack, 1);
 }
 
+/* The stack walk `stack[0..n)` is every frame, each at a call: it reached the program's entry
+ * (`_start` calls `__libc_start_main`; the return address is a few bytes in) — one that
+ * stopped early or filled the buffer may have missed an activation, and a thread other than
+ * the main one ends in `clone` instead — and passed no signal frame, whose interrupted frame
+ * stands at any instruction, not at a call: the walk shows such a frame as the kernel's
+ * return into the C library's signal trampoline, the `sa_restorer` its `sigaction` gives every
+ * handler (`__csi_rt_restorer`; unknown: no stack). */
+int __csi_rt_whole_stack_at_calls(void *const *stack, int n) {
+  uintptr_t entry = (uintptr_t)getauxval(AT_ENTRY);
+  if (n <= 0 || n >= CSI_RT_STACK || !entry || !__csi_rt_restorer) return 0;
+  uintptr_t last = (uintptr_t)stack[n - 1];
+  if (last <= entry || last - entry > 64) return 0;
+  for (int i = 0; i < n; i++)
+    if (stack[i] == __csi_rt_restorer) return 0;
+  return 1;
+}
+
 /* Unload time: normal exit or dlclose (a destructor, added by csi-cc). The stack's first
- * return address is this function's own (a frame of no function with records). Only a walk
- * that reached the program's entry (`_start` calls `__libc_start_main`; the return address
- * is a few bytes in) is written: one that stopped early, or filled the buffer, may have
- * missed an activation — a thread other than the main one ends in `clone` instead. */
+ * return address is this function's own (a frame of no function with records). */
 __attribute__((noinline)) void __csi_rt_fini(void) {
   if (!__csi_rt_dir[0]) return;
   int n = backtrace(__csi_rt_stack, CSI_RT_STACK);
   uint32_t threads = __csi_rt_threads();
-  uintptr_t entry = (uintptr_t)getauxval(AT_ENTRY);
-  uintptr_t last = n > 0 ? (uintptr_t)__csi_rt_stack[n - 1] : 0;
-  if (n <= 0 || n >= CSI_RT_STACK || !entry || last <= entry || last - entry > 64) n = 0;
+  if (!__csi_rt_whole_stack_at_calls(__csi_rt_stack, n)) n = 0;
   __csi_rt_dump(0, __csi_rt_stack, (uint32_t)n, threads);
 }
 

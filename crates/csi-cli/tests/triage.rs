@@ -449,3 +449,83 @@ fn coverage_files_of_executable_and_library() {
     );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// A coverage file written at exit holds the exiting thread's stack, and the reader takes
+/// the activations in progress from it. `early` and `late` are static helpers of one block
+/// without a probe of their own where their callers' blocks say whether they ran: `early`'s
+/// call comes first in `main`'s block, so the block having run says nothing unless no
+/// activation of `main` may still stand before it — which the stack tells. `late` follows a
+/// call that may not come back (`leave` may `exit`), so it keeps its probe. No stack is
+/// written when another thread is left, or when `exit` came from a signal handler (the
+/// interrupted frame stands anywhere, not at a call): then `early` is unknown once its
+/// block ran.
+#[test]
+fn exit_stack_decides_which_calls_were_made() {
+    let tmp = std::env::temp_dir().join(format!("csi-exit-stack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        tmp.join("leave.c"),
+        "#include <pthread.h>\n#include <signal.h>\n#include <stdio.h>\n#include <stdlib.h>\n\
+         #include <unistd.h>\n\
+         static void early(void) { puts(\"early\"); }\n\
+         static void late(void) { puts(\"late\"); }\n\
+         void leave(int how) { if (how == 1) exit(0); }\n\
+         static void *wait_forever(void *p) { for (;;) pause(); return p; }\n\
+         static void on_alarm(int sig) { (void)sig; exit(0); }\n\
+         int main(int argc, char **argv) {\n\
+           int how = argc > 1 ? atoi(argv[1]) : 0;\n\
+           if (how == 2) { pthread_t t; pthread_create(&t, 0, wait_forever, 0); }\n\
+           if (how == 3) { signal(SIGALRM, on_alarm); raise(SIGALRM); }\n\
+           if (how == 9) *(volatile int *)0 = 0;\n\
+           early();\n\
+           leave(how);\n\
+           late();\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = tmp.join("leave");
+    let st = Command::new(csi_cc())
+        .args(["--csi-scheme=bb", "-O2", "-g", "-pthread", "-o"])
+        .arg(&exe)
+        .arg("leave.c")
+        .current_dir(&tmp)
+        .status()
+        .unwrap();
+    assert!(st.success(), "csi-cc");
+    let core = crash(&exe, "9", &tmp.join("core"));
+    let crash = csi_dump::Crash::open(&exe, &core, &Default::default()).unwrap();
+    // Per way of leaving: whether the file holds a stack, and `early`'s and `late`'s status.
+    let run = |how: &str| -> (bool, Option<bool>, Option<bool>) {
+        let out = tmp.join(format!("run-{how}"));
+        pass(&exe, how, &out);
+        let (runs, bad) = csi_dump::coverage_file::find_passing_runs(&[out]);
+        assert!(bad.is_empty() && runs.len() == 1, "{bad:?}");
+        let cov = crash
+            .passing_run_coverage(&runs[0])
+            .expect("a run of this build");
+        let status = |func: &str| {
+            let f = crash.graph.functions.iter().find(|f| f.name == func);
+            let bits: Vec<bool> = f
+                .unwrap()
+                .nodes
+                .iter()
+                .filter_map(|n| cov.get(n).copied())
+                .collect();
+            assert!(bits.windows(2).all(|w| w[0] == w[1]), "{func}: {bits:?}");
+            bits.first().copied()
+        };
+        let stack = runs[0].files[0].stack.is_some();
+        (stack, status("early"), status("late"))
+    };
+    // `main` returned: no activation in progress, both calls made.
+    assert_eq!(run("0"), (true, Some(true), Some(true)));
+    // `exit` from `leave`: `main` stood past `early`'s call; `late`'s probe did not run.
+    assert_eq!(run("1"), (true, Some(true), Some(false)));
+    // A thread still waiting at exit, or `exit` from a signal handler: no stack. (Left from
+    // the handler, before `main`'s block of `early` began: that block's bit is clear.)
+    assert_eq!(run("2"), (false, None, Some(true)));
+    assert_eq!(run("3"), (false, Some(false), Some(false)));
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
