@@ -62,6 +62,12 @@ for k, (bid, path, body) in enumerate([(bytes(range(20)), b"/usr/bin/app", bytes
                                        (b"", b"", b""), (b"\x01" * 8, b"/lib/x.so", b"\x01" * 300)]):
     head = b"CSICOV01" + struct.pack("<QQIIII", 0x4000 + k, len(body), 42, k % 2, len(bid), len(path))
     open(f"{sys.argv[1]}/seed{k}.csicov", "wb").write(head + bid + path + body)
+    # Version 2: load bias, thread count and the exit stack's return addresses.
+    stack = [0x7f0000001000 + 16 * j for j in range(k + 1)]
+    head = b"CSICOV02" + struct.pack("<QQIIIIQII", 0x4000 + k, len(body), 42, 0, len(bid), len(path),
+                                      0x7f0000000000, 1 + k % 2, len(stack))
+    open(f"{sys.argv[1]}/seed{k}v2.csicov", "wb").write(
+        head + bid + path + b"".join(struct.pack("<Q", a) for a in stack) + body)
 PY
 status=0
 for t in $targets; do

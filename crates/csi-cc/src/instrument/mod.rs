@@ -142,10 +142,11 @@ pub struct Options {
     /// metadata (csi-cc v1.4.0's tools read `.debug_BBC`, which cannot say a slot is implied)
     /// probes every block as well.
     pub bb_all_probes: bool,
-    /// `--csi-bb-probes=calls`: a static function of one block gets no block probe when its
-    /// callers' blocks say whether it ran (`entries_known_from_calls`). Opt-in: a passing
-    /// run's coverage file cannot show that no other thread stood before such a call, so
-    /// there the function is often unknown.
+    /// `--csi-bb-probes=calls` (the default): a static function of one block gets no block
+    /// probe when its callers' blocks say whether it ran (`entries_known_from_calls`). The
+    /// reader needs every activation in progress for it: a core's threads, or the exit stack
+    /// a passing run's coverage file holds (runtime/coverage_out.c); without one the
+    /// function is unknown where its caller's block ran.
     pub bb_from_calls: bool,
     /// Block visits per function for the locally minimal local block probes of functions
     /// without cycles (`BlockGraph::path_local_probes`); 0 keeps the dominator placement's.
