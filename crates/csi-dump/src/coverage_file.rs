@@ -217,9 +217,15 @@ mod tests {
         );
         // Another thread was left, or the stack was not taken: activations unknown.
         let two = file_v2(&[1], "/bin/app", 0x5000, &[1, 0], 2, &stack);
-        assert_eq!(CoverageFile::parse(Path::new("x"), &two).unwrap().stack, None);
+        assert_eq!(
+            CoverageFile::parse(Path::new("x"), &two).unwrap().stack,
+            None
+        );
         let none = file_v2(&[1], "/bin/app", 0x5000, &[1, 0], 1, &[]);
-        assert_eq!(CoverageFile::parse(Path::new("x"), &none).unwrap().stack, None);
+        assert_eq!(
+            CoverageFile::parse(Path::new("x"), &none).unwrap().stack,
+            None
+        );
         // A stack that runs past the end of the file.
         let mut long = d.clone();
         long[52..56].copy_from_slice(&400u32.to_le_bytes());
