@@ -29,8 +29,9 @@
  * Why the stack: the reader derives the coverage of code csi-cc left without a probe from its
  * neighbours' (a `static` helper's from its callers' blocks), which needs every activation in
  * progress when the bytes were taken. At exit those are the frames that called `exit` (none
- * when `main` returned) — when no other thread is left. A stack of CSI_RT_STACK frames or more
- * is cut off, and the reader then treats the activations as unknown.
+ * when `main` returned) — when no other thread is left, and the walk is whole and stands at
+ * calls only (`__csi_rt_whole_stack_at_calls`). Otherwise stack_size is 0 and the reader
+ * treats the activations as unknown.
  *
  * The dump runs in a signal handler, so it uses only async-signal-safe calls (open, write,
  * rename, close, getpid) and no stdio or malloc; everything else is prepared at load time.
