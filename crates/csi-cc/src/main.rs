@@ -758,6 +758,9 @@ impl Steps<'_> {
         // (the source's CFG), and the -O pipeline then runs over program and probes together
         // (in the back step below).
         let instrument_first = optimized && self.csi.before_optimization;
+        // The passes over optimized code run here when the module instrumented is that code
+        // (else after the pipeline, `back_end`).
+        let on_optimized_code = optimized && !instrument_first && self.has_coverage();
         let calls_before_optimization = if optimized && !instrument_first {
             Some(self.optimize(&files))
         } else {
@@ -785,14 +788,8 @@ impl Steps<'_> {
             switchable: self.csi.scheme == "custom",
             compress_metadata: self.csi.compress_metadata,
             check_stores: self.csi.checked_stores() && !instrument_first,
-            hoist_stores: self.csi.hoist_stores
-                && optimized
-                && !instrument_first
-                && self.has_coverage(),
-            merge_stores: self.csi.merge_stores
-                && optimized
-                && !instrument_first
-                && self.has_coverage(),
+            hoist_stores: self.csi.hoist_stores && on_optimized_code,
+            merge_stores: self.csi.merge_stores && on_optimized_code,
             source: src.clone(),
             optimized: optimized && !instrument_first,
             optimized_after: instrument_first,
@@ -935,8 +932,9 @@ impl Steps<'_> {
     /// `Options::hoist_stores`, `Options::check_stores`).
     fn back_end(&self, src: &str, instrument_first: bool, files: &UnitFiles) {
         let checked = instrument_first && self.csi.checked_stores();
-        let hoisted = instrument_first && self.csi.hoist_stores && self.has_coverage();
-        let merged = instrument_first && self.csi.merge_stores && self.has_coverage();
+        let coverage_after = instrument_first && self.has_coverage();
+        let hoisted = coverage_after && self.csi.hoist_stores;
+        let merged = coverage_after && self.csi.merge_stores;
         let two_steps = checked || hoisted || merged;
         if two_steps {
             self.compile_step(true, &["-c", "-emit-llvm"], &files.opt, &files.ibc);

@@ -341,14 +341,30 @@ fn crashes_against_passing_runs() {
     std::fs::remove_dir_all(&tmp).unwrap();
 }
 
+/// An empty scratch directory for one test.
+fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs csi-cc with `args` in `dir`; it must succeed.
+fn csi_cc_in(dir: &Path, args: &[&str]) {
+    let st = Command::new(csi_cc())
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "csi-cc {args:?}");
+}
+
 /// csi-cc's runtime: one coverage file per instrumented module (executable and shared
 /// library) at exit, a snapshot on SIGUSR2, nothing without `CSI_COVERAGE_OUT`.
 #[test]
 fn coverage_files_of_executable_and_library() {
     use csi_dump::coverage_file::{find_passing_runs, CoverageFile};
-    let tmp = std::env::temp_dir().join(format!("csi-coverage-files-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = fresh_dir("csi-coverage-files");
     std::fs::write(
         tmp.join("lib.c"),
         // A call, so that call-site coverage has an array here.
@@ -362,14 +378,7 @@ fn coverage_files_of_executable_and_library() {
          if (argc > 2) { raise(SIGUSR2); _exit(0); }\n return 0; }\n",
     )
     .unwrap();
-    let cc = |args: &[&str]| {
-        let st = Command::new(csi_cc())
-            .args(args)
-            .current_dir(&tmp)
-            .status()
-            .unwrap();
-        assert!(st.success(), "csi-cc {args:?}");
-    };
+    let cc = |args: &[&str]| csi_cc_in(&tmp, args);
     cc(&[
         "-O0",
         "-g",
@@ -461,9 +470,7 @@ fn coverage_files_of_executable_and_library() {
 /// block ran.
 #[test]
 fn exit_stack_decides_which_calls_were_made() {
-    let tmp = std::env::temp_dir().join(format!("csi-exit-stack-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = fresh_dir("csi-exit-stack");
     std::fs::write(
         tmp.join("leave.c"),
         "#include <pthread.h>\n#include <signal.h>\n#include <stdio.h>\n#include <stdlib.h>\n\
@@ -486,14 +493,18 @@ fn exit_stack_decides_which_calls_were_made() {
     )
     .unwrap();
     let exe = tmp.join("leave");
-    let st = Command::new(csi_cc())
-        .args(["--csi-scheme=bb", "-O2", "-g", "-pthread", "-o"])
-        .arg(&exe)
-        .arg("leave.c")
-        .current_dir(&tmp)
-        .status()
-        .unwrap();
-    assert!(st.success(), "csi-cc");
+    csi_cc_in(
+        &tmp,
+        &[
+            "--csi-scheme=bb",
+            "-O2",
+            "-g",
+            "-pthread",
+            "-o",
+            "leave",
+            "leave.c",
+        ],
+    );
     let core = crash(&exe, "9", &tmp.join("core"));
     let crash = csi_dump::Crash::open(&exe, &core, &Default::default()).unwrap();
     // Per way of leaving: whether the file holds a stack, and `early`'s and `late`'s status.

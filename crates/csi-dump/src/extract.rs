@@ -1916,7 +1916,7 @@ impl<'a> Extract<'a> {
                 .filter(|&pc| self.process.module_index_at(pc) == Some(mi))
                 .map(|pc| crate::unwind::PhysFrame {
                     pc,
-                    regs: [None; 17],
+                    regs: Default::default(),
                     cfa: None,
                     exact_pc: false,
                     method: UnwindMethod::Cfi,
