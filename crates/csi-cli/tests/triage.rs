@@ -540,3 +540,72 @@ fn exit_stack_decides_which_calls_were_made() {
     assert_eq!(run("3"), (false, Some(false), Some(false)));
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// An optimized build's crash frame whose caller was inlined into the next physical frame out
+/// (inventory.c at -O2: `cmd_add` and `run` inlined into `main`, `find` not): the walk is the
+/// whole stack, so what the earlier commands ran is decided as at -O0. Here `del bolt` ran
+/// `cmd_del` to its end — the faulty line after its call to `free` is "must" — before
+/// `add gear` crashed in `find` on the deleted slot.
+#[test]
+fn optimized_crash_walks_through_inlined_callers() {
+    let tmp = fresh_dir("csi-inlined-callers");
+    let src = root().join("bench/triage/src/inventory.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let line =
+        |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1;
+    let src = src.to_str().unwrap();
+    csi_cc_in(
+        &tmp,
+        &["--csi-scheme=bb", "-O2", "-g", "-o", "inventory", src],
+    );
+    let core = crash(
+        &tmp.join("inventory"),
+        "add bolt 44;add gear 8;del bolt;add gear 3",
+        &tmp.join("run"),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+        .args(["analyze", "--format", "json", "--exe"])
+        .arg(tmp.join("inventory"))
+        .arg("--core")
+        .arg(&core)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // `find` is a physical frame of its own; its caller `cmd_add` is inlined.
+    let frames: Vec<&str> = v["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(frames, ["find", "cmd_add", "run", "main"]);
+    let inlined = v["threads"][0]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| !f["inlined"].as_array().unwrap().is_empty());
+    assert!(
+        inlined,
+        "no inlined frame: the test no longer tests its case"
+    );
+    let status = |key: &str| -> Vec<u64> {
+        v["lines"][src][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_u64().unwrap())
+            .collect()
+    };
+    let must = status("must");
+    for needle in [
+        "struct item *it = find(strtok(args, \" \"));",
+        "free(it->name);",
+        "// fault: deleted-slot",
+        "if (!it) {",
+    ] {
+        assert!(must.contains(&line(needle)), "{needle}: must {must:?}");
+    }
+    assert!(status("may").len() <= 1, "may {:?}", status("may"));
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -1005,10 +1005,17 @@ impl<'a> Extract<'a> {
         } = self.thread_frames(ti, t.fs_base, &phys, notices);
         // Where library code (or the runtime) called into the program: the outermost program
         // frame, frames whose next frame out is library code, and frames whose next program
-        // frame out does not call them in the graph (a tail call left no frame).
+        // frame out does not call them in the graph (a tail call left no frame). A physical
+        // frame's report frames are its inlined copies' activations, innermost first, then its
+        // own (`report_frame`, the last), so the caller of report frame `k` is `k + 1`: the
+        // innermost activation of the next physical frame out, not that frame's own function,
+        // which stands further out when code is inlined into it.
         for (i, cf) in frames.iter().enumerate() {
             let Some(k) = cf.report_frame else { continue };
-            let outer = frames.get(i + 1).and_then(|o| o.report_frame);
+            let outer = frames
+                .get(i + 1)
+                .and_then(|o| o.report_frame)
+                .map(|_| k + 1);
             rframes[k].called_from_outside = match outer {
                 None => true,
                 Some(ko) => {
