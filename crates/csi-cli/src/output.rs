@@ -234,6 +234,7 @@ pub fn threads_json(c: &Crash) -> Value {
                         "column": f.location.as_ref().map(|l| l.column),
                         "inlined": f.inlined.iter().map(wire::Inlined::from).collect::<Vec<_>>(),
                         "report_frame": f.report_frame,
+                        "inlined_report_frames": f.inlined_report_frames,
                         "path": f.path.iter().map(|s| json!([s.file, s.line])).collect::<Vec<_>>(),
                         "path_note": f.path_note,
                         "variables": f.variables.iter().map(wire::Var::from).collect::<Vec<_>>(),

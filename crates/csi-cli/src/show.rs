@@ -332,57 +332,74 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
             let (Some(func), Some(rk)) = (f.graph_function, f.report_frame) else {
                 continue;
             };
-            let Some(fi) = cov
-                .frames
-                .iter()
-                .position(|x| x.thread == ti && x.frame == rk)
-            else {
-                continue;
-            };
-            let Some(span) = function_view(g, func, SpanLines::OwnFile, None) else {
-                continue;
-            };
-            let (file, lo, hi) = (&span.file, span.first, span.last);
-            let ll = frame_lines[fi].get(file).unwrap_or(&empty);
-            let gl = global.get(file).unwrap_or(&empty);
-            let lines = function_lines(g, func, SpanLines::OwnFile);
-            let counts = LineCounts::of(Some(ll), lo, hi);
-            let _ = writeln!(
-                out,
-                "\n{} — this frame: must {} · may {} · never {}",
-                paint.code(
-                    "1",
-                    &format!(
-                        "== Thread {} #{k} {} in {file}",
-                        t.tid,
-                        csi_model::names::call_form(&span.name),
-                    )
-                ),
-                counts.must,
-                counts.may,
-                counts.never
+            // Calls inlined into the frame that kept their probes (instrumented before
+            // optimization) are activations of their own, innermost first, as gdb lists them.
+            let report = &c.report.threads[ti].frames;
+            // Each view marks its own position: the innermost the frame's pc, the others the
+            // call of the next one in. (Inlined activations' path traces are not decoded.)
+            let inlined = (f.inlined.iter().zip(&f.inlined_report_frames).enumerate()).filter_map(
+                |(d, (inl, r))| {
+                    let view = CrashFrame {
+                        function: inl.function.clone(),
+                        location: inl.location.clone(),
+                        path: Vec::new(),
+                        ..f.clone()
+                    };
+                    Some((report[(*r)?].function?, (*r)?, view, d == 0, " [inlined]"))
+                },
             );
-            let src = sources
-                .entry(file.clone())
-                .or_insert_with(|| source_text(&source_paths, &c.exe, file));
-            if src.is_none() {
-                let _ = writeln!(out, "   (source {file} not found; statuses by line number)");
+            let own = CrashFrame {
+                location: f.call_location.clone().or_else(|| f.location.clone()),
+                ..f.clone()
+            };
+            let own = (func, rk, own, f.inlined.is_empty(), "");
+            for (func, rk, view, innermost, tag) in inlined.chain([own]) {
+                let Some(fi) = cov
+                    .frames
+                    .iter()
+                    .position(|x| x.thread == ti && x.frame == rk)
+                else {
+                    continue;
+                };
+                let Some(span) = function_view(g, func, SpanLines::OwnFile, None) else {
+                    continue;
+                };
+                let (file, lo, hi) = (&span.file, span.first, span.last);
+                let ll = frame_lines[fi].get(file).unwrap_or(&empty);
+                let gl = global.get(file).unwrap_or(&empty);
+                let lines = function_lines(g, func, SpanLines::OwnFile);
+                let counts = LineCounts::of(Some(ll), lo, hi);
+                let _ = writeln!(
+                    out,
+                    "\n{} — this frame: must {} · may {} · never {}",
+                    paint.code(
+                        "1",
+                        &format!(
+                            "== Thread {} #{k} {}{tag} in {file}",
+                            t.tid,
+                            csi_model::names::call_form(&span.name),
+                        )
+                    ),
+                    counts.must,
+                    counts.may,
+                    counts.never
+                );
+                let src = sources
+                    .entry(file.clone())
+                    .or_insert_with(|| source_text(&source_paths, &c.exe, file));
+                if src.is_none() {
+                    let _ = writeln!(out, "   (source {file} not found; statuses by line number)");
+                }
+                let listing = Listing {
+                    span: &span,
+                    lines: &lines,
+                    local: ll,
+                    global: gl,
+                    src: src.as_deref(),
+                };
+                let crashed_here = k == 0 && t.crashed && innermost;
+                frame_listing(&mut out, &paint, &view, crashed_here, &listing, all_lines);
             }
-            let listing = Listing {
-                span: &span,
-                lines: &lines,
-                local: ll,
-                global: gl,
-                src: src.as_deref(),
-            };
-            frame_listing(
-                &mut out,
-                &paint,
-                f,
-                k == 0 && t.crashed,
-                &listing,
-                all_lines,
-            );
         }
     }
     let missing: Vec<&str> = sources
@@ -453,6 +470,7 @@ mod tests {
             variables: Vec::new(),
             graph_function: None,
             report_frame: None,
+            inlined_report_frames: Vec::new(),
             path: Vec::new(),
             path_note: None,
             unwind: csi_dump::unwind::UnwindMethod::Cfi,

@@ -580,15 +580,27 @@ fn optimized_crash_walks_through_inlined_callers() {
         .map(|f| f["function"].as_str().unwrap())
         .collect();
     assert_eq!(frames, ["find", "cmd_add", "run", "main"]);
-    let inlined = v["threads"][0]["frames"]
+    // The physical frame of `main` holds `cmd_add` and `run` inlined, innermost first, each
+    // an activation of the report's own: report frames 1 and 2, then `main`'s (3).
+    let main = v["threads"][0]["frames"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|f| !f["inlined"].as_array().unwrap().is_empty());
-    assert!(
+        .find(|f| f["function"] == "main")
+        .unwrap();
+    let inlined: Vec<&str> = main["inlined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(
         inlined,
-        "no inlined frame: the test no longer tests its case"
+        ["cmd_add", "run"],
+        "the test no longer tests its case"
     );
+    assert_eq!(main["inlined_report_frames"], json!([1, 2]));
+    assert_eq!(main["report_frame"], 3);
     let status = |key: &str| -> Vec<u64> {
         v["lines"][src][key]
             .as_array()
@@ -607,5 +619,49 @@ fn optimized_crash_walks_through_inlined_callers() {
         assert!(must.contains(&line(needle)), "{needle}: must {must:?}");
     }
     assert!(status("may").len() <= 1, "may {:?}", status("may"));
+    // `csi show` lists the inlined activations as gdb does, each with its own statuses: in
+    // `cmd_add`, the call to `find` has run in this activation, what follows it has not.
+    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+        .args(["show", "--exe"])
+        .arg(tmp.join("inventory"))
+        .arg("--core")
+        .arg(&core)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let section = text
+        .split("\n== ")
+        .find(|s| s.contains("#2 cmd_add() [inlined]"))
+        .unwrap_or_else(|| panic!("no section of the inlined cmd_add:\n{text}"));
+    let row = |needle: &str| {
+        section
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} not in\n{section}"))
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        row("find(name);"),
+        [
+            line("find(name);").to_string(),
+            "must".into(),
+            "must".into()
+        ]
+    );
+    assert_eq!(
+        row("if (!it) {"),
+        [
+            line("if (!it) {").to_string(),
+            "never".into(),
+            "must".into()
+        ]
+    );
+    assert!(
+        text.contains("#2 run() [inlined]") && text.contains("#2 main()"),
+        "{text}"
+    );
     std::fs::remove_dir_all(&tmp).unwrap();
 }

@@ -83,6 +83,10 @@ pub struct CrashFrame {
     pub graph_function: Option<FuncId>,
     /// Index of this frame in the report's thread (program frames only).
     pub report_frame: Option<usize>,
+    /// Per call of `inlined`, the index of its own activation in the report's thread: code
+    /// instrumented before optimization keeps each inlined copy's probes, so the copy is a
+    /// frame of the analysis (`None` for calls without records).
+    pub inlined_report_frames: Vec<Option<usize>>,
     /// Decoded path trace, oldest first, ending at the frame's current point.
     pub path: Vec<PathStep>,
     /// Why the path trace is missing or partial.
@@ -1132,6 +1136,7 @@ impl<'a> Extract<'a> {
             }
             if !rf.is_empty() {
                 cf.report_frame = Some(rframes.len() + rf.len() - 1);
+                cf.inlined_report_frames = self.inlined_activations(&cf, &rf, rframes.len());
                 rframes.extend(rf);
             }
             frames.push(cf);
@@ -1187,6 +1192,31 @@ impl<'a> Extract<'a> {
             let dispatch = same_inside && f.variant == Variant::Dispatch;
             if !springboard && !dispatch {
                 out.push(f);
+            }
+        }
+        out
+    }
+
+    /// Which of `cf`'s inlined calls each of its activations `rf` but the last (its own) is,
+    /// as report frame indices from `base`: both run innermost first, and a call without an
+    /// activation (no records) is skipped, so each activation is the next call of its
+    /// function's name.
+    fn inlined_activations(
+        &self,
+        cf: &CrashFrame,
+        rf: &[Frame],
+        base: usize,
+    ) -> Vec<Option<usize>> {
+        let mut out = vec![None; cf.inlined.len()];
+        let mut calls = cf.inlined.iter().enumerate();
+        for (j, fr) in rf.iter().enumerate().take(rf.len().saturating_sub(1)) {
+            let Some(f) = fr.function else { continue };
+            let name = &self.graph.function(f).name;
+            if let Some((d, _)) = calls
+                .by_ref()
+                .find(|(_, c)| c.function.as_deref() == Some(name.as_str()))
+            {
+                out[d] = Some(base + j);
             }
         }
         out
@@ -1279,6 +1309,7 @@ impl<'a> Extract<'a> {
             variables: Vec::new(),
             graph_function: None,
             report_frame: None,
+            inlined_report_frames: Vec::new(),
             path: Vec::new(),
             path_note: None,
             unwind: pf.method,
