@@ -563,15 +563,20 @@ fn optimized_crash_walks_through_inlined_callers() {
         "add bolt 44;add gear 8;del bolt;add gear 3",
         &tmp.join("run"),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
-        .args(["analyze", "--format", "json", "--exe"])
-        .arg(tmp.join("inventory"))
-        .arg("--core")
-        .arg(&core)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // `csi COMMAND ARGS --exe inventory --core core`, which must succeed: its stdout.
+    let csi_on_crash = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+            .args(args)
+            .arg("--exe")
+            .arg(tmp.join("inventory"))
+            .arg("--core")
+            .arg(&core)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        out.stdout
+    };
+    let v: Value = serde_json::from_slice(&csi_on_crash(&["analyze", "--format", "json"])).unwrap();
     // `find` is a physical frame of its own; its caller `cmd_add` is inlined.
     let frames: Vec<&str> = v["frames"]
         .as_array()
@@ -621,15 +626,7 @@ fn optimized_crash_walks_through_inlined_callers() {
     assert!(status("may").len() <= 1, "may {:?}", status("may"));
     // `csi show` lists the inlined activations as gdb does, each with its own statuses: in
     // `cmd_add`, the call to `find` has run in this activation, what follows it has not.
-    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
-        .args(["show", "--exe"])
-        .arg(tmp.join("inventory"))
-        .arg("--core")
-        .arg(&core)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8(csi_on_crash(&["show"])).unwrap();
     let section = text
         .split("\n== ")
         .find(|s| s.contains("#2 cmd_add() [inlined]"))
