@@ -660,5 +660,35 @@ fn optimized_crash_walks_through_inlined_callers() {
         text.contains("#2 run() [inlined]") && text.contains("#2 main()"),
         "{text}"
     );
+    // The editor's frame colours: selecting the physical frame shows the lines of the calls
+    // inlined into it with its own.
+    let session = csi_ide::session::Session::open_crash(
+        &tmp.join("inventory"),
+        &core,
+        &Default::default(),
+        &Default::default(),
+    )
+    .unwrap();
+    let k = session.threads[0]
+        .frames
+        .iter()
+        .position(|f| f.function.as_deref() == Some("main"))
+        .unwrap();
+    let sel = csi_ide::session::Selection {
+        thread: 0,
+        frame: k,
+        step: None,
+    };
+    let local = session.lines_of(src, sel).1.expect("the frame's lines");
+    use csi_model::LineStatus::{Must, Never};
+    for (needle, want) in [
+        ("find(name);", Must),     // cmd_add, inlined
+        ("if (!it) {", Never),     // cmd_add, after the call in progress
+        ("cmd_add(rest);", Must),  // run, inlined
+        ("cmd_del(rest);", Never), // run, another command's branch
+        ("run(line);", Must),      // main's own
+    ] {
+        assert_eq!(local.status(line(needle) as u32), Some(want), "{needle}");
+    }
     std::fs::remove_dir_all(&tmp).unwrap();
 }

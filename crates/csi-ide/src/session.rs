@@ -36,6 +36,10 @@ pub struct FrameView {
     /// Index into `Session::frame_lines` when the analysis has a local answer for the frame.
     #[serde(skip)]
     pub analysis: Option<usize>,
+    /// The analyses of the calls inlined into the frame that kept their probes (instrumented
+    /// before optimization), innermost first: their lines are shown with the frame's own.
+    #[serde(skip)]
+    pub inlined_analyses: Vec<usize>,
     #[serde(skip)]
     pub graph_function: Option<FuncId>,
 }
@@ -111,6 +115,14 @@ impl Session {
         };
         let mut threads = Vec::new();
         for t in &crash.threads {
+            // The index into the analysis' frames of report frame `rf` of this thread.
+            let analysis_of = |rf: Option<usize>| match (t.report_thread, rf, &coverage) {
+                (Some(rt), Some(rf), Some(c)) => c
+                    .frames
+                    .iter()
+                    .position(|x| x.thread == rt && x.frame == rf),
+                _ => None,
+            };
             let frames = t
                 .frames
                 .iter()
@@ -127,13 +139,12 @@ impl Session {
                     variables: f.variables.clone(),
                     path: f.path.clone(),
                     path_note: f.path_note.clone(),
-                    analysis: match (t.report_thread, f.report_frame, &coverage) {
-                        (Some(rt), Some(rf), Some(c)) => c
-                            .frames
-                            .iter()
-                            .position(|x| x.thread == rt && x.frame == rf),
-                        _ => None,
-                    },
+                    analysis: analysis_of(f.report_frame),
+                    inlined_analyses: f
+                        .inlined_report_frames
+                        .iter()
+                        .filter_map(|&r| analysis_of(r))
+                        .collect(),
                     graph_function: f.graph_function,
                 })
                 .collect();
@@ -228,6 +239,7 @@ impl Session {
                         analysis: coverage.as_ref().and_then(|c| {
                             c.frames.iter().position(|x| x.thread == ti && x.frame == k)
                         }),
+                        inlined_analyses: Vec::new(),
                         graph_function: f.function,
                     }
                 })
@@ -266,10 +278,36 @@ impl Session {
         input_dir: Option<&Path>,
         decl_line: &dyn Fn(&str) -> Option<u32>,
     ) -> Session {
-        let (global, frame_lines) = match &coverage {
+        let (global, mut frame_lines) = match &coverage {
             Some(c) => c.lines(&graph),
             None => (BTreeMap::new(), Vec::new()),
         };
+        // A frame's lines are those of its own activation and of the calls inlined into it:
+        // other functions, whose nodes do not overlap, except where a function is inlined
+        // into itself; a node the activations answer differently is Maybe.
+        if let Some(c) = &coverage {
+            for f in threads.iter().flat_map(|t| &t.frames) {
+                let Some(own) = f.analysis.filter(|_| !f.inlined_analyses.is_empty()) else {
+                    continue;
+                };
+                let mut merged = c.frames[own].clone();
+                for &a in &f.inlined_analyses {
+                    for (&n, &cov) in &c.frames[a].status {
+                        merged
+                            .status
+                            .entry(n)
+                            .and_modify(|e| {
+                                if *e != cov {
+                                    *e = Coverage::Maybe;
+                                }
+                            })
+                            .or_insert(cov);
+                    }
+                    merged.cuts.extend(&c.frames[a].cuts);
+                }
+                frame_lines[own] = c.frame_lines(&graph, &merged);
+            }
+        }
         let functions = function_views(&graph, SpanLines::OwnFile, decl_line);
         // Where each source file is.
         let mut keys: Vec<String> = graph.files.clone();
