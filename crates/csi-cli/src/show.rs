@@ -335,14 +335,14 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
             // Calls inlined into the frame that kept their probes (instrumented before
             // optimization) are activations of their own, innermost first, as gdb lists them.
             let report = &c.report.threads[ti].frames;
-            // Each view marks its own position: the innermost the frame's pc, the others the
-            // call of the next one in. (Inlined activations' path traces are not decoded.)
+            // Each view marks its own position (the innermost the frame's pc, the others the
+            // call of the next one in) and its own path trace.
             let inlined = (f.inlined.iter().zip(&f.inlined_report_frames).enumerate()).filter_map(
                 |(d, (inl, r))| {
                     let view = CrashFrame {
                         function: inl.function.clone(),
                         location: inl.location.clone(),
-                        path: Vec::new(),
+                        path: f.inlined_paths.get(d).cloned().unwrap_or_default(),
                         ..f.clone()
                     };
                     Some((report[(*r)?].function?, (*r)?, view, d == 0, " [inlined]"))
@@ -471,6 +471,7 @@ mod tests {
             graph_function: None,
             report_frame: None,
             inlined_report_frames: Vec::new(),
+            inlined_paths: Vec::new(),
             path: Vec::new(),
             path_note: None,
             unwind: csi_dump::unwind::UnwindMethod::Cfi,

@@ -563,20 +563,21 @@ fn optimized_crash_walks_through_inlined_callers() {
         "add bolt 44;add gear 8;del bolt;add gear 3",
         &tmp.join("run"),
     );
-    // `csi COMMAND ARGS --exe inventory --core core`, which must succeed: its stdout.
-    let csi_on_crash = |args: &[&str]| {
+    // `csi ARGS --exe EXE --core CORE`, which must succeed: its stdout.
+    let csi_on = |exe: &Path, core: &Path, args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_csi"))
             .args(args)
             .arg("--exe")
-            .arg(tmp.join("inventory"))
+            .arg(exe)
             .arg("--core")
-            .arg(&core)
+            .arg(core)
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
-        out.stdout
+        String::from_utf8(out.stdout).unwrap()
     };
-    let v: Value = serde_json::from_slice(&csi_on_crash(&["analyze", "--format", "json"])).unwrap();
+    let csi_on_crash = |args: &[&str]| csi_on(&tmp.join("inventory"), &core, args);
+    let v: Value = serde_json::from_str(&csi_on_crash(&["analyze", "--format", "json"])).unwrap();
     // `find` is a physical frame of its own; its caller `cmd_add` is inlined.
     let frames: Vec<&str> = v["frames"]
         .as_array()
@@ -626,7 +627,7 @@ fn optimized_crash_walks_through_inlined_callers() {
     assert!(status("may").len() <= 1, "may {:?}", status("may"));
     // `csi show` lists the inlined activations as gdb does, each with its own statuses: in
     // `cmd_add`, the call to `find` has run in this activation, what follows it has not.
-    let text = String::from_utf8(csi_on_crash(&["show"])).unwrap();
+    let text = csi_on_crash(&["show"]);
     let section = text
         .split("\n== ")
         .find(|s| s.contains("#2 cmd_add() [inlined]"))
@@ -690,5 +691,23 @@ fn optimized_crash_walks_through_inlined_callers() {
     ] {
         assert_eq!(local.status(line(needle) as u32), Some(want), "{needle}");
     }
+    // With the default scheme an inlined activation has a path trace of its own: `cmd_add`'s
+    // from its entry to the call to `find`.
+    csi_cc_in(&tmp, &["-O2", "-g", "-o", "inventory-pt", src]);
+    let exe = tmp.join("inventory-pt");
+    let core = crash(&exe, "add bolt 44;del bolt;add gear 3", &tmp.join("run-pt"));
+    let text = csi_on(&exe, &core, &["show"]);
+    let section = text
+        .split("\n== ")
+        .find(|s| s.contains("cmd_add() [inlined]"))
+        .unwrap_or_else(|| panic!("no section of the inlined cmd_add:\n{text}"));
+    let trace = format!(
+        "path trace (oldest → current): {} → {} → {} → {}",
+        line("char *name = strtok(args"),
+        line("char *qty = strtok(NULL"),
+        line("if (!name || count == 16)"),
+        line("find(name);")
+    );
+    assert!(section.contains(&trace), "{trace} not in\n{section}");
     std::fs::remove_dir_all(&tmp).unwrap();
 }

@@ -87,6 +87,9 @@ pub struct CrashFrame {
     /// instrumented before optimization keeps each inlined copy's probes, so the copy is a
     /// frame of the analysis (`None` for calls without records).
     pub inlined_report_frames: Vec<Option<usize>>,
+    /// Per call of `inlined`, its activation's decoded path trace (as `path`; empty for calls
+    /// without records or traces).
+    pub inlined_paths: Vec<Vec<PathStep>>,
     /// Decoded path trace, oldest first, ending at the frame's current point.
     pub path: Vec<PathStep>,
     /// Why the path trace is missing or partial.
@@ -1310,6 +1313,7 @@ impl<'a> Extract<'a> {
             graph_function: None,
             report_frame: None,
             inlined_report_frames: Vec::new(),
+            inlined_paths: Vec::new(),
             path: Vec::new(),
             path_note: None,
             unwind: pf.method,
@@ -1418,7 +1422,7 @@ impl<'a> Extract<'a> {
             // keep the line of a statement that never ran: the position is unknown and the
             // path sum decides.
             if !cf.inlined.is_empty() {
-                inlined_frames =
+                (inlined_frames, cf.inlined_paths) =
                     self.inlined_frames(&cf, cu.as_deref(), object, pf, faulted, notices);
                 at_call = true;
                 at = cf.call_location.as_ref();
@@ -1450,7 +1454,8 @@ impl<'a> Extract<'a> {
     /// The report frames of the copies of functions instrumented before optimization that are
     /// inlined at the pc (`cf.inlined`, innermost first): each with its own probes' state (the
     /// variables of its inlined scope), the innermost stopped anywhere (or at a call when the
-    /// pc is a return address), each outer one at the call of the next.
+    /// pc is a return address), each outer one at the call of the next; and per call of
+    /// `cf.inlined`, its activation's path as source steps.
     fn inlined_frames(
         &self,
         cf: &CrashFrame,
@@ -1459,8 +1464,9 @@ impl<'a> Extract<'a> {
         pf: &crate::unwind::PhysFrame,
         faulted: bool,
         notices: &mut Vec<String>,
-    ) -> Vec<Frame> {
+    ) -> (Vec<Frame>, Vec<Vec<PathStep>>) {
         let mut out = Vec::new();
+        let mut paths = vec![Vec::new(); cf.inlined.len()];
         for (i, inl) in cf.inlined.iter().enumerate() {
             let Some(name) = inl.function.as_deref() else {
                 continue;
@@ -1481,7 +1487,7 @@ impl<'a> Extract<'a> {
                 })
                 .collect();
             let at_call = i > 0 || !pf.exact_pc;
-            let (mut rf, _, _) = self.activation(
+            let (mut rf, steps, _) = self.activation(
                 g,
                 name,
                 pf.pc,
@@ -1498,8 +1504,9 @@ impl<'a> Extract<'a> {
             );
             rf.called_from_outside = false;
             out.push(rf);
+            paths[i] = steps;
         }
-        out
+        (out, paths)
     }
 
     /// One activation of `f` as a report frame: its current point, path trace and local
