@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use csi_analysis::{Coverages, FileLines};
-use csi_dump::{Crash, CrashFrame};
+use csi_dump::dwarf::SourceLoc;
+use csi_dump::{Crash, CrashFrame, PathStep};
 use csi_ide::functions::{function_lines, function_view, FunctionView, LineCounts, SpanLines};
 use csi_ide::SourcePaths;
 use csi_model::{Coverage, LineStatus};
@@ -163,13 +164,21 @@ struct Listing<'a> {
     src: Option<&'a [String]>,
 }
 
-/// A program frame's function line by line (a long one shortened to the lines that matter
+/// Where one activation stands: its current line, its decoded path trace and why the trace is
+/// missing or partial.
+struct Standing<'a> {
+    here: Option<u32>,
+    path: &'a [PathStep],
+    path_note: Option<&'a str>,
+}
+
+/// An activation's function line by line (a long one shortened to the lines that matter
 /// unless `all_lines`), then its path trace; `crashed_here`: the thread crashed in this frame
 /// (its line is marked ✘, else ▶).
 fn frame_listing(
     out: &mut String,
     paint: &Paint,
-    f: &CrashFrame,
+    at: &Standing,
     crashed_here: bool,
     listing: &Listing,
     all_lines: bool,
@@ -182,8 +191,8 @@ fn frame_listing(
         src,
     } = *listing;
     let (file, lo, hi) = (&span.file, span.first, span.last);
-    let here = f.location.as_ref().map(|l| l.line);
-    let on_path: Vec<u32> = f
+    let here = at.here;
+    let on_path: Vec<u32> = at
         .path
         .iter()
         .filter(|s| s.file == *file)
@@ -261,8 +270,8 @@ fn frame_listing(
             hi - first + 1
         );
     }
-    if !f.path.is_empty() {
-        let steps: Vec<String> = f
+    if !at.path.is_empty() {
+        let steps: Vec<String> = at
             .path
             .iter()
             .map(|s| {
@@ -279,7 +288,7 @@ fn frame_listing(
             steps.join(" → ")
         );
     }
-    if let Some(n) = &f.path_note {
+    if let Some(n) = at.path_note {
         let _ = writeln!(out, "  path trace: {n}");
     }
 }
@@ -337,23 +346,24 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
             let report = &c.report.threads[ti].frames;
             // Each view marks its own position (the innermost the frame's pc, the others the
             // call of the next one in) and its own path trace.
+            let line = |l: Option<&SourceLoc>| l.map(|l| l.line);
             let inlined = (f.inlined.iter().zip(&f.inlined_report_frames).enumerate()).filter_map(
                 |(d, (inl, r))| {
-                    let view = CrashFrame {
-                        function: inl.function.clone(),
-                        location: inl.location.clone(),
-                        path: f.inlined_paths.get(d).cloned().unwrap_or_default(),
-                        ..f.clone()
+                    let at = Standing {
+                        here: line(inl.location.as_ref()),
+                        path: f.inlined_paths.get(d).map_or(&[], Vec::as_slice),
+                        path_note: None,
                     };
-                    Some((report[(*r)?].function?, (*r)?, view, d == 0, " [inlined]"))
+                    Some((report[(*r)?].function?, (*r)?, at, d == 0, " [inlined]"))
                 },
             );
-            let own = CrashFrame {
-                location: f.call_location.clone().or_else(|| f.location.clone()),
-                ..f.clone()
+            let own = Standing {
+                here: line(f.call_location.as_ref().or(f.location.as_ref())),
+                path: &f.path,
+                path_note: f.path_note.as_deref(),
             };
             let own = (func, rk, own, f.inlined.is_empty(), "");
-            for (func, rk, view, innermost, tag) in inlined.chain([own]) {
+            for (func, rk, at, innermost, tag) in inlined.chain([own]) {
                 let Some(fi) = cov
                     .frames
                     .iter()
@@ -398,7 +408,7 @@ pub fn render(c: &Crash, cov: Option<&Coverages>, opts: Options) -> String {
                     src: src.as_deref(),
                 };
                 let crashed_here = k == 0 && t.crashed && innermost;
-                frame_listing(&mut out, &paint, &view, crashed_here, &listing, all_lines);
+                frame_listing(&mut out, &paint, &at, crashed_here, &listing, all_lines);
             }
         }
     }

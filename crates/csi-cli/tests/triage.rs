@@ -578,14 +578,13 @@ fn optimized_crash_walks_through_inlined_callers() {
     };
     let csi_on_crash = |args: &[&str]| csi_on(&tmp.join("inventory"), &core, args);
     let v: Value = serde_json::from_str(&csi_on_crash(&["analyze", "--format", "json"])).unwrap();
+    // The `function` of each object of a JSON array.
+    fn functions(a: &Value) -> Vec<&str> {
+        let a = a.as_array().unwrap();
+        a.iter().map(|f| f["function"].as_str().unwrap()).collect()
+    }
     // `find` is a physical frame of its own; its caller `cmd_add` is inlined.
-    let frames: Vec<&str> = v["frames"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["function"].as_str().unwrap())
-        .collect();
-    assert_eq!(frames, ["find", "cmd_add", "run", "main"]);
+    assert_eq!(functions(&v["frames"]), ["find", "cmd_add", "run", "main"]);
     // The physical frame of `main` holds `cmd_add` and `run` inlined, innermost first, each
     // an activation of the report's own: report frames 1 and 2, then `main`'s (3).
     let main = v["threads"][0]["frames"]
@@ -594,12 +593,7 @@ fn optimized_crash_walks_through_inlined_callers() {
         .iter()
         .find(|f| f["function"] == "main")
         .unwrap();
-    let inlined: Vec<&str> = main["inlined"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["function"].as_str().unwrap())
-        .collect();
+    let inlined = functions(&main["inlined"]);
     assert_eq!(
         inlined,
         ["cmd_add", "run"],
