@@ -937,7 +937,8 @@ impl<W: Write> Adapter<W> {
     }
 
     /// `csiPosition`: where a Call Stack frame is in the crash, for the language server's line
-    /// states (`{frameId}` → `{thread, frame, step, program, core}`).
+    /// states (`{frameId}` → `{thread, frame, inline, step, program, core}`; `inline`: which
+    /// call inlined into the frame, null for the frame itself).
     fn csi_position(&self, args: Option<&Json>) -> Result<Json, String> {
         let l = self.loaded()?;
         let id = args
@@ -946,10 +947,14 @@ impl<W: Write> Adapter<W> {
             .ok_or("csiPosition needs {\"frameId\"}")?;
         let f = self.frame_ref(id)?;
         let pos = l.positions[f.thread];
-        let step = (pos.frame == f.frame).then_some(pos.step).flatten();
+        // Path steps are the physical frame's: an inlined call has a trace of its own.
+        let step = (pos.frame == f.frame && f.inline.is_none())
+            .then_some(pos.step)
+            .flatten();
         Ok(json!({
             "thread": f.thread,
             "frame": f.frame,
+            "inline": f.inline,
             "step": step,
             "program": l.crash.exe,
             "core": l.crash.core,

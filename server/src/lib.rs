@@ -342,12 +342,16 @@ impl Backend {
             thread: p.thread,
             frame: p.frame,
             step: None,
+            inline: p.inline,
         };
         if s.frame(sel).is_none() {
-            return Err(invalid(format!(
-                "no frame #{} in thread {}",
-                sel.frame, sel.thread
-            )));
+            return Err(invalid(match sel.inline {
+                Some(k) => format!(
+                    "no inlined call #{k} in frame #{} of thread {}",
+                    sel.frame, sel.thread
+                ),
+                None => format!("no frame #{} in thread {}", sel.frame, sel.thread),
+            }));
         }
         *lock(&self.state.selection) = sel;
         self.after_selection().await;
@@ -380,6 +384,7 @@ impl Backend {
                 thread: p.thread.unwrap_or(0),
                 frame,
                 step: None,
+                inline: None,
             },
             None => self.selection(),
         };

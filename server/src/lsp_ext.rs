@@ -235,10 +235,10 @@ pub struct Frame {
 // ---- Frames and path traces ----
 
 request! {
-    /// `csi/selectFrame`: selects a frame (hints, lenses and line states follow); answers its
-    /// path trace.
+    /// `csi/selectFrame`: selects a frame, or one call inlined into it (hints, lenses and line
+    /// states follow); answers its path trace.
     SelectFrame, "csi/selectFrame", "csi.selectFrame", SelectFrameParams => Option<PathTraceResult>,
-    r#"needs {"thread", "frame"}"#
+    r#"needs {"thread", "frame", "inline"?}"#
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -246,6 +246,10 @@ pub struct SelectFrameParams {
     #[serde(default)]
     pub thread: usize,
     pub frame: usize,
+    /// A call inlined into the frame, as the debugger's Call Stack lists them (0 = innermost;
+    /// `Frame::inlined`): its own activation's lines and path trace instead of the frame's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<usize>,
 }
 
 request! {
@@ -269,6 +273,9 @@ pub struct PathTraceParams {
 pub struct PathTraceResult {
     pub thread: usize,
     pub frame: usize,
+    /// The selected call inlined into the frame, if one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<usize>,
     /// 0-based index into `steps`.
     pub current: usize,
     /// Why the frame has no path, when it has none for a reason.
@@ -486,6 +493,9 @@ pub struct LineSets {
 pub struct FrameLineStates {
     pub thread: usize,
     pub frame: usize,
+    /// The selected call inlined into the frame, if one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<usize>,
     #[serde(flatten)]
     pub lines: LineSets,
 }
@@ -712,7 +722,7 @@ mod tests {
         assert_eq!((p.thread, p.frame), (0, 2));
         assert_eq!(
             parse::<SelectFrame>(json!({"thread": 1})).unwrap_err(),
-            r#"csi.selectFrame needs {"thread", "frame"}: missing field `frame`"#
+            r#"csi.selectFrame needs {"thread", "frame", "inline"?}: missing field `frame`"#
         );
         assert!(parse::<Stack>(json!(5))
             .unwrap_err()
@@ -742,9 +752,18 @@ mod tests {
         assert_eq!(
             json!(SelectFrameParams {
                 thread: 1,
-                frame: 2
+                frame: 2,
+                inline: None
             }),
             json!({"thread": 1, "frame": 2})
+        );
+        assert_eq!(
+            json!(SelectFrameParams {
+                thread: 1,
+                frame: 2,
+                inline: Some(0)
+            }),
+            json!({"thread": 1, "frame": 2, "inline": 0})
         );
         let stale = LineStatesParams {
             uri: "file:///a.c".into(),

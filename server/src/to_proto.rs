@@ -262,7 +262,8 @@ pub fn code_lenses(s: &Session, sel: Selection, keys: &[&str]) -> Vec<CodeLens> 
                     command: "csi.selectFrame".into(),
                     arguments: Some(vec![json!(lsp_ext::SelectFrameParams {
                         thread: fr.thread,
-                        frame: fr.frame
+                        frame: fr.frame,
+                        inline: None,
                     })]),
                 }),
                 data: None,
@@ -358,6 +359,7 @@ pub fn line_states(
             .map(|(thread, frame, local)| lsp_ext::FrameLineStates {
                 thread,
                 frame,
+                inline: sel.inline,
                 lines: line_sets(&local),
             }),
         stale: false,
@@ -485,6 +487,7 @@ pub fn path_trace(s: &Session, sel: Selection) -> Option<lsp_ext::PathTraceResul
     Some(lsp_ext::PathTraceResult {
         thread: sel.thread,
         frame: sel.frame,
+        inline: sel.inline,
         current: sel.step.unwrap_or(f.path.len().saturating_sub(1)),
         note: f.path_note.clone(),
         steps: f

@@ -510,6 +510,43 @@ fn step_back_through_every_path_step_and_forward_again() {
     assert_eq!(again, crash);
 }
 
+/// `csiPosition` tells the language server which call inlined into a frame the Call Stack
+/// selected (abort_assert at -O2: `push` inlined into `main`), so that the editor shows that
+/// call's own lines rather than the whole frame's.
+#[test]
+fn csi_position_names_the_inlined_call_selected() {
+    let dir = root().join("fixtures/crashes/abort_assert/realistic-O2");
+    let mut d = Dap::start();
+    d.ok("initialize", json!({"adapterID": "csi"}));
+    d.ok(
+        "launch",
+        json!({"program": dir.join("abort_assert"), "coreFile": dir.join("core")}),
+    );
+    d.ok("configurationDone", json!({}));
+    let frames = d.ok("stackTrace", json!({"threadId": 1}))["stackFrames"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let id_of = |name: &str| {
+        frames
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("no frame {name}: {frames:?}"))["id"]
+            .clone()
+    };
+    let inlined = d.ok("csiPosition", json!({"frameId": id_of("push [inlined]")}));
+    let own = d.ok("csiPosition", json!({"frameId": id_of("main")}));
+    assert_eq!(inlined["inline"], 0, "{inlined}");
+    assert_eq!(own["inline"], Value::Null, "{own}");
+    assert_eq!(
+        inlined["frame"], own["frame"],
+        "one physical frame: {inlined} {own}"
+    );
+    // Path steps are the physical frame's own: none for the inlined call.
+    assert_eq!(inlined["step"], Value::Null, "{inlined}");
+    d.ok("disconnect", json!({}));
+}
+
 #[test]
 fn malformed_requests_are_answered_and_the_adapter_goes_on() {
     let mut d = Dap::start();

@@ -1119,6 +1119,9 @@ async fn malformed_requests_over_stdio_are_answered_and_the_server_lives() {
     for (t, f) in [(0, u64::MAX), (u64::MAX, 0), (0, 1u64 << 40), (7, 0)] {
         params.push(json!({"thread": t, "frame": f}));
     }
+    for inline in [json!(0), json!(u64::MAX), json!(-1), json!("0")] {
+        params.push(json!({"thread": 0, "frame": 0, "inline": inline}));
+    }
     for d in [i64::MIN, i64::MAX, -1, 1, 0] {
         params.push(json!({ "delta": d }));
     }

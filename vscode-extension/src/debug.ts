@@ -11,6 +11,8 @@ export const DEBUG_TYPE = 'csi';
 export interface DebugPosition {
   thread: number;
   frame: number;
+  /** A call inlined into the frame (0 = innermost), `null` (or absent) for the frame itself. */
+  inline?: number | null;
   /** Path step shown, `null` for the frame's current position. */
   step: number | null;
   program: string;
@@ -24,6 +26,7 @@ export function isDebugPosition(v: unknown): v is DebugPosition {
     p !== null &&
     Number.isInteger(p.thread) &&
     Number.isInteger(p.frame) &&
+    (p.inline === undefined || p.inline === null || Number.isInteger(p.inline)) &&
     (p.step === null || Number.isInteger(p.step)) &&
     typeof p.program === 'string' &&
     typeof p.core === 'string'

@@ -663,7 +663,9 @@ export class Controller implements vscode.Disposable {
     if (!this.state.isOpen || !o || o.executable !== p.program || o.core !== p.core) {
       await this.openCrash({ executable: p.program, core: p.core });
     }
-    if (p.step === null) await this.selectFrame({ thread: p.thread, frame: p.frame });
+    // A call inlined into the frame has its own lines and path trace (and no debugger step).
+    if (typeof p.inline === 'number') await this.selectFrame({ thread: p.thread, frame: p.frame, inline: p.inline });
+    else if (p.step === null) await this.selectFrame({ thread: p.thread, frame: p.frame });
     else await this.goToStep({ thread: p.thread, frame: p.frame, step: p.step });
   }
 

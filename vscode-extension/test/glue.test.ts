@@ -613,8 +613,9 @@ test('the editor follows the frame and path step selected in the debugger (csiPo
     type: 'csi',
     async customRequest(command: string, args: any) {
       requests.push([command, args]);
+      if (args.frameId === 9) return { thread: 0, frame: 1, inline: 0, step: null, program: '/w/null_deref', core: '/w/core' };
       return args.frameId === 7
-        ? { thread: 0, frame: 1, step: null, program: '/w/null_deref', core: '/w/core' }
+        ? { thread: 0, frame: 1, inline: null, step: null, program: '/w/null_deref', core: '/w/core' }
         : { thread: 0, frame: 0, step: 2, program: '/w/null_deref', core: '/w/core' };
     },
   };
@@ -633,6 +634,14 @@ test('the editor follows the frame and path step selected in the debugger (csiPo
   assert.ok(!methods.includes('csi/openCrash'), `${methods}`);
   assert.deepEqual(methods.slice(0, 1), ['csi/selectFrame']);
   assert.ok(methods.includes('csi/stepPath'), `${methods}`);
+  // A call inlined into frame 1: that call is selected, with its own lines and trace.
+  client.requests.length = 0;
+  vscode.debug._selectStackItem({ session, threadId: 1, frameId: 9 });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(
+    client.requests.map((r: any) => [r.method, r.params]),
+    [['csi/selectFrame', { thread: 0, frame: 1, inline: 0 }]],
+  );
   // Other debuggers' sessions are none of ours.
   client.requests.length = 0;
   vscode.debug._selectStackItem({ session: { type: 'cppdbg', customRequest: () => assert.fail('asked') }, threadId: 1, frameId: 1 });

@@ -409,7 +409,10 @@ describe('command arguments', () => {
     assert.deepEqual(reportArg({ graph: 'g', report: 'r' }), { graph: 'g', report: 'r' });
     assert.equal(reportArg({ graph: 'g' }), undefined);
     assert.deepEqual(frameArg({ thread: 0, frame: 3 }), { thread: 0, frame: 3 });
-    for (const bad of [{ thread: 0, frame: { index: 1 } }, { thread: -1, frame: 0 }, { thread: 0, frame: 1.5 }, { thread: '0', frame: 0 }]) {
+    assert.deepEqual(frameArg({ thread: 0, frame: 3, inline: 1 }), { thread: 0, frame: 3, inline: 1 });
+    // An inline index that is none (the debugger's null) selects the frame itself.
+    assert.deepEqual(frameArg({ thread: 0, frame: 3, inline: null }), { thread: 0, frame: 3 });
+    for (const bad of [{ thread: 0, frame: { index: 1 } }, { thread: -1, frame: 0 }, { thread: 0, frame: 1.5 }, { thread: '0', frame: 0 }, { thread: 0, frame: 3, inline: -1 }, { thread: 0, frame: 3, inline: '0' }]) {
       assert.equal(frameArg(bad), undefined, JSON.stringify(bad));
     }
     assert.deepEqual(lineArg({ uri: 'file:///a.c', line: 28 }), { uri: 'file:///a.c', line: 28 });

@@ -673,6 +673,7 @@ fn optimized_crash_walks_through_inlined_callers() {
         thread: 0,
         frame: k,
         step: None,
+        inline: None,
     };
     let local = session.lines_of(src, sel).1.expect("the frame's lines");
     use csi_model::LineStatus::{Must, Never};
@@ -685,6 +686,34 @@ fn optimized_crash_walks_through_inlined_callers() {
     ] {
         assert_eq!(local.status(line(needle) as u32), Some(want), "{needle}");
     }
+    // Selecting one inlined call (as the debugger's Call Stack lists them, innermost first)
+    // shows that activation alone: `cmd_add`'s lines, not `run`'s or `main`'s.
+    let inlined = |k: usize| {
+        let sel = csi_ide::session::Selection {
+            inline: Some(k),
+            ..sel
+        };
+        assert!(session.frame(sel).is_some_and(|f| f.analysis.is_some()));
+        session
+            .lines_of(src, sel)
+            .1
+            .expect("the inlined call's lines")
+    };
+    let cmd_add = inlined(0);
+    assert_eq!(cmd_add.status(line("find(name);") as u32), Some(Must));
+    assert_eq!(cmd_add.status(line("if (!it) {") as u32), Some(Never));
+    for other in ["cmd_add(rest);", "run(line);"] {
+        assert_eq!(cmd_add.status(line(other) as u32), None, "{other}");
+    }
+    let run = inlined(1);
+    assert_eq!(run.status(line("cmd_add(rest);") as u32), Some(Must));
+    assert_eq!(run.status(line("find(name);") as u32), None);
+    assert!(session
+        .frame(csi_ide::session::Selection {
+            inline: Some(2),
+            ..sel
+        })
+        .is_none());
     // With the default scheme an inlined activation has a path trace of its own: `cmd_add`'s
     // from its entry to the call to `find`.
     csi_cc_in(&tmp, &["-O2", "-g", "-o", "inventory-pt", src]);

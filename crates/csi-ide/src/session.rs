@@ -33,15 +33,25 @@ pub struct FrameView {
     pub variables: Vec<Variable>,
     pub path: Vec<PathStep>,
     pub path_note: Option<String>,
-    /// Index into `Session::frame_lines` when the analysis has a local answer for the frame.
+    /// Index into `Session::frame_lines` when the analysis has a local answer for the frame
+    /// (for a physical frame with calls inlined into it, their lines are shown with its own).
     #[serde(skip)]
     pub analysis: Option<usize>,
-    /// The analyses of the calls inlined into the frame that kept their probes (instrumented
-    /// before optimization), innermost first: their lines are shown with the frame's own.
-    #[serde(skip)]
-    pub inlined_analyses: Vec<usize>,
     #[serde(skip)]
     pub graph_function: Option<FuncId>,
+    /// The calls inlined at the frame's pc, innermost first (as `csi_dump::CrashFrame::inlined`),
+    /// each the view of its own activation: its position, variables and, where it kept its
+    /// probes (instrumented before optimization), its analysis and path trace. Selected with
+    /// `Selection::inline`, as a debugger's Call Stack lists them.
+    #[serde(skip)]
+    pub inlined: Vec<FrameView>,
+}
+
+impl FrameView {
+    /// The analyses of the calls inlined into the frame that have one.
+    fn inlined_analyses(&self) -> impl Iterator<Item = usize> + '_ {
+        self.inlined.iter().filter_map(|i| i.analysis)
+    }
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -76,6 +86,10 @@ pub struct Selection {
     pub frame: usize,
     /// Index into the frame's path steps (the newest when `None`).
     pub step: Option<usize>,
+    /// One call inlined into the frame (index into `FrameView::inlined`, 0 = innermost)
+    /// instead of the whole frame.
+    #[serde(default)]
+    pub inline: Option<usize>,
 }
 
 impl Session {
@@ -140,12 +154,8 @@ impl Session {
                     path: f.path.clone(),
                     path_note: f.path_note.clone(),
                     analysis: analysis_of(f.report_frame),
-                    inlined_analyses: f
-                        .inlined_report_frames
-                        .iter()
-                        .filter_map(|&r| analysis_of(r))
-                        .collect(),
                     graph_function: f.graph_function,
+                    inlined: inlined_views(k, f, &analysis_of, coverage.as_ref()),
                 })
                 .collect();
             threads.push(ThreadView {
@@ -239,8 +249,8 @@ impl Session {
                         analysis: coverage.as_ref().and_then(|c| {
                             c.frames.iter().position(|x| x.thread == ti && x.frame == k)
                         }),
-                        inlined_analyses: Vec::new(),
                         graph_function: f.function,
+                        inlined: Vec::new(),
                     }
                 })
                 .collect();
@@ -287,11 +297,11 @@ impl Session {
         // into itself; a node the activations answer differently is Maybe.
         if let Some(c) = &coverage {
             for f in threads.iter().flat_map(|t| &t.frames) {
-                let Some(own) = f.analysis.filter(|_| !f.inlined_analyses.is_empty()) else {
+                let Some(own) = f.analysis.filter(|_| f.inlined_analyses().next().is_some()) else {
                     continue;
                 };
                 let mut merged = c.frames[own].clone();
-                for &a in &f.inlined_analyses {
+                for a in f.inlined_analyses() {
                     for (&n, &cov) in &c.frames[a].status {
                         merged
                             .status
@@ -363,8 +373,13 @@ impl Session {
             .collect()
     }
 
+    /// The selected frame, or the selected call inlined into it.
     pub fn frame(&self, sel: Selection) -> Option<&FrameView> {
-        self.threads.get(sel.thread)?.frames.get(sel.frame)
+        let f = self.threads.get(sel.thread)?.frames.get(sel.frame)?;
+        match sel.inline {
+            None => Some(f),
+            Some(k) => f.inlined.get(k),
+        }
     }
 
     /// The default selection: the crashing thread's innermost frame with source.
@@ -382,6 +397,7 @@ impl Session {
             thread: 0,
             frame,
             step: None,
+            inline: None,
         }
     }
 
@@ -403,6 +419,49 @@ impl Session {
     pub fn global_status(&self, n: NodeId) -> Option<Coverage> {
         self.coverage.as_ref()?.global.get(n as usize).copied()
     }
+}
+
+/// The views of the calls inlined into physical frame `index` (`f`), innermost first: each at
+/// its own position (the innermost at the frame's, the others at the call they are in), with
+/// the variables DWARF gives it, and its activation's analysis (`analysis_of` a report frame)
+/// and path trace when it kept its probes.
+fn inlined_views(
+    index: usize,
+    f: &csi_dump::CrashFrame,
+    analysis_of: &dyn Fn(Option<usize>) -> Option<usize>,
+    coverage: Option<&Coverages>,
+) -> Vec<FrameView> {
+    f.inlined
+        .iter()
+        .enumerate()
+        .map(|(d, inl)| {
+            let analysis = analysis_of(f.inlined_report_frames.get(d).copied().flatten());
+            FrameView {
+                index,
+                function: inl.function.clone(),
+                linkage_name: inl.linkage_name.clone(),
+                file: inl.location.as_ref().map(|l| l.file.clone()),
+                line: inl.location.as_ref().map(|l| l.line),
+                column: inl.location.as_ref().map(|l| l.column),
+                module: f.module.clone(),
+                pc: f.pc,
+                variables: f
+                    .variables
+                    .iter()
+                    .filter(|v| v.inlined_in.is_some() && v.inlined_in == inl.function)
+                    .cloned()
+                    .collect(),
+                path: f.inlined_paths.get(d).cloned().unwrap_or_default(),
+                path_note: None,
+                analysis,
+                graph_function: coverage
+                    .zip(analysis)
+                    .and_then(|(c, a)| c.frames.get(a))
+                    .map(|fc| fc.function),
+                inlined: Vec::new(),
+            }
+        })
+        .collect()
 }
 
 /// A slice shown in the editor (`csi/slice`): plain data for hints and lenses.

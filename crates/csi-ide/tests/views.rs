@@ -27,7 +27,8 @@ fn hints_and_lenses_of_the_crash_frame() {
         Selection {
             thread: 0,
             frame: 0,
-            step: None
+            step: None,
+            inline: None
         }
     );
     assert_eq!(

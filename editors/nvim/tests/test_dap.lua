@@ -143,6 +143,20 @@ test('stepping back in the debugger moves the path step shown', function()
   eq(csi.state.step.line + 1, f[1].line, 'the same line as the debugger shows')
 end)
 
+test('a call inlined into a frame is selected on its own (csiPosition\'s inline)', function()
+  -- abort_assert at -O2: main() holds push() inlined at the pc of its frame #5.
+  local dir = H.root .. '/fixtures/crashes/abort_assert/realistic-O2'
+  local done = false
+  require('csi.dap').follow({ thread = 0, frame = 5, inline = 0, step = vim.NIL,
+    program = dir .. '/abort_assert', core = dir .. '/core' }, function() done = true end)
+  wait(function()
+    return done
+  end, 'the inlined call selected with the language server', 15000)
+  eq(csi.state.selected.inline, 0, 'the selection is the inlined call')
+  eq(csi.state.path.inline, 0, 'the server answers for the inlined call')
+  eq(csi.state.path.frame, 5, 'in frame #5')
+end)
+
 test('other debuggers\' sessions are left alone', function()
   local before = vim.deepcopy(csi.state.selected)
   dap.listeners.after.scopes.csi({ config = { type = 'cppdbg' } }, nil, {}, { frameId = 1 })

@@ -16,6 +16,8 @@ export interface ReportArg {
 export interface FrameArg {
   thread: number;
   frame: number;
+  /** A call inlined into the frame (0 = innermost), as the debugger's Call Stack lists them. */
+  inline?: number;
 }
 
 export interface LineArg {
@@ -41,9 +43,11 @@ export function reportArg(a: unknown): ReportArg | undefined {
   return isObject(a) && isPath(a.graph) && isPath(a.report) ? { graph: a.graph, report: a.report } : undefined;
 }
 
-/** `{thread, frame}` (non-negative integers), else undefined. */
+/** `{thread, frame, inline?}` (non-negative integers), else undefined. */
 export function frameArg(a: unknown): FrameArg | undefined {
-  return isObject(a) && isIndex(a.thread) && isIndex(a.frame) ? { thread: a.thread, frame: a.frame } : undefined;
+  if (!isObject(a) || !isIndex(a.thread) || !isIndex(a.frame)) return undefined;
+  if (a.inline === undefined || a.inline === null) return { thread: a.thread, frame: a.frame };
+  return isIndex(a.inline) ? { thread: a.thread, frame: a.frame, inline: a.inline } : undefined;
 }
 
 /** `{uri, line, variables?}` (a URI string, a 0-based line, strings), else undefined. */

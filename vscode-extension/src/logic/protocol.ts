@@ -52,6 +52,8 @@ export interface PathStep {
 export interface PathTrace {
   thread: number;
   frame: number;
+  /** The selected call inlined into the frame, when one is. */
+  inline?: number;
   /** 0-based index into `steps`. */
   current: number;
   note: string | null;

@@ -55,7 +55,7 @@ function M.setup(opts)
   return true
 end
 
---- Shows a debugger position ({thread, frame, step, program, core}) with the language server:
+--- Shows a debugger position ({thread, frame, inline, step, program, core}) with the language server:
 --- opens the crash if another one is open, selects the frame, moves to the path step.
 function M.follow(pos, on_done)
   local csi = require('csi')
@@ -77,7 +77,9 @@ function M.follow(pos, on_done)
     csi.step(delta, { jump = false, on_done = on_done })
   end
   local function select()
-    csi.select(pos.thread, pos.frame, { jump = false, on_done = to_step })
+    -- A call inlined into the frame: its own lines and path trace (the debugger has no step).
+    local inline = type(pos.inline) == 'number' and pos.inline or nil
+    csi.select(pos.thread, pos.frame, { jump = false, on_done = to_step, inline = inline })
   end
   local open = csi.state.crash
   if not csi.state.stack or not open or open.executable ~= pos.program or open.core ~= pos.core then

@@ -241,8 +241,10 @@ end
 --- Selects frame `frame` of thread `thread` (0-based, as in the protocol).
 function M.select(thread, frame, opts)
   opts = opts or {}
-  return request('csi/selectFrame', { thread = thread, frame = frame }, function(path)
-    M.state.selected = { thread = thread, frame = frame }
+  -- opts.inline: a call inlined into the frame (0 = innermost), as the debugger lists them.
+  local params = { thread = thread, frame = frame, inline = opts.inline }
+  return request('csi/selectFrame', params, function(path)
+    M.state.selected = { thread = thread, frame = frame, inline = opts.inline }
     M.state.path = path
     M.state.step = nil
     if M.state.stack then
