@@ -5,6 +5,11 @@
  *   CRASH_N=N      crash at allocation number N (1-based); unset or 0: never crash
  *   CRASH_COUNT=1  print "crashshim: <count> allocations" to stderr at exit (to choose N and to
  *                  check that a run under valgrind counts the same as a native run)
+ *   CRASH_SIGNAL=S the signal raised (a number; default SIGSEGV): a program that catches
+ *                  SIGSEGV to clean up and exit (bzip2) leaves no core for it
+ *   CRASH_ON=read  count input calls (read, fread) instead of allocations: a compressor
+ *                  allocates its buffers once, up front, but reads inside its compression
+ *                  loop, so the N-th read stops it with the loop's frames on the stack
  *
  * Only allocations made once main() has started count (the shim wraps main through
  * __libc_start_main): constructors are where builds differ, e.g. jq's jv_mem_uninit_setup does
@@ -49,6 +54,8 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags) {
 }
 
 static unsigned long crash_at;
+static int count_reads;
+static int crash_signal = SIGSEGV;
 static unsigned long calls;
 static int report_count;
 static int in_main;
@@ -73,23 +80,45 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), v
 __attribute__((constructor)) static void crashshim_init(void) {
     const char *n = getenv("CRASH_N");
     const char *c = getenv("CRASH_COUNT");
+    const char *on = getenv("CRASH_ON");
     crash_at = n ? strtoul(n, NULL, 10) : 0;
+    count_reads = on && strcmp(on, "read") == 0;
+    const char *sig = getenv("CRASH_SIGNAL");
+    if (sig && atoi(sig) > 0) crash_signal = atoi(sig);
     report_count = c && *c == '1';
 }
 
 __attribute__((destructor)) static void crashshim_fini(void) {
     if (report_count) {
         char buf[64];
-        int len = snprintf(buf, sizeof buf, "crashshim: %lu allocations\n", calls);
+        int len = snprintf(buf, sizeof buf, "crashshim: %lu %s\n", calls, count_reads ? "reads" : "allocations");
         if (len > 0) (void)!write(2, buf, (size_t)len);
     }
 }
 
-/* noinline so that every allocation entry point crashes through the same frame. */
-__attribute__((noinline)) static void count_allocation(void) {
+/* noinline so that every counted entry point crashes through the same frame. */
+__attribute__((noinline)) static void count_call(void) {
     if (!in_main) return;
     calls++;
-    if (crash_at != 0 && calls == crash_at) raise(SIGSEGV);
+    if (crash_at != 0 && calls == crash_at) raise(crash_signal);
+}
+
+static void count_allocation(void) {
+    if (!count_reads) count_call();
+}
+
+/* glibc's own entry points (exported, as the __libc_* allocators are): dlsym would allocate. */
+extern ssize_t __read(int, void *, size_t);
+extern size_t _IO_fread(void *, size_t, size_t, FILE *);
+
+ssize_t read(int fd, void *buf, size_t n) {
+    if (count_reads) count_call();
+    return __read(fd, buf, n);
+}
+
+size_t fread(void *buf, size_t size, size_t n, FILE *f) {
+    if (count_reads) count_call();
+    return _IO_fread(buf, size, n, f);
 }
 
 void *malloc(size_t size) {

@@ -7,7 +7,9 @@
 # the same N under callgrind, every executed (file, line) compared with `csi analyze`'s lines.
 #
 # Usage: bench/real/run.sh            (as root: it runs apt-get for sources and build deps)
-# Env:   PROGRAMS="lua jq yaml-cpp"   which programs (also: sqlite — Debian's sqlite3, 250k lines)
+# Env:   PROGRAMS="lua jq yaml-cpp"   which programs (also: sqlite — Debian's sqlite3, 250k lines;
+#                                     gzip, bzip2, zstd — compressors crashed at the N-th read
+#                                     inside their compression loops, crashshim's CRASH_ON=read)
 #        OPTS="O0 O2"                 which csi builds to crash (O2: csi-cc's default, before
 #                                     optimization since issue 17; also O2pre — the same,
 #                                     explicit — and O2post: --csi-instrument=after-optimization;
@@ -267,6 +269,42 @@ test_sqlite() {
     echo "workload.sql exit $? output $(md5sum <"$b/out.workload" | cut -c1-12)"
 }
 
+# ---------------------------------------------------------------- compressors
+# The programs of crates/csi-cc/bench/suite, whose hot loops issue 21's cost reductions work on
+# (loop stores at exits, repeated paths stored once, probe placement), each built by its own
+# build system. They allocate their buffers up front, so they are crashed at the N-th read
+# (crashshim's CRASH_ON=read), inside the compression loop: gzip read()s, bzip2 and zstd fread().
+build_gzip() {
+    local cfg="$1" b="$2"
+    copy_tree "$(ls -d "$W"/src/gzip-1*/)" "$b"
+    (cd "$b" && ./configure -q CC="$(cfg_cc "$cfg")" CFLAGS="$(cfg_flags "$cfg")") || return 1
+    make -C "$b/lib" -j"$JOBS" && make -C "$b" -j"$JOBS" version.h version.c gzip
+}
+build_bzip2() {
+    local cfg="$1" b="$2"
+    copy_tree "$(ls -d "$W"/src/bzip2-1*/)" "$b"
+    make -C "$b" -j"$JOBS" bzip2 CC="$(cfg_cc "$cfg")" \
+        CFLAGS="$(cfg_flags "$cfg") -D_FILE_OFFSET_BITS=64"
+}
+# zstd's Makefile sets -O3 in CFLAGS; the harness's flags replace it (-O2 like the others).
+build_zstd() {
+    local cfg="$1" b="$2"
+    copy_tree "$(ls -d "$W"/src/libzstd-1*/)" "$b"
+    make -C "$b/programs" -j"$JOBS" zstd CC="$(cfg_cc "$cfg")" CFLAGS="$(cfg_flags "$cfg")"
+}
+# A round trip of the workload's input at two levels: the compressed bytes and the
+# decompressed check. The compressed bytes must equal the plain build's.
+compress_test() {
+    local exe="$1" in="$W/gen/input.dat" l
+    for l in 1 9; do
+        "$exe" -c -$l "$in" >"$exe.t$l" 2>&1
+        echo "-$l exit $? compressed $(md5sum <"$exe.t$l" | cut -c1-12) $("$exe" -d -c <"$exe.t$l" | cmp -s - "$in" && echo round-trip-ok || echo round-trip-FAILED)"
+    done
+}
+test_gzip() { compress_test "$1/gzip"; }
+test_bzip2() { compress_test "$1/bzip2"; }
+test_zstd() { compress_test "$1/programs/zstd"; }
+
 # ---------------------------------------------------------------- workloads
 # crash_targets PROG: "variant exe-relative-to-build-dir args..." one per line; stdin from
 # $HERE/workloads when the variant names one.
@@ -278,6 +316,9 @@ crash_targets() {
         echo "jq jq/.libs/jq -f filter.jq data.json"
         ;;
     sqlite) echo "sqlite3 .libs/sqlite3 :memory: STDIN=workload.sql" ;;
+    gzip) echo "gzip gzip -c -9 input.dat" ;;
+    bzip2) echo "bzip2 bzip2 -c -9 input.dat" ;;
+    zstd) echo "zstd programs/zstd -c -9 --single-thread --no-asyncio input.dat" ;;
     yaml-cpp)
         echo "parse-static util/yaml-cpp-parse-static STDIN=data.yaml"
         echo "parse util/parse STDIN=data.yaml"
@@ -290,8 +331,16 @@ default_ns() {
     jq) echo "200 2500 6000 9000 12000 15000 17500" ;;
     yaml-cpp) echo "100 1500 3500 5500 7500 9000 9900" ;;
     sqlite) echo "500 1500 3000 4500 5000 5200 5300" ;;
+    gzip) echo "3 8 13 18 23 27 31" ;;
+    bzip2) echo "5 40 80 120 160 190 209" ;;
+    zstd) echo "2 3 4 5 6 7 8" ;;
     esac
 }
+# crash_on PROG: what crashshim counts (CRASH_ON): reads for the compressors, else allocations.
+crash_on() { case "$1" in gzip | bzip2 | zstd) echo read ;; esac; }
+# crash_signal PROG: the signal crashshim raises (CRASH_SIGNAL): bzip2 catches SIGSEGV (and
+# SIGBUS, SIGINT, SIGTERM, SIGHUP) to remove its output file and exit, so it gets SIGABRT.
+crash_signal() { case "$1" in bzip2) echo 6 ;; esac; }
 lib_path() { # LD_LIBRARY_PATH for shared-library variants
     case "$1" in
     jq) echo "$2/jq/.libs:$2/onig-inst/lib" ;;
@@ -310,9 +359,10 @@ run_native() {
     done
     { (
         cd "$RUN_DIR" && rm -f core && ulimit -c unlimited
-        cp -f "$HERE"/workloads/* . 2>/dev/null
+        cp -f "$HERE"/workloads/* "$W"/gen/* . 2>/dev/null
         exec env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
-            LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 "$b/$exe" "${args[@]}" <"$stdin"
+            LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 CRASH_ON="$(crash_on "$prog")" \
+            CRASH_SIGNAL="$(crash_signal "$prog")" "$b/$exe" "${args[@]}" <"$stdin"
     ) >"$RUN_DIR/stdout" 2>"$RUN_DIR/stderr"; } 2>/dev/null
 }
 
@@ -326,8 +376,8 @@ run_callgrind() {
     { (
         cd "$RUN_DIR" && ulimit -c 0
         exec env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
-            LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 \
-            valgrind --tool=callgrind --dump-instr=yes --dump-line=yes --separate-threads=no \
+            LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 CRASH_ON="$(crash_on "$prog")" \
+            CRASH_SIGNAL="$(crash_signal "$prog")" valgrind --tool=callgrind --dump-instr=yes --dump-line=yes --separate-threads=no \
             --num-callers=64 --callgrind-out-file="$RUN_DIR/callgrind.out" "$b/$exe" "${args[@]}" <"$stdin"
     ) >"$RUN_DIR/vg.stdout" 2>"$RUN_DIR/vg.stderr"; } 2>/dev/null
 }
@@ -466,8 +516,11 @@ main() {
     fetch_source libonig 'libonig-*/'
     fetch_source yaml-cpp 'yaml-cpp-*/'
     case " $PROGRAMS " in *" sqlite "*) fetch_source sqlite3 'sqlite3-*/' ;; esac
+    case " $PROGRAMS " in *" gzip "*) fetch_source gzip 'gzip-1*/' ;; esac
+    case " $PROGRAMS " in *" bzip2 "*) fetch_source bzip2 'bzip2-1*/' ;; esac
+    case " $PROGRAMS " in *" zstd "*) fetch_source libzstd 'libzstd-1*/' ;; esac
     setup_tools
-    "$PY" "$HERE/workloads/make_data.py" "$HERE/workloads"
+    "$PY" "$HERE/workloads/make_data.py" "$HERE/workloads" "$W/gen"
     local prog cfg line variant exe n opt
     : >"$W/tests.txt"
     for prog in $PROGRAMS; do

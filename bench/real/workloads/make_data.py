@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Writes the deterministic inputs of the crash workloads (data.json for jq, data.yaml for
-yaml-cpp) into the directory given, unless they are there already."""
+yaml-cpp) into the directory given, unless they are there already; with a second directory,
+also the compressors' input (input.dat, 1 MB of log-like text: too big to keep in the tree)."""
 import json
 import os
+import random
 import sys
 
 CITIES = ["oslo", "lima", "kyiv", "rome", "nuuk", "baku", "bern", "riga"]
@@ -35,6 +37,21 @@ def yaml_doc(n):
     return "\n".join(out) + "\n"
 
 
+def log_lines(size, seed=21):
+    """Log-like lines (repeated words and numbers: compressible, but not trivially)."""
+    rnd = random.Random(seed)
+    words = ["GET", "POST", "/api/v1/items", "/static/app.js", "200", "404", "500", "user",
+             "session", "timeout", "retry", "cache", "miss", "hit"] + CITIES + TAGS
+    out, n = [], 0
+    while n < size:
+        line = "%06d %s %s\n" % (rnd.randrange(10**6),
+                                  " ".join(rnd.choice(words) for _ in range(rnd.randrange(3, 12))),
+                                  "".join(rnd.choice("0123456789abcdef") for _ in range(rnd.randrange(0, 24))))
+        out.append(line)
+        n += len(line)
+    return "".join(out)[:size]
+
+
 def main():
     d = sys.argv[1]
     p = os.path.join(d, "data.json")
@@ -45,6 +62,12 @@ def main():
     if not os.path.exists(p):
         with open(p, "w") as f:
             f.write(yaml_doc(40))
+    if len(sys.argv) > 2:
+        os.makedirs(sys.argv[2], exist_ok=True)
+        p = os.path.join(sys.argv[2], "input.dat")
+        if not os.path.exists(p):
+            with open(p, "w") as f:
+                f.write(log_lines(1 << 20))
 
 
 if __name__ == "__main__":
