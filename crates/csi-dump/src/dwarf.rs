@@ -421,7 +421,7 @@ impl DebugInfo {
         let ctx = self.ctx.lock().unwrap_or_else(|p| p.into_inner());
         let l = ctx.find_location(svma).ok()??;
         Some(SourceLoc {
-            file: l.file?.to_string(),
+            file: csi_model::paths::normalize(l.file?).into_owned(),
             line: l.line?,
             column: l.column.unwrap_or(0),
         })
@@ -455,7 +455,7 @@ impl DebugInfo {
                 variant,
                 location: f.location.and_then(|l| {
                     Some(SourceLoc {
-                        file: l.file?.to_string(),
+                        file: csi_model::paths::normalize(l.file?).into_owned(),
                         line: l.line?,
                         column: l.column.unwrap_or(0),
                     })
