@@ -297,14 +297,17 @@ pub fn project_lines_cut(
                 Coverage::No => s.no = true,
                 Coverage::Maybe => s.maybe = true,
             }
-            if func.optimized {
+            // The subprogram this position's code comes from: any copy of it that may have
+            // run may have run this line with no instruction of its own there.
+            let sub = match n.scopes.get(k) {
+                Some(&i) if i > 0 => func.inlined.get(i as usize - 1).map(String::as_str),
+                _ => None,
+            };
+            // Older records of unoptimized code dropped a node's positions in other files:
+            // a copy of an always-inlined subprogram that ran may have no node on its lines.
+            let positions_dropped = !func.positions_complete && sub.is_some();
+            if func.optimized || positions_dropped {
                 s.optimized = true;
-                // The subprogram this position's code comes from: any copy of it that may
-                // have run may have run this line with no instruction of its own there.
-                let sub = match n.scopes.get(k) {
-                    Some(&i) if i > 0 => func.inlined.get(i as usize - 1).map(String::as_str),
-                    _ => None,
-                };
                 let alive = match sub {
                     Some(sub) => !any_entry_no || may_have_run().contains(sub),
                     None => {
@@ -444,6 +447,53 @@ mod tests {
         assert_eq!(o.must, vec![3, 6]);
         assert_eq!(o.may, vec![4, 5, 7]);
         assert!(o.never.is_empty());
+    }
+
+    /// -O0 code the always-inliner changed: `fast` (never started) and `lazy` (ran) both
+    /// have the header helper `store` inlined. Records before csi-cc kept every file's
+    /// positions (`positions_complete` false) may lack `lazy`'s copy of line 10, so `fast`'s
+    /// copy cannot make it never; with complete positions it can.
+    #[test]
+    fn always_inlined_lines_of_older_records_are_not_never() {
+        let build = |complete: bool| {
+            let mut b = ProgramGraphBuilder::new();
+            let c = b.intern_file("/src/c.c");
+            let h = b.intern_file("/src/h.h");
+            let mut entries = Vec::new();
+            for name in ["fast", "lazy"] {
+                let f = b.add_function(name, Some(c));
+                b.function_mut(f).inlined = vec!["store".into()];
+                b.function_mut(f).positions_complete = complete;
+                let entry = b.add_node(Node::new(format!("{name}.entry"), f, NodeKind::Entry));
+                entries.push(entry.unwrap());
+                if name == "fast" {
+                    let mut n = Node::new("fast.store", f, NodeKind::Expression);
+                    n.file = Some(h);
+                    n.positions = vec![SourcePos {
+                        line: 10,
+                        column: 1,
+                    }];
+                    n.scopes = vec![1];
+                    entries.push(b.add_node(n).unwrap());
+                }
+                b.add_node(Node::new(format!("{name}.exit"), f, NodeKind::Exit))
+                    .unwrap();
+            }
+            (b.build().unwrap(), entries)
+        };
+        for complete in [false, true] {
+            let (g, ids) = build(complete);
+            use Coverage::*;
+            // fast's entry and its copy: No; lazy's entry: Yes.
+            let lines = project_lines(&g, vec![(ids[0], No), (ids[1], No), (ids[2], Yes)]);
+            let h = &lines["/src/h.h"];
+            let want = if complete {
+                Some(LineStatus::Never)
+            } else {
+                Some(LineStatus::May)
+            };
+            assert_eq!(h.status(10), want, "positions complete: {complete}");
+        }
     }
 
     /// Call-site accounting: `f` called `g` twice and `h` once before optimization; one call

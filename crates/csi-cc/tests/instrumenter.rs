@@ -1802,3 +1802,70 @@ fn too_many_paths_is_skipped_and_recorded() {
     assert!(pt.iter().any(|f| f.name == "main"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// At -O0 the always-inliner has put a header's `static inline` helper into its caller before
+/// csi-cc reads the function: the caller's record keeps the helper's lines, in nodes of the
+/// header's file (a node ends where the file changes). Dropped, the copy that ran left the
+/// helper's lines to its copies in other units that did not run: "never" (zstd's
+/// `ZSTD_storeSeq` in `ZSTD_compressBlock_lazy2_row`, bench/real).
+#[test]
+fn always_inlined_header_code_keeps_its_lines() {
+    let d = scratch();
+    let header = d.join("helper.h");
+    std::fs::write(
+        &header,
+        "static inline __attribute__((always_inline)) int scaled(int x) {\n\
+           int y = x * 3;\n\
+           return y + 1;\n\
+         }\n",
+    )
+    .unwrap();
+    let src = d.join("user.c");
+    std::fs::write(
+        &src,
+        "#include \"helper.h\"\n\
+         int main(int argc, char **argv) {\n\
+           (void)argv;\n\
+           int v = argc + 1;\n\
+           return scaled(v) == 7 ? 0 : 1;\n\
+         }\n",
+    )
+    .unwrap();
+    for opt in ["-O0", "-O2"] {
+        let name = format!("user{opt}");
+        let exe = build_scheme(&d, "realistic", &src, &name, &[opt]);
+        assert!(run(&mut Command::new(&exe)).status.success(), "{name}");
+        let recs = parse_cfg(&section(&exe, ".debug_CSI_CFG"), &name).unwrap();
+        let main = recs
+            .iter()
+            .find(|r| r.name == "main")
+            .expect("main's record");
+        assert!(main.positions_complete, "{name}");
+        let header_lines: Vec<u32> = main
+            .nodes
+            .iter()
+            .filter(|n| n.file.as_deref().is_some_and(|f| f.ends_with("helper.h")))
+            .flat_map(|n| n.positions.iter().map(|p| p[0]))
+            .collect();
+        if opt == "-O0" {
+            // Inlined before csi-cc reads the function.
+            for line in [2, 3] {
+                assert!(header_lines.contains(&line), "{name}: {header_lines:?}");
+            }
+            // And `main`'s own lines stay in `main`'s nodes.
+            let own: Vec<u32> = main
+                .nodes
+                .iter()
+                .filter(|n| n.file.is_none())
+                .flat_map(|n| n.positions.iter().map(|p| p[0]))
+                .collect();
+            for line in [4, 5] {
+                assert!(own.contains(&line), "{name}: {own:?}");
+            }
+        } else {
+            // Instrumented before optimization: a call, and the helper's own record.
+            assert!(header_lines.is_empty(), "{name}: {header_lines:?}");
+            assert!(recs.iter().any(|r| r.name == "scaled"), "{name}");
+        }
+    }
+}

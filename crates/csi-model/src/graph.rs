@@ -133,6 +133,9 @@ pub struct Function {
     pub optimized: bool,
     /// Instrumented before optimization (see `sections::cfg::CfgFunction::optimized_after`).
     pub optimized_after: bool,
+    /// Its nodes hold every position of its code (see
+    /// `sections::cfg::CfgFunction::positions_complete`).
+    pub positions_complete: bool,
     /// Copies of this function were inlined into others (their code is accounted there).
     pub inlined_elsewhere: bool,
     /// Subprograms (linkage names) with code inlined into this function (csi-cc CFG
@@ -323,6 +326,7 @@ impl ProgramGraphBuilder {
             coverage_instrumented: false,
             optimized: false,
             optimized_after: false,
+            positions_complete: false,
             inlined_elsewhere: false,
             inlined: Vec::new(),
             optimized_away_calls: Vec::new(),

@@ -284,6 +284,9 @@ impl FunctionRecord {
             address_taken: Some(address_taken.iter().any(|(g, _)| *g == f)),
             optimized: opts.optimized,
             optimized_after: opts.optimized_after,
+            // Nodes end where the file changes, but for code instrumented after
+            // optimization (see `RecordWalk::block`).
+            positions_complete: !opts.optimized,
             inlined: Vec::new(),
             optimized_away_calls: opts
                 .before_optimization
@@ -376,8 +379,9 @@ struct RecordWalk<'a> {
 }
 
 impl RecordWalk<'_> {
-    /// Adds the nodes of block `bi`: one ending at each call site, one for the rest (if
-    /// anything is left after the last call), with their positions, and the edges between them.
+    /// Adds the nodes of block `bi`: one ending at each call site and where the source file
+    /// changes, one for the rest (if anything is left after the last call), with their
+    /// positions, and the edges between them.
     unsafe fn block(&mut self, bi: usize, bb: LLVMBasicBlockRef) {
         let cfg = &mut self.rec.cfg;
         let term = LLVMGetBasicBlockTerminator(bb);
@@ -425,6 +429,32 @@ impl RecordWalk<'_> {
             // at every scope's end, on lines (a `}`) that may execute nothing at -O0.
             let no_code = self.opts.optimized_after && intrinsic_without_code(i);
             if let Some((l, col, file)) = loc(i).filter(|_| !bookkeeping && !no_code) {
+                // A node's positions are of one file (`settle_positions`): where the block
+                // goes on in another file, a node ends and the next begins. Code the
+                // always-inliner put here at -O0 (a header's `static inline` helper), or a
+                // file `#include`d into a function body, keeps its lines; dropped, a copy
+                // that ran would leave the line to copies elsewhere that did not, "never".
+                // Not in code instrumented after optimization, where instructions of
+                // inlined code interleave: the line projection knows their scopes instead.
+                let fn_file = self.fn_file;
+                let same_file = |a: &str, b: &str| {
+                    (if a.is_empty() { fn_file } else { a })
+                        == (if b.is_empty() { fn_file } else { b })
+                };
+                if !self.opts.optimized && pending.first().is_some_and(|p| !same_file(&p.2, &file))
+                {
+                    settle_positions(&mut node, &mut pending, None, self.fn_file);
+                    let idx = cfg.nodes.len() as u32;
+                    for j in self.node_insts.drain(..) {
+                        self.node_of.insert(j, idx);
+                    }
+                    cfg.nodes.push(std::mem::replace(
+                        &mut node,
+                        CfgNode::new(NodeKind::Expression),
+                    ));
+                    node.block = Some(bi as u32);
+                    cfg.edges.push([idx, idx + 1]);
+                }
                 if !uncond {
                     lines.push(l);
                 }

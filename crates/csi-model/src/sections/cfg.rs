@@ -19,6 +19,7 @@ use super::lines;
 use crate::ballarus::PathEdge;
 use crate::graph::{Node, NodeKind, ProgramGraph, ProgramGraphBuilder, SourcePos};
 use crate::InputError;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// The version this crate writes. Version 2 added `address_taken` and module records; version
@@ -273,6 +274,13 @@ pub struct CfgFunction {
     /// inlined copies carry their own probes and frame state.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optimized_after: bool,
+    /// Every position of the function's code is in its nodes: a node ends where the source
+    /// file changes (code the always-inliner put into an -O0 function, a file `#include`d
+    /// into a body). Records without it, of code not instrumented after optimization, may
+    /// have dropped the positions of another file's code from a node (csi-cc before
+    /// 2026-11-28), so a line of an inlined subprogram may have run with no node of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub positions_complete: bool,
     /// Subprograms (linkage names) with code inlined into this function, from every
     /// instruction's debug scope — also those whose positions no node kept. A line of an
     /// optimized subprogram can run in any of its inlined copies with no instruction of its
@@ -444,6 +452,48 @@ impl CfgFunction {
     }
 }
 
+impl CfgFunction {
+    /// Its file names as [`crate::paths::normalize`] writes them: the records of one header's
+    /// `static` function compiled in units that reach it through different include
+    /// directories then name one file.
+    fn normalize_paths(&mut self) {
+        let norm = |p: &mut Option<String>| {
+            if let Some(s) = p {
+                if let Cow::Owned(n) = crate::paths::normalize(s) {
+                    *s = n;
+                }
+            }
+        };
+        norm(&mut self.file);
+        norm(&mut self.unit);
+        for n in &mut self.nodes {
+            norm(&mut n.file);
+        }
+    }
+}
+
+impl CfgModule {
+    /// Its file names as [`crate::paths::normalize`] writes them (see
+    /// [`CfgFunction::normalize_paths`]).
+    fn normalize_paths(&mut self) {
+        if !self
+            .code_before_optimization
+            .keys()
+            .any(|k| matches!(crate::paths::normalize(k), Cow::Owned(_)))
+        {
+            return;
+        }
+        let by_file = std::mem::take(&mut self.code_before_optimization);
+        for (file, functions) in by_file {
+            let file = crate::paths::normalize(&file).into_owned();
+            let into = self.code_before_optimization.entry(file).or_default();
+            for (name, mut runs) in functions {
+                into.entry(name).or_default().append(&mut runs);
+            }
+        }
+    }
+}
+
 /// Parses `.debug_CSI_CFG`'s function records. Records of a newer version are an error (not
 /// silently misread).
 pub fn parse_cfg(bytes: &[u8], file: &str) -> Result<Vec<CfgFunction>, InputError> {
@@ -491,14 +541,15 @@ pub fn parse_cfg_all(
             }
         }
         if head.module.is_some() {
-            modules.push(
-                serde_json::from_str(line)
-                    .map_err(|e| InputError::new(file, format!("line {ln}"), e.to_string()))?,
-            );
+            let mut m: CfgModule = serde_json::from_str(line)
+                .map_err(|e| InputError::new(file, format!("line {ln}"), e.to_string()))?;
+            m.normalize_paths();
+            modules.push(m);
             continue;
         }
-        let f: CfgFunction = serde_json::from_str(line)
+        let mut f: CfgFunction = serde_json::from_str(line)
             .map_err(|e| InputError::new(file, format!("line {ln}"), e.to_string()))?;
+        f.normalize_paths();
         let name = f.name.clone();
         let at =
             |reason: String| InputError::new(file, format!("line {ln}: function `{name}`"), reason);
@@ -694,6 +745,7 @@ fn add_function(b: &mut ProgramGraphBuilder, f: &CfgFunction, object: &Option<St
     func.coverage_instrumented = f.cc.is_some() || f.bbc.is_some() || f.fc.is_some();
     func.optimized = f.optimized;
     func.optimized_after = f.optimized_after;
+    func.positions_complete = f.positions_complete;
     func.inlined = f.inlined.clone();
     func.optimized_away_calls = f.optimized_away_calls.clone();
     func.object = object.clone();
