@@ -214,14 +214,46 @@ pub struct DocumentLines {
 }
 
 /// The lines of the keys concatenated, key after key.
+/// The line states of the file keys that name one document, line by line as the analysis
+/// projects nodes (`csi_analysis::project_lines`): must if some key's is, never only if every
+/// key that has the line says never, else may. Two keys can hold one line (a header reached
+/// through paths that do not normalize to one name): one key's `never` must not hide
+/// another's `must` or `may`.
 fn merged(keys: &[&str], pick: impl Fn(&str) -> Option<FileLines>) -> FileLines {
-    let mut acc = FileLines::default();
+    use csi_model::LineStatus;
+    let mut by_line: BTreeMap<u32, (Option<LineStatus>, bool)> = BTreeMap::new();
     for k in keys {
-        if let Some(l) = pick(k) {
-            acc.must.extend(l.must);
-            acc.may.extend(l.may);
-            acc.never.extend(l.never);
-            acc.partial.extend(l.partial);
+        let Some(l) = pick(k) else { continue };
+        for (lines, status) in [
+            (&l.must, LineStatus::Must),
+            (&l.may, LineStatus::May),
+            (&l.never, LineStatus::Never),
+        ] {
+            for &line in lines {
+                let e = by_line.entry(line).or_default();
+                e.0 = Some(match (e.0, status) {
+                    (Some(LineStatus::Must), _) | (_, LineStatus::Must) => LineStatus::Must,
+                    (Some(LineStatus::May), _) | (_, LineStatus::May) => LineStatus::May,
+                    _ => LineStatus::Never,
+                });
+            }
+        }
+        for &line in &l.partial {
+            by_line.entry(line).or_default().1 = true;
+        }
+    }
+    let mut acc = FileLines::default();
+    for (line, (status, partial)) in by_line {
+        match status {
+            Some(LineStatus::Must) => {
+                acc.must.push(line);
+                if partial {
+                    acc.partial.push(line);
+                }
+            }
+            Some(LineStatus::May) => acc.may.push(line),
+            Some(LineStatus::Never) => acc.never.push(line),
+            _ => {}
         }
     }
     acc
@@ -240,14 +272,7 @@ pub fn document_lines(s: &Session, sel: Selection, keys: &[&str]) -> DocumentLin
 
 /// The never-executed lines of a document, sorted, each once.
 pub fn never_lines(s: &Session, keys: &[&str]) -> Vec<u32> {
-    let mut lines: Vec<u32> = keys
-        .iter()
-        .filter_map(|k| s.global.get(*k))
-        .flat_map(|l| l.never.iter().copied())
-        .collect();
-    lines.sort_unstable();
-    lines.dedup();
-    lines
+    merged(keys, |k| s.global.get(k).cloned()).never
 }
 
 /// Frames of one function that get their own lens.
@@ -506,4 +531,34 @@ pub fn line_evidence(
         local: local.and_then(|l| l.status(line1)),
         evidence,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two keys naming one document: a line one key says never ran and the other may have
+    /// is may; one that some key says ran is must; never only where every key says so.
+    #[test]
+    fn keys_of_one_document_merge_line_by_line() {
+        let a = FileLines {
+            must: vec![4],
+            may: vec![],
+            never: vec![3, 6],
+            partial: vec![4],
+        };
+        let b = FileLines {
+            must: vec![],
+            may: vec![3],
+            never: vec![4, 5, 6],
+            partial: vec![],
+        };
+        let m = merged(&["a", "b"], |k| {
+            Some(if k == "a" { a.clone() } else { b.clone() })
+        });
+        assert_eq!(m.must, vec![4]);
+        assert_eq!(m.partial, vec![4]);
+        assert_eq!(m.may, vec![3]);
+        assert_eq!(m.never, vec![5, 6]);
+    }
 }
