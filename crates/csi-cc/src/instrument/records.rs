@@ -383,7 +383,6 @@ impl RecordWalk<'_> {
     /// changes, one for the rest (if anything is left after the last call), with their
     /// positions, and the edges between them.
     unsafe fn block(&mut self, bi: usize, bb: LLVMBasicBlockRef) {
-        let cfg = &mut self.rec.cfg;
         let term = LLVMGetBasicBlockTerminator(bb);
         let mut succs = Vec::new();
         if !term.is_null() {
@@ -402,7 +401,9 @@ impl RecordWalk<'_> {
         node.block = Some(bi as u32);
         // Source positions of the node's instructions, with their files and scopes.
         let mut pending: Vec<PendingPosition> = Vec::new();
-        self.rec.block_first_node.push(cfg.nodes.len() as u32);
+        self.rec
+            .block_first_node
+            .push(self.rec.cfg.nodes.len() as u32);
         let insts = instructions(bb);
         // A landing pad's bookkeeping (the landingpad, saving the exception and selector)
         // carries the position where the scope ends (its `}`), which no statement of the
@@ -443,17 +444,8 @@ impl RecordWalk<'_> {
                 };
                 if !self.opts.optimized && pending.first().is_some_and(|p| !same_file(&p.2, &file))
                 {
-                    settle_positions(&mut node, &mut pending, None, self.fn_file);
-                    let idx = cfg.nodes.len() as u32;
-                    for j in self.node_insts.drain(..) {
-                        self.node_of.insert(j, idx);
-                    }
-                    cfg.nodes.push(std::mem::replace(
-                        &mut node,
-                        CfgNode::new(NodeKind::Expression),
-                    ));
-                    node.block = Some(bi as u32);
-                    cfg.edges.push([idx, idx + 1]);
+                    let idx = self.end_node(&mut node, &mut pending, None, bi);
+                    self.rec.cfg.edges.push([idx, idx + 1]);
                 }
                 if !uncond {
                     lines.push(l);
@@ -470,25 +462,15 @@ impl RecordWalk<'_> {
                 node.call = Some(call);
                 node.kind = NodeKind::CallSite;
                 let anchor = loc(i).map(|x| x.2);
-                settle_positions(&mut node, &mut pending, anchor, self.fn_file);
                 self.rec.calls.push((i, line, String::new(), direct));
-                let idx = cfg.nodes.len() as u32;
-                for j in self.node_insts.drain(..) {
-                    self.node_of.insert(j, idx);
-                }
-                cfg.nodes.push(std::mem::replace(
-                    &mut node,
-                    CfgNode::new(NodeKind::Expression),
-                ));
-                node.block = Some(bi as u32);
-
+                let idx = self.end_node(&mut node, &mut pending, anchor, bi);
                 if k + 1 < insts.len() {
-                    cfg.edges.push([idx, idx + 1]);
+                    self.rec.cfg.edges.push([idx, idx + 1]);
                 }
                 // An exception the callee throws and this function does not catch leaves
                 // it from the call: an exit (an invoke's landing pad is a block edge).
                 if LLVMIsAInvokeInst(i).is_null() && self.unwinds && may_unwind(i) {
-                    cfg.edges.push([idx, 1]);
+                    self.rec.cfg.edges.push([idx, 1]);
                 }
                 continue;
             }
@@ -496,22 +478,49 @@ impl RecordWalk<'_> {
         settle_positions(&mut node, &mut pending, None, self.fn_file);
         if node.positions.is_empty()
             && node.call.is_none()
-            && cfg.nodes.len() as u32 > self.rec.block_first_node[bi]
+            && self.rec.cfg.nodes.len() as u32 > self.rec.block_first_node[bi]
         {
             // The block ended right after a call: the call-site node is the last node.
         } else {
-            cfg.nodes.push(node);
+            self.rec.cfg.nodes.push(node);
         }
-        let last = cfg.nodes.len() as u32 - 1;
+        let last = self.rec.cfg.nodes.len() as u32 - 1;
         for j in self.node_insts.drain(..) {
             self.node_of.insert(j, last);
         }
-        self.rec.block_last_node.push(cfg.nodes.len() as u32 - 1);
+        self.rec
+            .block_last_node
+            .push(self.rec.cfg.nodes.len() as u32 - 1);
         let is_resume = !term.is_null() && LLVMGetInstructionOpcode(term) == LLVMOpcode::LLVMResume;
         if succs.is_empty() && (is_ret || is_resume) {
-            cfg.edges.push([cfg.nodes.len() as u32 - 1, 1]);
+            self.rec
+                .cfg
+                .edges
+                .push([self.rec.cfg.nodes.len() as u32 - 1, 1]);
         }
         self.rec.info.push(BlockInfo { succs, lines });
+    }
+
+    /// Ends the node being built (`node`, its `pending` positions; `anchor`: its call's file)
+    /// as the record's next node, and starts the next one in block `bi`. Returns the ended
+    /// node's index.
+    fn end_node(
+        &mut self,
+        node: &mut CfgNode,
+        pending: &mut Vec<PendingPosition>,
+        anchor: Option<String>,
+        bi: usize,
+    ) -> u32 {
+        settle_positions(node, pending, anchor, self.fn_file);
+        let cfg = &mut self.rec.cfg;
+        let idx = cfg.nodes.len() as u32;
+        for j in self.node_insts.drain(..) {
+            self.node_of.insert(j, idx);
+        }
+        cfg.nodes
+            .push(std::mem::replace(node, CfgNode::new(NodeKind::Expression)));
+        node.block = Some(bi as u32);
+        idx
     }
 
     /// Completes the record once every block is read: the inlined scopes, the edges (a
