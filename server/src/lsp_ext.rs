@@ -188,6 +188,9 @@ pub struct Selected {
     pub thread: usize,
     pub frame: usize,
     pub step: Option<usize>,
+    /// The selected call inlined into the frame (`Frame::inlined`), if one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -230,6 +233,11 @@ pub struct Frame {
     pub pc: String,
     pub analysed: bool,
     pub path_steps: usize,
+    /// The calls inlined at the frame's pc, innermost first, each as a frame of its own (its
+    /// position, and whether its activation is analysed: code instrumented before
+    /// optimization), with this frame's `index`: `csi/selectFrame`'s `inline` selects one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<Frame>,
 }
 
 // ---- Frames and path traces ----

@@ -394,6 +394,7 @@ fn frame(f: &FrameView, uris: &std::collections::HashMap<&str, Option<String>>) 
         pc: format!("{:#x}", f.pc),
         analysed: f.analysis.is_some(),
         path_steps: f.path.len(),
+        inlined: f.inlined.iter().map(|i| frame(i, uris)).collect(),
     }
 }
 
@@ -413,6 +414,7 @@ pub fn stack(
         .threads
         .iter()
         .flat_map(|t| &t.frames)
+        .flat_map(|f| std::iter::once(f).chain(&f.inlined))
         .filter_map(|f| f.file.as_deref())
         .map(|k| (k, uri_str(s, k)))
         .collect();
@@ -475,6 +477,7 @@ pub fn stack(
             thread: sel.thread,
             frame: sel.frame,
             step: sel.step,
+            inline: sel.inline,
         },
         notices: s.notices.clone(),
         threads,

@@ -423,6 +423,51 @@ async fn thread_crash_shows_every_thread() {
     );
 }
 
+/// abort_assert at -O2: `push` inlined into `main`. The stack lists it under `main`'s frame,
+/// `csi/selectFrame` with `inline` selects it alone, and the stack says so.
+#[tokio::test]
+async fn an_inlined_call_is_listed_and_selected_on_its_own() {
+    let mut c = in_process(json!({})).await;
+    let r = c
+        .request(
+            "workspace/executeCommand",
+            open_args("abort_assert/realistic-O2", "abort_assert"),
+        )
+        .await;
+    let frames = r["result"]["threads"][0]["frames"].as_array().unwrap();
+    let main = frames
+        .iter()
+        .find(|f| f["function"] == "main")
+        .expect("main's frame");
+    let k = main["index"].as_u64().unwrap();
+    assert_eq!(main["inlined"][0]["function"], "push", "{main}");
+    assert_eq!(main["inlined"][0]["index"], k, "{main}");
+    assert!(main["inlined"][0]["line"].is_u64(), "{main}");
+    let t = c
+        .request(
+            "csi/selectFrame",
+            json!({"thread": 0, "frame": k, "inline": 0}),
+        )
+        .await;
+    assert_eq!(t["result"]["inline"], 0, "{t}");
+    assert_eq!(t["result"]["frame"], k, "{t}");
+    let st = c.request("csi/stack", json!({})).await;
+    assert_eq!(
+        st["result"]["selected"],
+        json!({"thread": 0, "frame": k, "step": null, "inline": 0})
+    );
+    // An inlined call the frame does not have is an error, not a selection.
+    let e = c
+        .request(
+            "csi/selectFrame",
+            json!({"thread": 0, "frame": k, "inline": 3}),
+        )
+        .await;
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    let st = c.request("csi/stack", json!({})).await;
+    assert_eq!(st["result"]["selected"]["inline"], 0);
+}
+
 #[tokio::test]
 async fn bad_input_never_kills_the_server() {
     let mut c = in_process(json!({})).await;

@@ -206,6 +206,35 @@ describe('stack tree', () => {
     const none = stepChildren({ ...trace(0), note: 'path trace not used' });
     assert.deepEqual(none, [{ kind: 'note', text: 'path trace not used' }]);
   });
+  test('calls inlined into a frame are listed before it and selected on their own', () => {
+    const st = stack();
+    const main = st.threads[0].frames[1];
+    main.inlined = [{ ...frame(1, 'cmd_add', 31), analysed: true, pathSteps: 4 }, frame(1, 'run', 58)];
+    const fs = frameChildren(st, 0);
+    assert.deepEqual(
+      fs.map((n) => (n.kind === 'inlined' ? `${n.frame.index}.${n.inline}` : n.kind === 'frame' ? n.frame.index : n.kind)),
+      [0, '1.0', '1.1', 1, 2],
+    );
+    const sel = { thread: 0, frame: 1, step: null, inline: 0 };
+    const views = fs.map((n) => itemView(n, st, sel, null));
+    assert.deepEqual(
+      views.map((v) => [v.label, v.description]),
+      [
+        ['#0 crash', 'a.c:6'],
+        ['#1 cmd_add [inlined]', 'a.c:32 ◀ selected'],
+        ['#1 run [inlined]', 'a.c:59'],
+        ['#1 main', 'a.c:10'],
+        ['#2 ??', 'libc.so.6'],
+      ],
+    );
+    assert.deepEqual(views[1].command, { id: 'csi.vscode.selectFrame', args: [{ thread: 0, frame: 1, inline: 0 }] });
+    // The state's selected frame is the inlined call.
+    const s = new CsiState((u) => u);
+    s.setStack({ ...st, selected: sel });
+    assert.equal(s.selectedFrame()?.function, 'cmd_add');
+    s.setTrace({ ...trace(4, 3), thread: 0, frame: 1, inline: 1 });
+    assert.equal(s.selectedFrame()?.function, 'run');
+  });
   test('omitted frames sit between the innermost and outermost pages', () => {
     const st = stack();
     st.threads[0].frames = [frame(0, 'a', 1), frame(1, 'b', 2), frame(9, 'z', 3)];

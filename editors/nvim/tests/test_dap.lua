@@ -155,6 +155,18 @@ test('a call inlined into a frame is selected on its own (csiPosition\'s inline)
   eq(csi.state.selected.inline, 0, 'the selection is the inlined call')
   eq(csi.state.path.inline, 0, 'the server answers for the inlined call')
   eq(csi.state.path.frame, 5, 'in frame #5')
+  -- The stack's quickfix list lists the inlined call before its frame, marked selected.
+  local qf, map = require('csi.frames').entries(csi.state.stack)
+  local at
+  for i, e in ipairs(qf) do
+    if e.text:find('push() [inlined]', 1, true) then
+      at = i
+    end
+  end
+  H.truthy(at, 'push() [inlined] in the list')
+  H.contains(qf[at].text, 'selected', 'the inlined call is the selected entry')
+  eq(map[at].inline, 0, 'its entry selects inline 0')
+  eq(qf[at + 1].text:find('#5 main()', 1, true) ~= nil, true, 'then main()')
 end)
 
 test('other debuggers\' sessions are left alone', function()

@@ -18,6 +18,8 @@ export interface Frame {
   pc?: string;
   analysed?: boolean;
   pathSteps?: number;
+  /** Calls inlined at the frame's pc, innermost first, each a frame of its own (same `index`). */
+  inlined?: Frame[];
 }
 
 export interface Thread {
@@ -33,6 +35,8 @@ export interface Selected {
   thread: number;
   frame: number;
   step: number | null;
+  /** A call inlined into the frame (`Frame.inlined`), when one is selected. */
+  inline?: number | null;
 }
 
 export interface Stack {

@@ -7,6 +7,9 @@ import { frameTitle } from './state';
 export type StackNode =
   | { kind: 'thread'; thread: number }
   | { kind: 'frame'; thread: number; frame: Frame }
+  /** A call inlined into `frame` at its pc (`frame.inlined[inline]`), listed before it as a
+   * debugger's Call Stack does. */
+  | { kind: 'inlined'; thread: number; frame: Frame; inline: number }
   | { kind: 'omitted'; thread: number; from: number; to: number }
   | { kind: 'step'; thread: number; frame: number; index: number; of: number; uri: string | null; file: string; line: number }
   | { kind: 'note'; text: string };
@@ -44,6 +47,7 @@ export function frameChildren(stack: Stack, thread: number): StackNode[] {
     if (t.omitted && f.index === t.omitted.to) {
       out.push({ kind: 'omitted', thread, from: t.omitted.from, to: t.omitted.to });
     }
+    (f.inlined ?? []).forEach((_, inline) => out.push({ kind: 'inlined', thread, frame: f, inline }));
     out.push({ kind: 'frame', thread, frame: f });
   }
   if (t.omitted && !t.frames.some((f) => f.index >= t.omitted!.to)) {
@@ -81,8 +85,9 @@ function baseName(p: string): string {
   return parts[parts.length - 1] || p;
 }
 
-function isSelected(sel: Selected | null, thread: number, frame: number): boolean {
-  return sel !== null && sel.thread === thread && sel.frame === frame;
+/** `inline`: a call inlined into the frame; null for the frame itself. */
+function isSelected(sel: Selected | null, thread: number, frame: number, inline: number | null = null): boolean {
+  return sel !== null && sel.thread === thread && sel.frame === frame && (sel.inline ?? null) === inline;
 }
 
 export const ViewCommands = {
@@ -125,6 +130,28 @@ export function itemView(node: StackNode, stack: Stack, sel: Selected | null, cu
         icon: selected ? 'debug-stackframe-focused' : f.file ? 'debug-stackframe' : 'library',
         contextValue: f.analysed ? 'csiFrame' : 'csiLibraryFrame',
         command: { id: ViewCommands.selectFrame, args: [{ thread: node.thread, frame: f.index }] },
+      };
+    }
+    case 'inlined': {
+      const f = node.frame;
+      const call = f.inlined![node.inline];
+      const selected = isSelected(sel, node.thread, f.index, node.inline);
+      const where = call.file !== null && call.line !== null ? `${baseName(call.file)}:${call.line + 1}` : '';
+      return {
+        id: `t${node.thread}f${f.index}i${node.inline}`,
+        label: `${frameTitle(call)} [inlined]`,
+        description: selected ? `${where} ◀ selected` : where,
+        tooltip: [
+          `${call.function ?? '??'} inlined into frame #${f.index} ${f.function ?? '??'} (thread ${node.thread + 1})`,
+          call.file !== null && call.line !== null ? `${call.file}:${call.line + 1}` : '',
+          call.analysed ? `its own activation: ${call.pathSteps ?? 0} path steps` : 'not analysed on its own',
+        ]
+          .filter(Boolean)
+          .join('\n'),
+        collapsible: 'none',
+        icon: selected ? 'debug-stackframe-focused' : 'debug-stackframe',
+        contextValue: 'csiInlinedFrame',
+        command: { id: ViewCommands.selectFrame, args: [{ thread: node.thread, frame: f.index, inline: node.inline }] },
       };
     }
     case 'omitted':

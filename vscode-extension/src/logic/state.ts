@@ -46,7 +46,8 @@ export class CsiState {
       this.stack !== null &&
       this.stack.title === stack.title &&
       this.selected?.thread === stack.selected.thread &&
-      this.selected?.frame === stack.selected.frame;
+      this.selected?.frame === stack.selected.frame &&
+      (this.selected?.inline ?? null) === (stack.selected.inline ?? null);
     this.stack = stack;
     this.selected = { ...stack.selected };
     if (!same) this.trace = null;
@@ -56,7 +57,7 @@ export class CsiState {
   /** The answer of csi/selectFrame or csi/pathTrace for the selected frame. */
   setTrace(trace: PathTrace | null): void {
     this.trace = trace;
-    if (trace) this.selected = { thread: trace.thread, frame: trace.frame, step: trace.current };
+    if (trace) this.selected = { thread: trace.thread, frame: trace.frame, step: trace.current, inline: trace.inline ?? null };
     this.changed();
   }
 
@@ -119,7 +120,10 @@ export class CsiState {
   selectedFrame(): Frame | null {
     if (!this.stack || !this.selected) return null;
     const t = this.stack.threads.find((t) => t.index === this.selected!.thread);
-    return t?.frames.find((f) => f.index === this.selected!.frame) ?? null;
+    const f = t?.frames.find((f) => f.index === this.selected!.frame) ?? null;
+    // A call inlined into the frame, when one is selected.
+    const inline = this.selected.inline;
+    return typeof inline === 'number' ? (f?.inlined?.[inline] ?? null) : f;
   }
 
   /** The current path step, when the trace belongs to the selected frame. */

@@ -2,7 +2,7 @@
 local M = {}
 
 M.title = 'CSI stack'
--- Quickfix index (1-based) → {thread, frame}, for the list set last (id M.qf_id).
+-- Quickfix index (1-based) → {thread, frame, inline}, for the list set last (id M.qf_id).
 M.items = {}
 M.qf_id = nil
 
@@ -25,6 +25,27 @@ function M.entries(st)
         table.insert(qf, { text = ('  … frames #%d–#%d omitted'):format(omitted.from, omitted.to - 1), valid = 0 })
         table.insert(map, false)
       end
+      -- The calls inlined at the frame's pc come first, innermost first, as a debugger's
+      -- call stack lists them; each is selected on its own (csi/selectFrame's inline).
+      for k, c in ipairs(is_null(f.inlined) and {} or f.inlined) do
+        local text = ('#%d %s() [inlined]'):format(f.index, is_null(c['function']) and '??' or c['function'])
+        if c.analysed and not is_null(c.pathSteps) then
+          text = text .. (' · %d path steps'):format(c.pathSteps)
+        end
+        if sel.thread == t.index and sel.frame == f.index and sel.inline == k - 1 then
+          text = text .. '  ◀ selected'
+        end
+        local e = { text = text }
+        if not is_null(c.uri) and not is_null(c.line) then
+          e.filename = vim.uri_to_fname(c.uri)
+          e.lnum = c.line + 1
+          e.col = is_null(c.column) and 0 or c.column + 1
+        else
+          e.valid = 0
+        end
+        table.insert(qf, e)
+        table.insert(map, { thread = t.index, frame = f.index, inline = k - 1 })
+      end
       local name = is_null(f['function']) and '??' or f['function']
       local text = ('#%d %s()'):format(f.index, name)
       if is_null(f.file) then
@@ -36,7 +57,7 @@ function M.entries(st)
           text = text .. ' · no analysis'
         end
       end
-      if sel.thread == t.index and sel.frame == f.index then
+      if sel.thread == t.index and sel.frame == f.index and is_null(sel.inline) then
         text = text .. '  ◀ selected'
       end
       local e = { text = text }
@@ -69,7 +90,7 @@ function M.clear_qflist()
   M.items, M.qf_id = {}, nil
 end
 
---- The {thread, frame} of quickfix entry idx (1-based) if the current list is ours.
+--- The {thread, frame, inline} of quickfix entry idx (1-based) if the current list is ours.
 function M.item(idx)
   if not M.qf_id or vim.fn.getqflist({ id = 0 }).id ~= M.qf_id then
     return nil
@@ -87,7 +108,7 @@ function M.choose(idx)
   if e and e.valid == 1 then
     pcall(vim.cmd, 'cc ' .. idx)
   end
-  require('csi').select(it.thread, it.frame, { jump = false })
+  require('csi').select(it.thread, it.frame, { jump = false, inline = it.inline })
   return true
 end
 

@@ -248,7 +248,7 @@ function M.select(thread, frame, opts)
     M.state.path = path
     M.state.step = nil
     if M.state.stack then
-      M.state.stack.selected = { thread = thread, frame = frame, step = vim.NIL }
+      M.state.stack.selected = { thread = thread, frame = frame, step = vim.NIL, inline = opts.inline }
     end
     local f = frame_of(thread, frame)
     local name = f and not is_null(f['function']) and (f['function'] .. '()') or '??'
