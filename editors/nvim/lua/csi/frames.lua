@@ -10,6 +10,20 @@ local function is_null(x)
   return x == nil or x == vim.NIL
 end
 
+-- The quickfix entry of a frame (or inlined call) `f`: `text`, marked when `selected`, at the
+-- frame's position when it has one.
+local function entry(text, f, selected)
+  local e = { text = selected and (text .. '  ◀ selected') or text }
+  if not is_null(f.uri) and not is_null(f.line) then
+    e.filename = vim.uri_to_fname(f.uri)
+    e.lnum = f.line + 1
+    e.col = is_null(f.column) and 0 or f.column + 1
+  else
+    e.valid = 0
+  end
+  return e
+end
+
 function M.entries(st)
   local qf, map = {}, {}
   local sel = st.selected or {}
@@ -32,18 +46,8 @@ function M.entries(st)
         if c.analysed and not is_null(c.pathSteps) then
           text = text .. (' · %d path steps'):format(c.pathSteps)
         end
-        if sel.thread == t.index and sel.frame == f.index and sel.inline == k - 1 then
-          text = text .. '  ◀ selected'
-        end
-        local e = { text = text }
-        if not is_null(c.uri) and not is_null(c.line) then
-          e.filename = vim.uri_to_fname(c.uri)
-          e.lnum = c.line + 1
-          e.col = is_null(c.column) and 0 or c.column + 1
-        else
-          e.valid = 0
-        end
-        table.insert(qf, e)
+        local selected = sel.thread == t.index and sel.frame == f.index and sel.inline == k - 1
+        table.insert(qf, entry(text, c, selected))
         table.insert(map, { thread = t.index, frame = f.index, inline = k - 1 })
       end
       local name = is_null(f['function']) and '??' or f['function']
@@ -57,18 +61,8 @@ function M.entries(st)
           text = text .. ' · no analysis'
         end
       end
-      if sel.thread == t.index and sel.frame == f.index and is_null(sel.inline) then
-        text = text .. '  ◀ selected'
-      end
-      local e = { text = text }
-      if not is_null(f.uri) and not is_null(f.line) then
-        e.filename = vim.uri_to_fname(f.uri)
-        e.lnum = f.line + 1
-        e.col = is_null(f.column) and 0 or f.column + 1
-      else
-        e.valid = 0
-      end
-      table.insert(qf, e)
+      local selected = sel.thread == t.index and sel.frame == f.index and is_null(sel.inline)
+      table.insert(qf, entry(text, f, selected))
       table.insert(map, { thread = t.index, frame = f.index })
     end
   end
