@@ -22,6 +22,18 @@ pub struct SourceLoc {
     pub column: u32,
 }
 
+impl SourceLoc {
+    /// The position addr2line gives, its file name normalized (`csi_model::paths::normalize`:
+    /// the graph's names are), when it has a file and a line.
+    fn of(l: addr2line::Location<'_>) -> Option<SourceLoc> {
+        Some(SourceLoc {
+            file: csi_model::paths::normalize(l.file?).into_owned(),
+            line: l.line?,
+            column: l.column.unwrap_or(0),
+        })
+    }
+}
+
 /// One function (out-of-line or inlined) at a pc, innermost first.
 #[derive(Clone, Debug)]
 pub struct InlineFrame {
@@ -419,12 +431,7 @@ impl DebugInfo {
     /// Source position of a link-time address.
     pub fn location(&self, svma: u64) -> Option<SourceLoc> {
         let ctx = self.ctx.lock().unwrap_or_else(|p| p.into_inner());
-        let l = ctx.find_location(svma).ok()??;
-        Some(SourceLoc {
-            file: csi_model::paths::normalize(l.file?).into_owned(),
-            line: l.line?,
-            column: l.column.unwrap_or(0),
-        })
+        SourceLoc::of(ctx.find_location(svma).ok()??)
     }
 
     /// The inline chain at a link-time address, innermost first; the last entry is the
@@ -453,13 +460,7 @@ impl DebugInfo {
                 function: own_name.or_else(|| linkage_name.clone()),
                 linkage_name,
                 variant,
-                location: f.location.and_then(|l| {
-                    Some(SourceLoc {
-                        file: csi_model::paths::normalize(l.file?).into_owned(),
-                        line: l.line?,
-                        column: l.column.unwrap_or(0),
-                    })
-                }),
+                location: f.location.and_then(SourceLoc::of),
             });
         }
         out

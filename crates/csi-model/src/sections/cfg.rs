@@ -450,9 +450,7 @@ impl CfgFunction {
         s.push('\n');
         s
     }
-}
 
-impl CfgFunction {
     /// Its file names as [`crate::paths::normalize`] writes them: the records of one header's
     /// `static` function compiled in units that reach it through different include
     /// directories then name one file.
@@ -476,13 +474,7 @@ impl CfgModule {
     /// Its file names as [`crate::paths::normalize`] writes them (see
     /// [`CfgFunction::normalize_paths`]).
     fn normalize_paths(&mut self) {
-        if !self
-            .code_before_optimization
-            .keys()
-            .any(|k| matches!(crate::paths::normalize(k), Cow::Owned(_)))
-        {
-            return;
-        }
+        // Two spellings can become one file: their functions' runs go together.
         let by_file = std::mem::take(&mut self.code_before_optimization);
         for (file, functions) in by_file {
             let file = crate::paths::normalize(&file).into_owned();
