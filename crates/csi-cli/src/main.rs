@@ -153,8 +153,9 @@ enum Command {
         exe: PathBuf,
         /// Trace the functions on a crash's stacks (every thread's frames, inlined ones
         /// included) and nothing else: every switch off, then theirs on — before `--set`.
+        /// Repeatable: the functions of every crash given (cores of this executable).
         #[arg(long, value_name = "CORE")]
-        core: Option<PathBuf>,
+        core: Vec<PathBuf>,
         /// PATTERN=on or PATTERN=off (repeatable; a later one wins). The dissertation's
         /// mechanism sets work too: `CC,PT` (the build's whole scheme) is on, `{}` or `none`
         /// off; a function traces all of its scheme or nothing, so `CC` or `PT` alone is refused.
@@ -438,7 +439,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Triage(args) => triage::run(&args),
         Command::Crashes(args) => crashes::run(&args),
-        Command::Tracing { exe, core, set } => run_tracing(&exe, core.as_deref(), &set),
+        Command::Tracing { exe, core, set } => run_tracing(&exe, &core, &set),
         Command::Query {
             graph,
             report,
@@ -451,13 +452,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
 }
 
 /// `csi tracing`: lists the tracing switches of `exe`, after setting them for the stacks of
-/// `core` (the dissertation's deployment loop: trace the functions of the crashes seen) and
+/// `cores` (the dissertation's deployment loop: trace the functions of the crashes seen) and
 /// as `set` says.
-fn run_tracing(exe: &Path, core: Option<&Path>, set: &[String]) -> Result<(), Failure> {
+fn run_tracing(exe: &Path, cores: &[PathBuf], set: &[String]) -> Result<(), Failure> {
     let mut settings: Vec<(String, bool)> = Vec::new();
-    if let Some(core) = core {
-        let crash = csi_dump::Crash::open(exe, core, &Default::default())?;
-        settings = csi_dump::tracing_switches::settings_for_crash(&crash)?;
+    if !cores.is_empty() {
+        let crashes = cores
+            .iter()
+            .map(|core| csi_dump::Crash::open(exe, core, &Default::default()))
+            .collect::<Result<Vec<_>, _>>()?;
+        settings = csi_dump::tracing_switches::settings_for_crashes(&crashes)?;
     }
     let explicit = set
         .iter()

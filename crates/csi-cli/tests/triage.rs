@@ -734,3 +734,68 @@ fn optimized_crash_walks_through_inlined_callers() {
     assert!(section.contains(&trace), "{trace} not in\n{section}");
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// `csi tracing --core C1 --core C2` (customizable tracing, the dissertation's deployment
+/// loop): the functions on the stacks of every crash given are switched on, every other off.
+/// Two real crashes of one custom build, in `divide` and in `modulo`: each core alone turns on
+/// its own leaf, both together the union.
+#[test]
+fn tracing_follows_every_crash_given() {
+    let tmp = fresh_dir("csi-tracing-cores");
+    let exe = tmp.join("bin/calc");
+    build(&exe, &["--csi-scheme=custom"]);
+    let div = crash(&exe, "6 0 /", &tmp.join("div"));
+    let modulo = crash(&exe, "9 0 %", &tmp.join("mod"));
+    // The switches that are on after `csi tracing --exe <copy> --core …` for these cores.
+    let on_after = |cores: &[&Path]| -> Vec<String> {
+        let copy = tmp.join("copy");
+        std::fs::copy(&exe, &copy).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_csi"));
+        cmd.arg("tracing").arg("--exe").arg(&copy);
+        for c in cores {
+            cmd.arg("--core").arg(c);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        // The listing is the file's switches as set.
+        let listed = String::from_utf8(out.stdout).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+            .arg("tracing")
+            .arg("--exe")
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), listed);
+        listed
+            .lines()
+            .filter_map(|l| l.strip_prefix("on "))
+            .map(|f| f.trim().to_string())
+            .collect()
+    };
+    // The cores were made with the file's switches as built (all on); `csi tracing` reads the
+    // stacks, so the copies' switch settings do not matter to it.
+    assert_eq!(on_after(&[&div]), ["apply", "divide", "eval", "main"]);
+    assert_eq!(on_after(&[&modulo]), ["apply", "eval", "main", "modulo"]);
+    assert_eq!(
+        on_after(&[&div, &modulo]),
+        ["apply", "divide", "eval", "main", "modulo"]
+    );
+    // A core that is not one: one line of error, the file untouched.
+    let copy = tmp.join("copy");
+    let before = std::fs::read(&copy).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+        .arg("tracing")
+        .arg("--exe")
+        .arg(&copy)
+        .arg("--core")
+        .arg(&div)
+        .arg("--core")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read(&copy).unwrap(), before);
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

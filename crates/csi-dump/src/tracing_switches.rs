@@ -125,24 +125,32 @@ pub fn set_tracing_switches(
     Ok(switches)
 }
 
-/// The settings that trace exactly the switchable functions with an activation on `crash`'s
-/// stacks (every thread's report frames, inlined ones included): every switch off, then
-/// each of theirs on — the dissertation's deployment loop (ch. 3), tracing where crashes are.
-pub fn settings_for_crash(crash: &crate::Crash) -> Result<Vec<(String, bool)>, DumpError> {
-    let switchable: std::collections::BTreeSet<String> = tracing_switches(&crash.exe)?
+/// The settings that trace exactly the switchable functions with an activation on the stacks
+/// of `crashes` (every thread's report frames, inlined ones included; crashes of this one
+/// binary): every switch off, then each of theirs on — the dissertation's deployment loop
+/// (ch. 3), tracing where the crashes seen so far were.
+pub fn settings_for_crashes(crashes: &[crate::Crash]) -> Result<Vec<(String, bool)>, DumpError> {
+    let mut out = vec![("*".to_string(), false)];
+    let Some(first) = crashes.first() else {
+        return Ok(out);
+    };
+    let switchable: std::collections::BTreeSet<String> = tracing_switches(&first.exe)?
         .into_iter()
         .map(|s| s.function)
         .collect();
-    let on_stack: std::collections::BTreeSet<String> = crash
-        .report
-        .threads
+    let on_stack: std::collections::BTreeSet<String> = crashes
         .iter()
-        .flat_map(|t| &t.frames)
-        .filter_map(|f| f.function)
-        .map(|f| crash.graph.function(f).name.clone())
+        .flat_map(|crash| {
+            crash
+                .report
+                .threads
+                .iter()
+                .flat_map(|t| &t.frames)
+                .filter_map(|f| f.function)
+                .map(|f| crash.graph.function(f).name.clone())
+        })
         .filter(|n| switchable.contains(n))
         .collect();
-    let mut out = vec![("*".to_string(), false)];
     out.extend(on_stack.into_iter().map(|n| (n, true)));
     Ok(out)
 }
