@@ -799,3 +799,101 @@ fn tracing_follows_every_crash_given() {
     assert_eq!(std::fs::read(&copy).unwrap(), before);
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// A shared library rebuilt since the crash has other unwind tables. When the walk ends
+/// inside it (here: no usable CFI, and the frame pointer the fault left is 0, which reads as
+/// the end of the stack), the program frames beyond it are unknown, not absent, and the report
+/// must say so. Taken for the stack's end, it left the crashing thread without program frames
+/// and "outer frames known", and the analysis refused ("the report has no stack frames"); in
+/// zstd's bb build a walk ending in a rebuilt crash shim made it refuse as inconsistent
+/// (bench/real/FINDINGS.md 8). With the library the program ran with, the walk is whole.
+#[test]
+fn a_walk_ending_in_a_rebuilt_library_leaves_the_outer_frames_unknown() {
+    let tmp = fresh_dir("csi-rebuilt-library");
+    let lib = |version: &str| {
+        let st = Command::new("clang-19")
+            .args(["-g", "-O1", "-fomit-frame-pointer", "-fPIC", "-shared"])
+            .arg(format!("-DVERSION={version}"))
+            .args(["-o", "libboom.so", "lib.c"])
+            .current_dir(&tmp)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    std::fs::write(
+        tmp.join("lib.c"),
+        "int boom(int *p) {\n    int v;\n    \
+         __asm__ volatile(\"xor %%ebp, %%ebp\\n\\tmovl (%1), %0\" : \"=r\"(v) : \"r\"(p) : \"rbp\");\n    \
+         return v + VERSION;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.join("main.c"),
+        "int boom(int *p);\nstatic int twice(int *p) { return 2 * boom(p); }\n\
+         int main(int argc, char **argv) { (void)argv; return twice(argc > 5 ? &argc : 0); }\n",
+    )
+    .unwrap();
+    lib("1");
+    csi_cc_in(
+        &tmp,
+        &[
+            "-O0",
+            "-g",
+            "-o",
+            "prog",
+            "main.c",
+            "-L.",
+            "-lboom",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    let core = crash(&tmp.join("prog"), "", &tmp.join("run"));
+    let analyze = || -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+            .args(["analyze", "--format", "json", "--exe"])
+            .arg(tmp.join("prog"))
+            .arg("--core")
+            .arg(&core)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let functions = |v: &Value| -> Vec<String> {
+        v["threads"][0]["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["function"].as_str().map(String::from))
+            .collect()
+    };
+    let whole = analyze();
+    assert_eq!(whole["threads"][0]["outer_frames_unknown"], false, "{whole:#}");
+    assert!(
+        functions(&whole).starts_with(&["boom".into(), "twice".into(), "main".into()]),
+        "{whole:#}"
+    );
+    lib("2");
+    let cut = analyze();
+    let t = &cut["threads"][0];
+    assert_eq!(t["outer_frames_unknown"], true, "{cut:#}");
+    assert_eq!(functions(&cut), ["boom"], "{cut:#}");
+    let problem = t["walk_problem"].as_str().unwrap();
+    assert!(
+        problem.contains("libboom.so, which differs from the file the program ran with"),
+        "{problem}"
+    );
+    // Nothing of `main` is claimed never run: its activation may still be in progress.
+    let main_c = cut["lines"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(f, _)| f.ends_with("main.c"))
+        .map(|(_, l)| l.clone())
+        .unwrap_or(Value::Null);
+    assert!(
+        main_c["never"].as_array().is_none_or(|a| a.is_empty()),
+        "{main_c:#}"
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -96,7 +96,22 @@ impl<'p> Unwinder<'p> {
                     }
                     cur = next;
                 }
-                Ok(None) => return (frames, WalkEnd::Complete),
+                // An end found in the unwind tables of a file that is not the one the
+                // program ran with (rebuilt since) is no evidence that the stack ends there:
+                // the frames beyond it are unknown, not absent.
+                Ok(None) => match self.process.module_at(cur.pc).filter(|m| m.mismatched()) {
+                    Some(m) => {
+                        return (
+                            frames,
+                            WalkEnd::Stuck(format!(
+                                "ended inside {}, which differs from the file the program \
+                                 ran with",
+                                m.name
+                            )),
+                        )
+                    }
+                    None => return (frames, WalkEnd::Complete),
+                },
                 Err(why) => return (frames, WalkEnd::Stuck(why)),
             }
         }

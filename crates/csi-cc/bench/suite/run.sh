@@ -136,6 +136,8 @@ cc_for() {
     customoff) echo "$CSI --csi-scheme=custom" ;;
     # customizable tracing switched on in the crash stack's functions only (`fixed`'s list)
     customreal) echo "$CSI --csi-scheme=custom" ;;
+    # customizable tracing switched on where injected crashes stopped the program (crash_switch)
+    customcrash) echo "$CSI --csi-scheme=custom" ;;
     # call-site coverage with a probe at every call site (no placement)
     ccall) echo "$CSI --csi-scheme=cc --csi-cc-probes=all" ;;
     # the same order as the table before issue 17 (probes placed in the optimized code)
@@ -251,12 +253,54 @@ wl() {
     gzip) $RUN "$b" -9 -n -c <"$d/$s.dat" >"$o.out" && $RUN "$b" -d -c <"$o.out" >"$o.dec" ;;
   esac
 }
+# customcrash: the switches a deployment sets after seeing crashes (the dissertation's ch. 3
+# loop), rather than a stack chosen by hand. bench/real's crash shim stops one invocation of the
+# workload (its first: flex on the spec, grep's first regex, heavy.lua, the compressors' -9/-12
+# compression of SHORT) at its N-th allocation (flex, Lua) or input call (grep and the
+# compressors, whose allocations are made up front) with SIGABRT (bzip2 catches SIGSEGV), at
+# CRASHES (default 4) values of N spread evenly over a whole run's count; `csi tracing --core`
+# with every core then switches on the functions on their stacks, inlined frames included, and
+# everything else off.
+crash_cmd() { # prog bin env-prefix...: the invocation the crashes stop
+  local p="$1" b="$2" d="$W/$1/data"; shift 2
+  case "$p" in
+    flex) "$@" "$b" -t "$d/SHORT.l" ;;
+    grep) LC_ALL=C "$@" "$b" -c -E '[a-z]+ing\b' "$d/SHORT.txt" ;;
+    lua) "$@" "$b" "$BENCH/lua/heavy.lua" 8 ;;
+    bzip2) "$@" "$b" -9 -c <"$d/SHORT.dat" ;;
+    zstd) "$@" "$b" -q -12 --single-thread -c <"$d/SHORT.dat" ;;
+    gzip) "$@" "$b" -9 -n -c <"$d/SHORT.dat" ;;
+  esac
+}
+crash_switch() { # prog exe: crash it, then switch it by the cores (prints csi tracing's list)
+  local p="$1" b="$2" d="$W/$1/crashes" on total i n k="${CRASHES:-4}"; local -a cores=()
+  case "$p" in grep|bzip2|zstd|gzip) on=read ;; *) on=malloc ;; esac
+  rm -rf "$d" && mkdir -p "$d"
+  total=$(crash_cmd "$p" "$b" env LD_PRELOAD="$SHIM" CRASH_COUNT=1 CRASH_ON="$on" 2>&1 >/dev/null |
+    sed -n 's/^crashshim: \([0-9]*\) .*/\1/p' | tail -1)
+  [ -n "$total" ] || { echo "crash_switch: the shim counted nothing"; return 1; }
+  for ((i = 1; i <= k; i++)); do
+    n=$(( total * i / (k + 1) )); [ "$n" -ge 1 ] || n=1
+    mkdir -p "$d/$i"
+    (cd "$d/$i" && ulimit -c unlimited &&
+      crash_cmd "$p" "$b" env LD_PRELOAD="$SHIM" CRASH_N="$n" CRASH_ON="$on" CRASH_SIGNAL=6 \
+        >/dev/null 2>&1)
+    echo "crash $i: $on call $n of $total: $([ -f "$d/$i/core" ] && echo core || echo 'no core')"
+    [ -f "$d/$i/core" ] && cores+=(--core "$d/$i/core")
+  done
+  [ ${#cores[@]} -gt 0 ] || { echo "crash_switch: no core (core_pattern: $(cat /proc/sys/kernel/core_pattern))"; return 1; }
+  "$CSI_BIN" tracing --exe "$b" "${cores[@]}"
+}
 roundtrip() { case "$1" in bzip2|zstd|gzip) cmp -s "$W/$1/data/$2.dat" "$3.dec" ;; *) true ;; esac; }
 
 # ---------------------------------------------------------------------------------------------
 declare -A OK INSTR CPU RSS FSIZE TSIZE NOTE
 configured() { [[ " ${CONFIGS[*]} " == *" $1 "* ]]; }
 # SanitizerCoverage's module constructor calls this with its flags' bounds (libFuzzer's hook).
+SHIM="$W/crashshim.so"
+if [ "$BUILD" = 1 ] && configured customcrash; then
+  clang-19 -O2 -gdwarf-4 -fPIC -shared -o "$SHIM" "$BENCH/../../../bench/real/crashshim.c" -ldl
+fi
 if [ "$BUILD" = 1 ] && configured sancov; then
   printf 'void __sanitizer_cov_bool_flag_init(char *start, char *end) { (void)start; (void)end; }\n' |
     clang-19 -O2 -x c -c - -o "$W/sancov-stub.o"
@@ -302,6 +346,12 @@ for p in "${PROGRAMS[@]}"; do
       cp "$W/$p/plain/$(bin_of "$p")" "$W/$p/copy/$(bin_of "$p")" 2>/dev/null
   fi
   gen_inputs "$p"
+  # Switched as a deployment would after seeing crashes: `csi tracing --core` with the cores
+  # of CRASHES injected crashes (crash_switch; after the inputs, which the crashed runs read).
+  if [ "$BUILD" = 1 ] && configured customcrash && [ -x "$W/$p/customcrash/$(bin_of "$p")" ]; then
+    crash_switch "$p" "$W/$p/customcrash/$(bin_of "$p")" >"$W/$p/customcrash.switches" 2>&1 ||
+      log "$p: customcrash: $(tail -1 "$W/$p/customcrash.switches")"
+  fi
   # Checked full run (+ max RSS of the workload's processes).
   for v in "${CONFIGS[@]}"; do
     b="$W/$p/$v/$(bin_of "$p")"
