@@ -384,7 +384,7 @@ impl Backend {
                 thread: p.thread.unwrap_or(0),
                 frame,
                 step: None,
-                inline: None,
+                inline: p.inline,
             },
             None => self.selection(),
         };

@@ -264,7 +264,7 @@ request! {
     /// `csi/pathTrace`: the decoded path of a frame (default: the selected one); null when there
     /// is no such frame.
     PathTrace, "csi/pathTrace", "csi.pathTrace", PathTraceParams => Option<PathTraceResult>,
-    r#"takes {"thread"?, "frame"?}"#
+    r#"takes {"thread"?, "frame"?, "inline"?}"#
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
@@ -275,6 +275,10 @@ pub struct PathTraceParams {
     /// None: the selected frame.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame: Option<usize>,
+    /// With `frame`: a call inlined into it (0 = innermost; `Frame::inlined`), whose own
+    /// activation's path is wanted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

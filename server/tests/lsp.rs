@@ -451,6 +451,27 @@ async fn an_inlined_call_is_listed_and_selected_on_its_own() {
         .await;
     assert_eq!(t["result"]["inline"], 0, "{t}");
     assert_eq!(t["result"]["frame"], k, "{t}");
+    // The CSI Stack view's steps of the inlined call: the path of its own activation,
+    // whichever frame is selected.
+    c.request("csi/selectFrame", json!({"thread": 0, "frame": 0}))
+        .await;
+    let p = c
+        .request(
+            "csi/pathTrace",
+            json!({"thread": 0, "frame": k, "inline": 0}),
+        )
+        .await;
+    assert_eq!(p["result"]["inline"], 0, "{p}");
+    assert_eq!(p["result"]["steps"], t["result"]["steps"], "{p}");
+    let own = c
+        .request("csi/pathTrace", json!({"thread": 0, "frame": k}))
+        .await;
+    assert!(own["result"].get("inline").is_none(), "{own}");
+    c.request(
+        "csi/selectFrame",
+        json!({"thread": 0, "frame": k, "inline": 0}),
+    )
+    .await;
     let st = c.request("csi/stack", json!({})).await;
     assert_eq!(
         st["result"]["selected"],

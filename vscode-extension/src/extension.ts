@@ -235,14 +235,19 @@ export class StackProvider implements vscode.TreeDataProvider<StackNode> {
     switch (node.kind) {
       case 'thread':
         return frameChildren(stack, node.thread);
-      case 'frame': {
-        if (!node.frame.pathSteps) return [];
+      case 'frame':
+      case 'inlined': {
+        // A call inlined into the frame has a path trace of its own activation.
+        const inline = node.kind === 'inlined' ? node.inline : null;
+        const steps = inline === null ? node.frame.pathSteps : node.frame.inlined?.[inline]?.pathSteps;
+        if (!steps) return [];
         const t = this.state.trace;
-        if (t && t.thread === node.thread && t.frame === node.frame.index) return stepChildren(t);
-        const key = `${node.thread}/${node.frame.index}`;
+        if (t && t.thread === node.thread && t.frame === node.frame.index && (t.inline ?? null) === inline) return stepChildren(t);
+        const key = `${node.thread}/${node.frame.index}/${inline ?? ''}`;
         let trace = this.traces.get(key);
         if (!trace && client) {
-          trace = await client.sendRequest<PathTrace>(Methods.pathTrace, { thread: node.thread, frame: node.frame.index });
+          const at = { thread: node.thread, frame: node.frame.index, ...(inline === null ? {} : { inline }) };
+          trace = await client.sendRequest<PathTrace>(Methods.pathTrace, at);
           this.traces.set(key, trace);
         }
         return trace ? stepChildren(trace) : [];
@@ -758,9 +763,12 @@ export class Controller implements vscode.Disposable {
     return r;
   }
 
-  async goToStep(arg: { thread: number; frame: number; step: number }): Promise<void> {
+  async goToStep(arg: { thread: number; frame: number; inline?: number; step: number }): Promise<void> {
     const sel = this.state.selected;
-    if (!sel || sel.thread !== arg.thread || sel.frame !== arg.frame) await this.selectFrame({ thread: arg.thread, frame: arg.frame });
+    const inline = arg.inline ?? null;
+    if (!sel || sel.thread !== arg.thread || sel.frame !== arg.frame || (sel.inline ?? null) !== inline) {
+      await this.selectFrame({ thread: arg.thread, frame: arg.frame, ...(inline === null ? {} : { inline }) });
+    }
     const cur = this.state.selected?.step ?? this.state.trace?.current ?? 0;
     const d = deltaTo(cur, arg.step);
     if (d !== 0) await this.step(d);
@@ -999,7 +1007,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   reg(Commands.openCrash, (a?: unknown) => controller.openCrash(a));
   reg(Commands.openReport, (a?: unknown) => controller.openReport(a));
   reg(Commands.selectFrame, (a?: unknown) => controller.selectFrame(a));
-  reg(Commands.goToStep, (a: { thread: number; frame: number; step: number }) => controller.goToStep(a));
+  reg(Commands.goToStep, (a: { thread: number; frame: number; inline?: number; step: number }) => controller.goToStep(a));
   reg(Commands.stepBack, () => controller.step(-1));
   reg(Commands.stepForward, () => controller.step(1));
   reg(Commands.query, () => controller.query());

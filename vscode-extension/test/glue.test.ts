@@ -43,7 +43,8 @@ async function start(initializeResult: any = { capabilities: {} }) {
   LanguageClient.answers = new Map<string, any>([
     ['csi/openCrash', rec.stack],
     ['csi/stack', rec.stack],
-    ['csi/pathTrace', (p: any) => (p.frame === 1 ? rec.pathTrace1 : rec.pathTrace0)],
+    // (as the server, it answers for the inlined call asked for)
+    ['csi/pathTrace', (p: any) => ({ ...(p.frame === 1 ? rec.pathTrace1 : rec.pathTrace0), ...(p.inline === undefined ? {} : { inline: p.inline }) })],
     ['csi/selectFrame', (p: any) => (p.frame === 1 ? rec.pathTrace1 : rec.pathTrace0)],
     ['csi/stepPath', rec.stepBack2],
     ['csi/query', (p: any) => ({ kind: p.kind, answer: p.kind === 'mayRun' && p.line === 29 ? 'impossible' : 'possible' })],
@@ -123,6 +124,25 @@ test('open crash → stack, trace, editor revealed, recorded csi/lineStates pain
   vscode.workspace._set('csi.decorations.neverStyle', 'faded');
   const faded = vscode.recorded.decorationTypes.find((d) => !d.disposed && d.options.opacity)!;
   assert.deepEqual((editor.decorations.get(faded.key) ?? []).map((r) => r.start.line), [19, 29, 41]);
+});
+
+test('stack view: a call inlined into a frame opens on its own path trace; its step selects it', async () => {
+  const { controller, client } = await start();
+  await vscode.commands.executeCommand(Commands.openCrash, { executable: 'e', core: 'c' });
+  const tree = vscode.recorded.treeProviders.get('csiStack');
+  const main = controller.state.stack!.threads[0].frames.find((f: any) => f.function === 'main')!;
+  main.inlined = [{ ...main, function: 'cmd_add', inlined: [], pathSteps: 11 }];
+  const [thread] = await tree.getChildren();
+  const inlined = (await tree.getChildren(thread)).find((n: any) => n.kind === 'inlined');
+  assert.equal(tree.getTreeItem(inlined).label, '#1 cmd_add [inlined]');
+  client.requests.length = 0;
+  const steps = await tree.getChildren(inlined);
+  assert.equal(steps.length, 11);
+  assert.deepEqual(client.requests, [{ method: 'csi/pathTrace', params: { thread: 0, frame: 1, inline: 0 } }]);
+  // Clicking a step selects the inlined call (not the frame), then steps there.
+  const step = tree.getTreeItem(steps[0]);
+  await vscode.commands.executeCommand(step.command.command, ...step.command.arguments);
+  assert.deepEqual(client.requests[1], { method: 'csi/selectFrame', params: { thread: 0, frame: 1, inline: 0 } });
 });
 
 test('stack view, select frame, step back and forward, query, overview, clear', async () => {

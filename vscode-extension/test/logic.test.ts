@@ -228,6 +228,16 @@ describe('stack tree', () => {
       ],
     );
     assert.deepEqual(views[1].command, { id: 'csi.vscode.selectFrame', args: [{ thread: 0, frame: 1, inline: 0 }] });
+    // The selected inlined call opens on its own path's steps; `run` has none.
+    assert.deepEqual([views[1].collapsible, views[2].collapsible], ['expanded', 'none']);
+    const steps = stepChildren({ ...trace(4, 3), thread: 0, frame: 1, inline: 0 });
+    const sv = steps.map((n) => itemView(n, st, { ...sel, step: 3 }, 3));
+    assert.deepEqual(sv.map((v) => v.label), ['step 1/4', 'step 2/4', 'step 3/4', '▶ step 4/4']);
+    assert.deepEqual(sv[0].command, { id: 'csi.vscode.goToStep', args: [{ thread: 0, frame: 1, inline: 0, step: 0 }] });
+    // The same step of the frame itself is another node, not the current one.
+    const own = stepChildren({ ...trace(4, 3), thread: 0, frame: 1 }).map((n) => itemView(n, st, { ...sel, step: 3 }, 3));
+    assert.equal(own[3].label, 'step 4/4');
+    assert.notEqual(own[3].id, sv[3].id);
     // The state's selected frame is the inlined call.
     const s = new CsiState((u) => u);
     s.setStack({ ...st, selected: sel });

@@ -868,7 +868,10 @@ fn a_walk_ending_in_a_rebuilt_library_leaves_the_outer_frames_unknown() {
             .collect()
     };
     let whole = analyze();
-    assert_eq!(whole["threads"][0]["outer_frames_unknown"], false, "{whole:#}");
+    assert_eq!(
+        whole["threads"][0]["outer_frames_unknown"], false,
+        "{whole:#}"
+    );
     assert!(
         functions(&whole).starts_with(&["boom".into(), "twice".into(), "main".into()]),
         "{whole:#}"

@@ -159,7 +159,8 @@ fn a_crash_turns_tracing_on_where_it_happened() {
         }
         let crash = csi_dump::Crash::open(&fx.exe, &fx.core, &Default::default())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let settings = csi_dump::tracing_switches::settings_for_crashes(std::slice::from_ref(&crash)).unwrap();
+        let settings =
+            csi_dump::tracing_switches::settings_for_crashes(std::slice::from_ref(&crash)).unwrap();
         let on: BTreeSet<&str> = settings[1..].iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(settings[0], ("*".to_string(), false), "{name}");
         // Every switchable function with a frame is on the list.

@@ -11,7 +11,8 @@ export type StackNode =
    * debugger's Call Stack does. */
   | { kind: 'inlined'; thread: number; frame: Frame; inline: number }
   | { kind: 'omitted'; thread: number; from: number; to: number }
-  | { kind: 'step'; thread: number; frame: number; index: number; of: number; uri: string | null; file: string; line: number }
+  /** A step of the path trace of `frame`, or of the call inlined into it at `inline`. */
+  | { kind: 'step'; thread: number; frame: number; inline: number | null; index: number; of: number; uri: string | null; file: string; line: number }
   | { kind: 'note'; text: string };
 
 export type Collapsible = 'none' | 'collapsed' | 'expanded';
@@ -63,7 +64,7 @@ export function splitOmitted(from: number, to: number, page = PAGE): Array<{ fro
   return out;
 }
 
-/** Steps of a frame's path trace, oldest first. */
+/** Steps of a frame's (or an inlined call's) path trace, oldest first. */
 export function stepChildren(trace: PathTrace): StackNode[] {
   if (trace.steps.length === 0) {
     return [{ kind: 'note', text: trace.note ?? 'no path trace for this frame' }];
@@ -72,6 +73,7 @@ export function stepChildren(trace: PathTrace): StackNode[] {
     kind: 'step',
     thread: trace.thread,
     frame: trace.frame,
+    inline: trace.inline ?? null,
     index: i,
     of: trace.steps.length,
     uri: s.uri,
@@ -137,6 +139,7 @@ export function itemView(node: StackNode, stack: Stack, sel: Selected | null, cu
       const call = f.inlined![node.inline];
       const selected = isSelected(sel, node.thread, f.index, node.inline);
       const where = call.file !== null && call.line !== null ? `${baseName(call.file)}:${call.line + 1}` : '';
+      const steps = call.pathSteps ?? 0;
       return {
         id: `t${node.thread}f${f.index}i${node.inline}`,
         label: `${frameTitle(call)} [inlined]`,
@@ -144,11 +147,11 @@ export function itemView(node: StackNode, stack: Stack, sel: Selected | null, cu
         tooltip: [
           `${call.function ?? '??'} inlined into frame #${f.index} ${f.function ?? '??'} (thread ${node.thread + 1})`,
           call.file !== null && call.line !== null ? `${call.file}:${call.line + 1}` : '',
-          call.analysed ? `its own activation: ${call.pathSteps ?? 0} path steps` : 'not analysed on its own',
+          call.analysed ? `its own activation: ${steps} path step${steps === 1 ? '' : 's'}` : 'not analysed on its own',
         ]
           .filter(Boolean)
           .join('\n'),
-        collapsible: 'none',
+        collapsible: steps > 0 ? (selected ? 'expanded' : 'collapsed') : 'none',
         icon: selected ? 'debug-stackframe-focused' : 'debug-stackframe',
         contextValue: 'csiInlinedFrame',
         command: { id: ViewCommands.selectFrame, args: [{ thread: node.thread, frame: f.index, inline: node.inline }] },
@@ -164,16 +167,19 @@ export function itemView(node: StackNode, stack: Stack, sel: Selected | null, cu
         contextValue: 'csiOmitted',
       };
     case 'step': {
-      const current = isSelected(sel, node.thread, node.frame) && currentStep === node.index;
+      const current = isSelected(sel, node.thread, node.frame, node.inline) && currentStep === node.index;
       return {
-        id: `t${node.thread}f${node.frame}s${node.index}`,
+        id: `t${node.thread}f${node.frame}${node.inline === null ? '' : `i${node.inline}`}s${node.index}`,
         label: (current ? '▶ ' : '') + stepLabel(node.index, node.of),
         description: `${baseName(node.file)}:${node.line + 1}`,
         tooltip: `${node.file}:${node.line + 1}`,
         collapsible: 'none',
         icon: current ? 'debug-breakpoint-function' : 'circle-small',
         contextValue: 'csiStep',
-        command: { id: ViewCommands.goToStep, args: [{ thread: node.thread, frame: node.frame, step: node.index }] },
+        command: {
+          id: ViewCommands.goToStep,
+          args: [{ thread: node.thread, frame: node.frame, ...(node.inline === null ? {} : { inline: node.inline }), step: node.index }],
+        },
       };
     }
     case 'note':
