@@ -4,7 +4,8 @@
  *
  *   CRASH_N=N      crash at allocation number N (1-based); unset or 0: never crash
  *   CRASH_COUNT=1  print "crashshim: <count> allocations" to stderr at exit (to choose N and to
- *                  check that a run under valgrind counts the same as a native run)
+ *                  check that a run under valgrind counts the same as a native run), to a copy
+ *                  of stderr made at start, so a program that closes its stderr is counted too
  *   CRASH_SIGNAL=S the signal raised (a number; default SIGSEGV): a program that catches
  *                  SIGSEGV to clean up and exit (bzip2) leaves no core for it
  *   CRASH_ON=read  count input calls (read, fread) instead of allocations: a compressor
@@ -26,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,9 @@ static int count_reads;
 static int crash_signal = SIGSEGV;
 static unsigned long calls;
 static int report_count;
+/* Where the count goes: a copy of the stderr the program started with, since programs may close
+ * theirs before exit (grep's gnulib close_stdout closes stderr too). */
+static int report_fd = 2;
 static int in_main;
 
 typedef int (*main_fn)(int, char **, char **);
@@ -86,13 +91,17 @@ __attribute__((constructor)) static void crashshim_init(void) {
     const char *sig = getenv("CRASH_SIGNAL");
     if (sig && atoi(sig) > 0) crash_signal = atoi(sig);
     report_count = c && *c == '1';
+    if (report_count) {
+        int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0) report_fd = fd;
+    }
 }
 
 __attribute__((destructor)) static void crashshim_fini(void) {
     if (report_count) {
         char buf[64];
         int len = snprintf(buf, sizeof buf, "crashshim: %lu %s\n", calls, count_reads ? "reads" : "allocations");
-        if (len > 0) (void)!write(2, buf, (size_t)len);
+        if (len > 0) (void)!write(report_fd, buf, (size_t)len);
     }
 }
 
