@@ -18,6 +18,10 @@
 #       fixed      CC="csi-cc --csi-scheme=cc --csi-schema=<prog>.fixed.schema": call-site
 #                  coverage everywhere, path tracing only in the functions of a plausible crash
 #                  stack of that program (the dissertation's "Realistic (fixed)"; lists below)
+#       customoff customreal customcrash   CC="csi-cc --csi-scheme=custom", then `csi tracing`:
+#                  every switch off / on in the `fixed` list's functions only / on in the
+#                  functions on the stacks of CRASHES (default 4) crashes injected into the
+#                  workload by bench/real's crash shim (crash_switch, below)
 #     flex, grep, gzip: ./configure once (with plain clang-19; CFLAGS default -g -O2), then
 #     `make CC=...` in a copy of the configured tree per configuration; lua: the upstream
 #     makefile `make linux` (-O2); bzip2: its Makefile (-O2 -g); zstd: `make -C programs zstd`
@@ -276,7 +280,8 @@ crash_switch() { # prog exe: crash it, then switch it by the cores (prints csi t
   local p="$1" b="$2" d="$W/$1/crashes" on total i n k="${CRASHES:-4}"; local -a cores=()
   case "$p" in grep|bzip2|zstd|gzip) on=read ;; *) on=malloc ;; esac
   rm -rf "$d" && mkdir -p "$d"
-  total=$(crash_cmd "$p" "$b" env LD_PRELOAD="$SHIM" CRASH_COUNT=1 CRASH_ON="$on" 2>&1 >/dev/null |
+  # (Output to a file: with stdout on /dev/null grep stops at the first match.)
+  total=$(crash_cmd "$p" "$b" env LD_PRELOAD="$SHIM" CRASH_COUNT=1 CRASH_ON="$on" 2>&1 >"$d/out" |
     sed -n 's/^crashshim: \([0-9]*\) .*/\1/p' | tail -1)
   [ -n "$total" ] || { echo "crash_switch: the shim counted nothing"; return 1; }
   for ((i = 1; i <= k; i++)); do
@@ -284,7 +289,7 @@ crash_switch() { # prog exe: crash it, then switch it by the cores (prints csi t
     mkdir -p "$d/$i"
     (cd "$d/$i" && ulimit -c unlimited &&
       crash_cmd "$p" "$b" env LD_PRELOAD="$SHIM" CRASH_N="$n" CRASH_ON="$on" CRASH_SIGNAL=6 \
-        >/dev/null 2>&1)
+        >out 2>&1)
     echo "crash $i: $on call $n of $total: $([ -f "$d/$i/core" ] && echo core || echo 'no core')"
     [ -f "$d/$i/core" ] && cores+=(--core "$d/$i/core")
   done
@@ -298,8 +303,9 @@ declare -A OK INSTR CPU RSS FSIZE TSIZE NOTE
 configured() { [[ " ${CONFIGS[*]} " == *" $1 "* ]]; }
 # SanitizerCoverage's module constructor calls this with its flags' bounds (libFuzzer's hook).
 SHIM="$W/crashshim.so"
-if [ "$BUILD" = 1 ] && configured customcrash; then
-  clang-19 -O2 -gdwarf-4 -fPIC -shared -o "$SHIM" "$BENCH/../../../bench/real/crashshim.c" -ldl
+SHIM_SRC="$BENCH/../../../bench/real/crashshim.c"
+if configured customcrash && { [ ! -f "$SHIM" ] || [ "$SHIM_SRC" -nt "$SHIM" ]; }; then
+  clang-19 -O2 -gdwarf-4 -fPIC -shared -o "$SHIM" "$SHIM_SRC" -ldl
 fi
 if [ "$BUILD" = 1 ] && configured sancov; then
   printf 'void __sanitizer_cov_bool_flag_init(char *start, char *end) { (void)start; (void)end; }\n' |
@@ -348,7 +354,9 @@ for p in "${PROGRAMS[@]}"; do
   gen_inputs "$p"
   # Switched as a deployment would after seeing crashes: `csi tracing --core` with the cores
   # of CRASHES injected crashes (crash_switch; after the inputs, which the crashed runs read).
-  if [ "$BUILD" = 1 ] && configured customcrash && [ -x "$W/$p/customcrash/$(bin_of "$p")" ]; then
+  # With BUILD=0 only when the build was never switched (CRASHED=1 forces it).
+  if configured customcrash && [ -x "$W/$p/customcrash/$(bin_of "$p")" ] &&
+    { [ "$BUILD" = 1 ] || [ "${CRASHED:-0}" = 1 ] || ! grep -q '^on ' "$W/$p/customcrash.switches" 2>/dev/null; }; then
     crash_switch "$p" "$W/$p/customcrash/$(bin_of "$p")" >"$W/$p/customcrash.switches" 2>&1 ||
       log "$p: customcrash: $(tail -1 "$W/$p/customcrash.switches")"
   fi
