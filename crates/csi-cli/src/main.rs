@@ -153,8 +153,9 @@ enum Command {
         exe: PathBuf,
         /// Trace the functions on a crash's stacks (every thread's frames, inlined ones
         /// included) and nothing else: every switch off, then theirs on — before `--set`.
-        /// Repeatable: the functions of every crash given (cores of this executable).
-        #[arg(long, value_name = "CORE")]
+        /// Several cores (of this executable; `--core a b`, a shell glob, or the option
+        /// repeated): the functions of every crash given.
+        #[arg(long, value_name = "CORE", num_args = 1..)]
         core: Vec<PathBuf>,
         /// PATTERN=on or PATTERN=off (repeatable; a later one wins). The dissertation's
         /// mechanism sets work too: `CC,PT` (the build's whole scheme) is on, `{}` or `none`

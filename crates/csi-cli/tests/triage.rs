@@ -780,6 +780,26 @@ fn tracing_follows_every_crash_given() {
         on_after(&[&div, &modulo]),
         ["apply", "divide", "eval", "main", "modulo"]
     );
+    // One `--core` with several files (as a shell glob gives them) is the same.
+    let copy = tmp.join("copy");
+    std::fs::copy(&exe, &copy).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+        .arg("tracing")
+        .arg("--exe")
+        .arg(&copy)
+        .arg("--core")
+        .arg(&div)
+        .arg(&modulo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let on: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("on "))
+        .map(|f| f.trim().to_string())
+        .collect();
+    assert_eq!(on, ["apply", "divide", "eval", "main", "modulo"]);
     // A core that is not one: one line of error, the file untouched.
     let copy = tmp.join("copy");
     let before = std::fs::read(&copy).unwrap();
