@@ -746,14 +746,18 @@ fn tracing_follows_every_crash_given() {
     build(&exe, &["--csi-scheme=custom"]);
     let div = crash(&exe, "6 0 /", &tmp.join("div"));
     let modulo = crash(&exe, "9 0 %", &tmp.join("mod"));
-    // The switches that are on after `csi tracing --exe <copy> --core …` for these cores.
-    let on_after = |cores: &[&Path]| -> Vec<String> {
+    // The switches that are on after `csi tracing --exe <copy> --core …` for these cores
+    // (`--core` before each, or once before them all).
+    let on_after = |cores: &[&Path], each: bool| -> Vec<String> {
         let copy = tmp.join("copy");
         std::fs::copy(&exe, &copy).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_csi"));
         cmd.arg("tracing").arg("--exe").arg(&copy);
-        for c in cores {
-            cmd.arg("--core").arg(c);
+        for (k, c) in cores.iter().enumerate() {
+            if each || k == 0 {
+                cmd.arg("--core");
+            }
+            cmd.arg(c);
         }
         let out = cmd.output().unwrap();
         assert!(out.status.success(), "{out:?}");
@@ -774,32 +778,15 @@ fn tracing_follows_every_crash_given() {
     };
     // The cores were made with the file's switches as built (all on); `csi tracing` reads the
     // stacks, so the copies' switch settings do not matter to it.
-    assert_eq!(on_after(&[&div]), ["apply", "divide", "eval", "main"]);
-    assert_eq!(on_after(&[&modulo]), ["apply", "eval", "main", "modulo"]);
+    assert_eq!(on_after(&[&div], true), ["apply", "divide", "eval", "main"]);
     assert_eq!(
-        on_after(&[&div, &modulo]),
-        ["apply", "divide", "eval", "main", "modulo"]
+        on_after(&[&modulo], true),
+        ["apply", "eval", "main", "modulo"]
     );
+    let both = ["apply", "divide", "eval", "main", "modulo"];
+    assert_eq!(on_after(&[&div, &modulo], true), both);
     // One `--core` with several files (as a shell glob gives them) is the same.
-    let copy = tmp.join("copy");
-    std::fs::copy(&exe, &copy).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
-        .arg("tracing")
-        .arg("--exe")
-        .arg(&copy)
-        .arg("--core")
-        .arg(&div)
-        .arg(&modulo)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let on: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.strip_prefix("on "))
-        .map(|f| f.trim().to_string())
-        .collect();
-    assert_eq!(on, ["apply", "divide", "eval", "main", "modulo"]);
+    assert_eq!(on_after(&[&div, &modulo], false), both);
     // A core that is not one: one line of error, the file untouched.
     let copy = tmp.join("copy");
     let before = std::fs::read(&copy).unwrap();
