@@ -36,7 +36,7 @@ import {
   type Stack,
   type StepResult,
 } from './logic/protocol';
-import { crashArg, frameArg, lineArg, reportArg } from './logic/args';
+import { crashArg, frameArg, frameAt, lineArg, reportArg } from './logic/args';
 import { legendMarkdown, legendText } from './logic/legend';
 import { findServer } from './logic/server';
 import { type DebugPosition, launchConfiguration, registerDebugging } from './debug';
@@ -246,8 +246,7 @@ export class StackProvider implements vscode.TreeDataProvider<StackNode> {
         const key = `${node.thread}/${node.frame.index}/${inline ?? ''}`;
         let trace = this.traces.get(key);
         if (!trace && client) {
-          const at = { thread: node.thread, frame: node.frame.index, ...(inline === null ? {} : { inline }) };
-          trace = await client.sendRequest<PathTrace>(Methods.pathTrace, at);
+          trace = await client.sendRequest<PathTrace>(Methods.pathTrace, frameAt(node.thread, node.frame.index, inline));
           this.traces.set(key, trace);
         }
         return trace ? stepChildren(trace) : [];
@@ -767,7 +766,7 @@ export class Controller implements vscode.Disposable {
     const sel = this.state.selected;
     const inline = arg.inline ?? null;
     if (!sel || sel.thread !== arg.thread || sel.frame !== arg.frame || (sel.inline ?? null) !== inline) {
-      await this.selectFrame({ thread: arg.thread, frame: arg.frame, ...(inline === null ? {} : { inline }) });
+      await this.selectFrame(frameAt(arg.thread, arg.frame, inline));
     }
     const cur = this.state.selected?.step ?? this.state.trace?.current ?? 0;
     const d = deltaTo(cur, arg.step);

@@ -43,6 +43,12 @@ export function reportArg(a: unknown): ReportArg | undefined {
   return isObject(a) && isPath(a.graph) && isPath(a.report) ? { graph: a.graph, report: a.report } : undefined;
 }
 
+/** A frame, or the call inlined into it at `inline` (null: the frame itself), as requests and
+ * commands take it (`inline` left out for the frame). */
+export function frameAt(thread: number, frame: number, inline: number | null): FrameArg {
+  return inline === null ? { thread, frame } : { thread, frame, inline };
+}
+
 /** `{thread, frame, inline?}` (non-negative integers), else undefined. */
 export function frameArg(a: unknown): FrameArg | undefined {
   if (!isObject(a) || !isIndex(a.thread) || !isIndex(a.frame)) return undefined;

@@ -1,6 +1,7 @@
 // The CSI Stack view as plain data: threads → frames → path-trace steps.
 
 import type { Frame, PathTrace, Selected, Stack } from './protocol';
+import { frameAt } from './args';
 import { stepLabel } from './stepping';
 import { frameTitle } from './state';
 
@@ -178,7 +179,7 @@ export function itemView(node: StackNode, stack: Stack, sel: Selected | null, cu
         contextValue: 'csiStep',
         command: {
           id: ViewCommands.goToStep,
-          args: [{ thread: node.thread, frame: node.frame, ...(node.inline === null ? {} : { inline: node.inline }), step: node.index }],
+          args: [{ ...frameAt(node.thread, node.frame, node.inline), step: node.index }],
         },
       };
     }
