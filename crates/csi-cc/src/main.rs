@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -30,6 +30,11 @@ const CSI_OPTIONS: &str =
                         iterations) or `every` (one entry per iteration, as csi-cc v1.4.0; the
                         default with --csi-metadata=text, whose v1.4.0 readers expect it;
                         always at -O0, with setjmp, and in computed-goto dispatch)
+  --csi-pt-loops=L      `store` (default): every iteration of a loop ends a path, which the
+                        ring stores; `elide`: an innermost loop without calls stores only the
+                        path that enters it, and its iterations restart the sum without
+                        storing (fewer instructions per iteration; the reader then knows that
+                        any iterations ran between that path and the next, not which)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `calls` (default): a block's probe only where the blocks it dominates
                         cannot tell (the dissertation's ch. 4), and no probe in a static
@@ -466,6 +471,8 @@ struct CsiOptions {
     pt_size: Option<u32>,
     /// `--csi-pt-repeats`: `Some(true)` once, `Some(false)` every, `None` the default.
     pt_repeats_once: Option<bool>,
+    /// `--csi-pt-loops=elide`.
+    pt_elide_loops: bool,
     verbose: bool,
     cc_all_probes: bool,
     bb_all_probes: bool,
@@ -505,6 +512,7 @@ impl CsiOptions {
             schema: None,
             pt_size: None,
             pt_repeats_once: None,
+            pt_elide_loops: false,
             verbose: false,
             cc_all_probes: false,
             bb_all_probes: false,
@@ -532,6 +540,8 @@ impl CsiOptions {
                 };
             } else if let Some(v) = a.strip_prefix("--csi-pt-repeats=") {
                 o.pt_repeats_once = Some(either(v, "--csi-pt-repeats", "once", "every"));
+            } else if let Some(v) = a.strip_prefix("--csi-pt-loops=") {
+                o.pt_elide_loops = either(v, "--csi-pt-loops", "elide", "store");
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
                 o.cc_all_probes = either(v, "--csi-cc-probes", "all", "placed");
             } else if let Some(v) = a.strip_prefix("--csi-bb-probes=") {
@@ -780,6 +790,8 @@ impl Steps<'_> {
                 .csi
                 .pt_repeats_once
                 .unwrap_or(self.csi.compress_metadata),
+            // v1.4.0's tools (text metadata) take consecutive ring entries as consecutive paths.
+            pt_elide_loops: self.csi.pt_elide_loops && self.csi.compress_metadata,
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,
             bb_from_calls: self.csi.bb_from_calls,

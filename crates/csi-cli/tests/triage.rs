@@ -907,3 +907,74 @@ fn a_walk_ending_in_a_rebuilt_library_leaves_the_outer_frames_unknown() {
     );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// `csi-cc --csi-pt-loops=elide`: a call-free innermost loop stores only the path that enters
+/// it, so the ring holds no iteration. The crash here is in the loop's 41st iteration; the
+/// first took the `odd` branch (line 11), the others did not. The reader must take the paths
+/// before the loop as run earlier, not right before the iteration in progress: read as
+/// contiguous, the paths would say line 11 (and `main`'s loop body, line 20) never ran.
+/// The path that entered the loop is still in the ring, which 40 stored iterations would
+/// have overwritten: it says the `n > 5` branch ran and the other did not (lines 6 and 8).
+#[test]
+fn iterations_of_a_loop_that_stores_none_ran_but_are_not_known() {
+    let tmp = fresh_dir("csi-elided-loop");
+    std::fs::write(
+        tmp.join("odd.c"),
+        "#include <stdlib.h>\nint data[64];\nint count_odd(int n, int scale) {\n    int odd = 0;\n\
+         \x20   if (n > 5)\n        scale = scale * 2;\n    else\n        scale = scale * 3;\n\
+         \x20   for (int i = 0; i < n; i++) {\n        if (data[i] & 1)\n            odd += scale;\n\
+         \x20       if (data[i] < 0)\n            *(volatile int *)0 = i;\n    }\n    return odd;\n}\n\
+         int main(int argc, char **argv) {\n    int at = atoi(argv[1]);\n\
+         \x20   for (int i = 0; i < 64; i++)\n        data[i] = i == 0 ? 1 : 2 * i;\n\
+         \x20   data[at] = -2;\n    return count_odd(64, argc);\n}\n",
+    )
+    .unwrap();
+    let lines = |loops: &str| -> Value {
+        let exe = format!("odd-{loops}");
+        csi_cc_in(
+            &tmp,
+            &[
+                "-O2",
+                "-g",
+                &format!("--csi-pt-loops={loops}"),
+                "-o",
+                &exe,
+                "odd.c",
+            ],
+        );
+        let core = crash(&tmp.join(&exe), "40", &tmp.join(format!("run-{loops}")));
+        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+            .args(["analyze", "--format", "json", "--exe"])
+            .arg(tmp.join(&exe))
+            .arg("--core")
+            .arg(&core)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["lines"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(f, _)| f.ends_with("odd.c"))
+            .map(|(_, l)| l.clone())
+            .unwrap()
+    };
+    let has = |l: &Value, status: &str, line: u64| {
+        l[status]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x.as_u64() == Some(line)))
+    };
+    let stored = lines("store");
+    let elided = lines("elide");
+    // Every iteration stored: the ring holds the first one's `odd` branch.
+    assert!(has(&stored, "must", 11), "{stored:#}");
+    for line in [11, 20] {
+        assert!(!has(&elided, "never", line), "line {line}: {elided:#}");
+        assert!(has(&elided, "may", line), "line {line}: {elided:#}");
+    }
+    assert!(has(&elided, "must", 6), "{elided:#}");
+    assert!(has(&elided, "never", 8), "{elided:#}");
+    assert!(!has(&stored, "never", 8), "{stored:#}");
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

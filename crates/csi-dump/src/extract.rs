@@ -844,6 +844,9 @@ struct FramePath {
     point: Vec<NodeId>,
     /// Nothing ran in this activation before `path[0]`.
     from_entry: bool,
+    /// Nodes that ran in this activation before `path` but not right before it: the stored
+    /// paths before iterations of a loop that stores none (`CfgFunction::pt_elided`).
+    ran_earlier: Vec<NodeId>,
     /// Why the path is missing, when it is.
     note: Option<String>,
 }
@@ -1578,6 +1581,9 @@ impl<'a> Extract<'a> {
                     point = fp.point;
                     rf.path = fp.path;
                     rf.path_from_entry = fp.from_entry;
+                    for n in fp.ran_earlier {
+                        rf.local_coverage.insert(n, true);
+                    }
                     path_note = fp.note;
                 }
                 Err(why) => {
@@ -1878,6 +1884,7 @@ impl<'a> Extract<'a> {
                         .filter(|&n| block_of(n).is_none_or(|b| blocks.contains(&b)))
                         .collect(),
                     from_entry: false,
+                    ran_earlier: Vec::new(),
                     note: Some(
                         "the current position is ambiguous between blocks; path not decoded".into(),
                     ),
@@ -1898,6 +1905,7 @@ impl<'a> Extract<'a> {
                 path: Vec::new(),
                 point,
                 from_entry: false,
+                ran_earlier: Vec::new(),
                 note: Some(note.into()),
             });
         }
@@ -1921,9 +1929,37 @@ impl<'a> Extract<'a> {
         } else {
             completed_paths(&pg, &ids, &partial, wrapped, rec.pt_runs)
         };
+        // A path that starts at the head of a loop whose iterations are not stored follows
+        // any number of them: the suffix the analyses take as contiguous starts at the last
+        // such path, and the paths before it only ran earlier in the activation.
+        let after_gap = |d: &DecodedPath| {
+            d.start == PathStart::LoopHead
+                && d.blocks.first().is_some_and(|h| rec.pt_elided.contains(h))
+        };
+        let gap = if !in_entry_block && after_gap(&partial) {
+            Some(completed.len())
+        } else {
+            completed.iter().rposition(after_gap)
+        };
+        let (earlier, completed) = match gap {
+            Some(k) => {
+                let mut earlier = completed;
+                let after = earlier.split_off(k);
+                (earlier, after)
+            }
+            None => (Vec::new(), completed),
+        };
+        let ran_earlier: Vec<NodeId> = earlier
+            .iter()
+            .flat_map(|d| &d.blocks)
+            .flat_map(|b| block_nodes.get(b).into_iter().flatten())
+            .copied()
+            .collect();
         let path_from_partial_only = completed.is_empty();
         let path = path_to_point(&block_nodes, &completed, &partial, &point)?;
-        let from_entry = if path_from_partial_only {
+        let from_entry = if gap.is_some() {
+            false
+        } else if path_from_partial_only {
             partial.start == PathStart::Entry
                 && (in_entry_block || (!wrapped && ok && ids.is_empty()))
         } else {
@@ -1933,6 +1969,7 @@ impl<'a> Extract<'a> {
             path,
             point,
             from_entry,
+            ran_earlier,
             note: None,
         })
     }

@@ -136,6 +136,9 @@ pub struct Options {
     /// no `setjmp`), a completed path equal to the one stored last is not stored again (see
     /// `PathState::store_path`; the record's `pt_runs`).
     pub pt_repeats_once: bool,
+    /// `--csi-pt-loops=elide`: innermost loops without calls store no path per iteration,
+    /// only the path that enters them (`paths::elidable_loops`; the record's `pt_elided`).
+    pub pt_elide_loops: bool,
     /// Probe every call site (no placement optimization; see `cc_probe_placement`).
     pub cc_all_probes: bool,
     /// Probe every basic block (no placement; see `BlockGraph::coverage_probes`). Text
@@ -1096,7 +1099,7 @@ impl Unit<'_> {
         let succs: Vec<Vec<u32>> = rec.info.iter().map(|b| b.succs.clone()).collect();
         let mut numbering: Option<Numbering> = None;
         if mech.pt {
-            numbering = number_paths(c, &bbs, &succs, &mut rec);
+            numbering = number_paths(c, &bbs, &succs, &mut rec, opts.pt_elide_loops);
             if let Some(r) = &rec.cfg.pt_skipped {
                 self.report.pt_skipped.push((name.clone(), r.clone()));
             }
@@ -1253,6 +1256,7 @@ impl Unit<'_> {
                 opts.pt_size,
                 shadowed,
                 opts.pt_repeats_once,
+                &rec.pt_elided,
             )
             .map_err(unsupported)?;
             self.report.shadows |= made.shadows;
@@ -1408,6 +1412,7 @@ mod tests {
             per_function: Default::default(),
             pt_size: 10,
             pt_repeats_once: true,
+            pt_elide_loops: false,
             cc_all_probes: false,
             bb_all_probes: false,
             bb_from_calls: false,

@@ -122,9 +122,9 @@ pub(super) struct PathsMade {
 
 /// Inserts a function's path tracing (numbering `nb`, ring buffer of `n` paths, the ring index
 /// shadowed for `mem2reg` when `shadowed`, repeated paths stored once when also
-/// `repeats_once`, see `PathState::allocate`): the frame's state, its initial value, and an
-/// action on every edge of the numbering — an increment, or on a back edge the store of the
-/// completed path and the restart.
+/// `repeats_once`, see `PathState::allocate`; the loops of `elided` store no iteration): the
+/// frame's state, its initial value, and an action on every edge of the numbering — an
+/// increment, or on a back edge the store of the completed path and the restart.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn instrument_paths(
     c: &Ctx,
@@ -136,6 +136,7 @@ pub(super) unsafe fn instrument_paths(
     n: u32,
     shadowed: bool,
     repeats_once: bool,
+    elided: &BTreeMap<u32, Vec<u32>>,
 ) -> Result<PathsMade, &'static str> {
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
@@ -145,11 +146,11 @@ pub(super) unsafe fn instrument_paths(
         }
     }
     let nsucc = |u: u32| info[u as usize].succs.iter().collect::<BTreeSet<_>>().len();
-    let (restarts, acts) = edge_actions(bbs, nb, &preds, nsucc(0) == 1)?;
+    let (restarts, acts) = edge_actions(bbs, nb, &preds, nsucc(0) == 1, elided)?;
     // Not in an interpreter's dispatch (computed gotos restart the path at every handler):
     // one handler seldom follows itself, and the test would cost at every dispatch (Lua
     // `pt`, instructions: ×1.249 storing every path, ×1.260 with the test at each dispatch).
-    let repeats_once = repeats_once && restarts.is_empty();
+    let repeats_once = repeats_once && restarts.keys().all(|h| elided.contains_key(h));
     let state = PathState::allocate(c, f, sp, bbs, nb, n, shadowed, repeats_once);
     // The increment of the entry block's only out-edge is folded into the initial value:
     // the entry block has no predecessors, and readers do not use the sum of a frame that is
@@ -226,12 +227,14 @@ type EdgeActions = (BTreeMap<u32, i64>, Vec<(u32, u32, Act)>);
 
 /// The action on each edge of the numbering (`entry_folded`: the entry block's only out-edge,
 /// whose increment is in the initial value, gets none), and the heads that restart the path
-/// at their start.
+/// at their start. The back edges of `elided` loops get none: their head restarts the sum,
+/// and the edges entering it store the path (`number_paths` made them breaks).
 unsafe fn edge_actions(
     bbs: &[LLVMBasicBlockRef],
     nb: &Numbering,
     preds: &[BTreeSet<u32>],
     entry_folded: bool,
+    elided: &BTreeMap<u32, Vec<u32>>,
 ) -> Result<EdgeActions, &'static str> {
     let mut acts: Vec<(u32, u32, Act)> = Vec::new();
     for (&(u, v), &inc) in &nb.increments {
@@ -257,6 +260,12 @@ unsafe fn edge_actions(
     let mut stored_before_indirect: BTreeSet<u32> = BTreeSet::new();
     for (&(u, h), &reinit) in &nb.back_edges {
         let store = nb.back_edge_store_increment[&u];
+        if elided
+            .get(&h)
+            .is_some_and(|body| body.binary_search(&u).is_ok())
+        {
+            continue; // an iteration of a loop that stores none
+        }
         if restarts.contains_key(&h) {
             if indirect(u) {
                 if stored_before_indirect.insert(u) {
@@ -509,12 +518,15 @@ impl PathState {
 }
 
 /// The Ball–Larus numbering of a function to be path-traced (`succs`: each block's
-/// successors), or `None` with the reason in the record's `pt_skipped`.
+/// successors), or `None` with the reason in the record's `pt_skipped`. With `elide`, the
+/// loops `elidable_loops` finds store no path per iteration: the edges entering their heads
+/// end a path, and `rec.pt_elided` lists them.
 pub(super) unsafe fn number_paths(
     c: &Ctx,
     bbs: &[LLVMBasicBlockRef],
     succs: &[Vec<u32>],
     rec: &mut FunctionRecord,
+    elide: bool,
 ) -> Option<Numbering> {
     if rec.has_callbr {
         rec.cfg.pt_skipped = Some("asm goto (callbr)".into());
@@ -538,13 +550,105 @@ pub(super) unsafe fn number_paths(
             }
         }
     }
+    let elided = if elide {
+        let excluded: BTreeSet<u32> = targets
+            .iter()
+            .copied()
+            .chain(rec.indirectbr_blocks.iter().copied())
+            .collect();
+        elidable_loops(bbs, succs, &excluded)
+    } else {
+        BTreeMap::new()
+    };
+    for (&h, body) in &elided {
+        for (u, s) in succs.iter().enumerate() {
+            if s.contains(&h) && body.binary_search(&(u as u32)).is_err() {
+                breaks.insert((u as u32, h));
+            }
+        }
+    }
     match ballarus::number_with_breaks(0, succs, &probs, &breaks) {
-        Ok(nb) => Some(nb),
+        // Every edge into an elided head from its loop must come out a back edge (it does
+        // for innermost natural loops, whose blocks only their head's search reaches); else
+        // iterations would carry increments across the head. Then, as when the breaks make
+        // too many paths, the function is numbered without elision.
+        Ok(nb)
+            if elided.iter().all(|(&h, body)| {
+                body.iter()
+                    .filter(|&&u| succs[u as usize].contains(&h))
+                    .all(|&u| nb.back_edges.contains_key(&(u, h)))
+            }) =>
+        {
+            rec.pt_elided = elided;
+            Some(nb)
+        }
+        _ if !elided.is_empty() => number_paths(c, bbs, succs, rec, false),
+        Ok(_) => unreachable!("without elided loops every numbering is accepted"),
         Err(e) => {
             rec.cfg.pt_skipped = Some(e.to_string());
             None
         }
     }
+}
+
+/// The loops whose iterations `--csi-pt-loops=elide` does not store: innermost natural loops
+/// (head → its blocks, sorted) with no call (a crash in a callee would want the iterations'
+/// paths as the caller's context, and a call's cost dwarfs the store) and none of the
+/// `excluded` blocks (computed gotos and their targets, which break paths already).
+unsafe fn elidable_loops(
+    bbs: &[LLVMBasicBlockRef],
+    succs: &[Vec<u32>],
+    excluded: &BTreeSet<u32>,
+) -> BTreeMap<u32, Vec<u32>> {
+    use petgraph::algo::dominators::simple_fast;
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let n = succs.len();
+    let mut g: DiGraph<(), ()> = DiGraph::with_capacity(n, 0);
+    for _ in 0..n {
+        g.add_node(());
+    }
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (u, s) in succs.iter().enumerate() {
+        for &t in s {
+            g.add_edge(NodeIndex::new(u), NodeIndex::new(t as usize), ());
+            preds[t as usize].push(u as u32);
+        }
+    }
+    let dom = simple_fast(&g, NodeIndex::new(0));
+    let dominates = |h: u32, u: u32| {
+        dom.dominators(NodeIndex::new(u as usize))
+            .is_some_and(|mut ds| ds.any(|d| d.index() == h as usize))
+    };
+    // Natural loops: a back edge u → h (h dominates u) brings in every block that reaches u
+    // without passing through h.
+    let mut loops: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for (u, s) in succs.iter().enumerate() {
+        for &h in s {
+            if h != 0 && dominates(h, u as u32) {
+                let body = loops.entry(h).or_insert_with(|| BTreeSet::from([h]));
+                let mut todo = vec![u as u32];
+                while let Some(x) = todo.pop() {
+                    if body.insert(x) {
+                        todo.extend(preds[x as usize].iter().copied());
+                    }
+                }
+            }
+        }
+    }
+    let heads: BTreeSet<u32> = loops.keys().copied().collect();
+    loops
+        .into_iter()
+        .filter(|(h, body)| {
+            body.iter().all(|&b| {
+                (b == *h || !heads.contains(&b))
+                    && !excluded.contains(&b)
+                    && instructions(bbs[b as usize])
+                        .into_iter()
+                        .all(|i| call_site(i).is_none())
+            })
+        })
+        .map(|(h, body)| (h, body.into_iter().collect()))
+        .collect()
 }
 
 /// Marks a path-traced function's record: each node's path-tracing block (ids from `pt_base`,
@@ -563,6 +667,7 @@ pub(super) fn pt_record(
         }
     }
     cfg.path_traced = true;
+    cfg.pt_elided = rec.pt_elided.keys().map(|&h| pt_id(h)).collect();
     cfg.pt = Some(CfgPathTracing {
         entry: pt_id(nb.graph.entry),
         exit: pt_id(nb.graph.exit),
@@ -590,8 +695,16 @@ pub(super) fn pt_record(
             continue;
         }
         let mut items: Vec<PtItem> = b.lines.iter().map(|&l| PtItem::Line(l)).collect();
-        // Completed paths are stored on back edges only (see `PathState::allocate`).
-        if nb.back_edge_store_increment.contains_key(&(bi as u32)) {
+        // Completed paths are stored on back edges only (see `PathState::allocate`), but
+        // for those of loops that store no iteration.
+        let stores = nb.back_edges.keys().any(|&(u, h)| {
+            u == bi as u32
+                && rec
+                    .pt_elided
+                    .get(&h)
+                    .is_none_or(|body| body.binary_search(&u).is_err())
+        });
+        if stores {
             items.push(PtItem::PathEnd);
         }
         blocks_out.push(PtBlock {

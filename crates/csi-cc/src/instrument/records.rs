@@ -262,6 +262,9 @@ pub(super) struct FunctionRecord {
     pub(super) has_callbr: bool,
     /// Blocks ending in an indirect branch (computed `goto`).
     pub(super) indirectbr_blocks: Vec<u32>,
+    /// Heads of the loops whose iterations path tracing does not store (`number_paths`,
+    /// `--csi-pt-loops=elide`), each with its loop's blocks.
+    pub(super) pt_elided: BTreeMap<u32, Vec<u32>>,
 }
 
 impl FunctionRecord {
@@ -327,6 +330,7 @@ impl FunctionRecord {
             edges: Vec::new(),
             pt: None,
             pt_runs: false,
+            pt_elided: Vec::new(),
         };
         let mut walk = RecordWalk {
             rec: FunctionRecord {
@@ -337,6 +341,7 @@ impl FunctionRecord {
                 calls: Vec::new(),
                 has_callbr: false,
                 indirectbr_blocks: Vec::new(),
+                pt_elided: BTreeMap::new(),
             },
             name,
             fn_file,

@@ -44,7 +44,10 @@ use std::collections::HashMap;
 /// Version 10 added `entry_from_calls` (an entry block in `cc_unprobed` whose bit is the
 /// callers', not one every way out of which passes a probe), so readers of version 9 must not
 /// read version 10 records.
-pub const CFG_FORMAT_VERSION: u32 = 10;
+/// Version 11 added `pt_elided` (loops whose iterations the ring buffer does not hold: a
+/// path that starts at such a head follows any number of unstored iterations), so readers of
+/// version 10 must not read version 11 records.
+pub const CFG_FORMAT_VERSION: u32 = 11;
 
 /// Customizable tracing (`csi-cc --csi-scheme=custom`): the suffixes csi-cc gives a switchable
 /// function's pieces — symbol and DWARF linkage name `<linkage or name><suffix>` — which the
@@ -435,6 +438,14 @@ pub struct CfgFunction {
     /// of one gains only edges and dependencies that could have been.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pt_runs: bool,
+    /// Version 11: heads (path-graph block ids) of loops whose iterations are not stored
+    /// (`csi-cc --csi-pt-loops=elide`): every edge entering such a head from outside its loop
+    /// ends a path (stored), its back edges store nothing, and the head restarts the sum. So
+    /// a path that starts at one of these heads (after its loop was entered, or in the
+    /// iteration in progress) follows any number of iterations of that loop that left no
+    /// entry: the stored paths before it did run in the activation, but not right before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pt_elided: Vec<u32>,
 }
 
 impl CfgFunction {
