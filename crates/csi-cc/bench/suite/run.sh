@@ -22,6 +22,8 @@
 #                  every switch off / on in the `fixed` list's functions only / on in the
 #                  functions on the stacks of CRASHES (default 4) crashes injected into the
 #                  workload by bench/real's crash shim (crash_switch, below)
+#       <C>elide   configuration C (realistic, pt, fixed, customoff, customreal) with
+#                  --csi-pt-loops=elide: call-free innermost loops store no path per iteration
 #     flex, grep, gzip: ./configure once (with plain clang-19; CFLAGS default -g -O2), then
 #     `make CC=...` in a copy of the configured tree per configuration; lua: the upstream
 #     makefile `make linux` (-O2); bzip2: its Makefile (-O2 -g); zstd: `make -C programs zstd`
@@ -144,6 +146,9 @@ cc_for() {
     customcrash) echo "$CSI --csi-scheme=custom" ;;
     # call-site coverage with a probe at every call site (no placement)
     ccall) echo "$CSI --csi-scheme=cc --csi-cc-probes=all" ;;
+    # <config>elide: the same with `--csi-pt-loops=elide` (call-free innermost loops store
+    # no path per iteration), e.g. realisticelide, fixedelide, customrealelide
+    *elide) echo "$(cc_for "$1" "${2%elide}") --csi-pt-loops=elide" ;;
     # the same order as the table before issue 17 (probes placed in the optimized code)
     *post) echo "$CSI --csi-scheme=${2%post} --csi-instrument=after-optimization" ;;
     *) echo "$CSI --csi-scheme=$2" ;;
@@ -328,13 +333,13 @@ for p in "${PROGRAMS[@]}"; do
       t0=$(date +%s)
       if make_prog "$p" "$W/$p/$v" "$(cc_for "$p" "$v")" >"$W/$p/$v.build.log" 2>&1; then
         echo "$(( $(date +%s) - t0 ))" >"$W/$p/$v.build.secs"
-        [ "$v" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
+        [ "${v%elide}" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
           >"$W/$p/$v.switches" 2>&1
         # Switched like the dissertation's Realistic: on in the functions of the crash stack
         # (the `fixed` schema's), off elsewhere.
         # (A schema function without a switch — inlined everywhere, or no definition of
         # this program's — is left out.)
-        if [ "$v" = customreal ]; then
+        if [ "${v%elide}" = customreal ]; then
           exe="$W/$p/$v/$(bin_of "$p")"
           switchable="$("$CSI_BIN" tracing --exe "$exe" | sed 's/^[a-z]* *//')"
           on=()
