@@ -163,6 +163,22 @@ pub fn number_with_breaks(
     probs: &[Vec<f64>],
     breaks: &BTreeSet<(u32, u32)>,
 ) -> Result<Numbering, BallLarusError> {
+    number_with_loop_breaks(entry, succs, probs, breaks, &BTreeSet::new())
+}
+
+/// [`number_with_breaks`] with `loop_breaks` as well: edges that also end a path (listed as
+/// back edges) but leave the other back edges where they would be without them — the edges
+/// entering a loop whose iterations are not stored (`csi-cc --csi-pt-loops=elide`), whose
+/// own back edges must stay back edges. (A break target starts its own search, which can
+/// otherwise run on out of its loop and around an enclosing one, making that loop's back
+/// edge a tree edge and some edge inside it the back edge.)
+pub fn number_with_loop_breaks(
+    entry: u32,
+    succs: &[Vec<u32>],
+    probs: &[Vec<f64>],
+    breaks: &BTreeSet<(u32, u32)>,
+    loop_breaks: &BTreeSet<(u32, u32)>,
+) -> Result<Numbering, BallLarusError> {
     let n = succs.len();
     if entry as usize >= n {
         return Err(BallLarusError::Malformed(format!(
@@ -172,7 +188,13 @@ pub fn number_with_breaks(
     let exit = n as u32;
     let (succ, prob) = deduplicated_successors(succs, probs)?;
     let breaks = reachable_breaks(entry, &succ, breaks);
-    let (back, postorder, reachable) = back_edges_and_postorder(entry, &succ, &breaks);
+    let (mut back, mut postorder, reachable) = back_edges_and_postorder(entry, &succ, &breaks);
+    let loop_breaks = reachable_breaks(entry, &succ, loop_breaks);
+    if !loop_breaks.is_empty() {
+        // The back edges stay; the order is that of what remains without the loop breaks.
+        back.extend(loop_breaks.iter().copied());
+        postorder = back_edges_and_postorder(entry, &succ, &back).1;
+    }
     let heads: BTreeSet<u32> = back.iter().map(|&(_, h)| h).collect();
     let (np, weight_of) = path_weights(entry, exit, &succ, &back, &heads, &postorder)?;
     let mut order: Vec<u32> = postorder;

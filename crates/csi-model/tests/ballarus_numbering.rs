@@ -2,8 +2,8 @@
 //! csi-cc v1.4.0's own `loop` example (chord increments ≠ weights).
 
 use csi_model::ballarus::{
-    number, number_with_breaks, number_with_probabilities, unrotate_ring, BallLarusError,
-    Numbering, PathEdge, PathEnd, PathGraph, PathStart,
+    number, number_with_breaks, number_with_loop_breaks, number_with_probabilities, unrotate_ring,
+    BallLarusError, Numbering, PathEdge, PathEnd, PathGraph, PathStart,
 };
 
 /// Enumerates every acyclic path the instrumentation can record, simulating the instrumented
@@ -408,6 +408,44 @@ fn indirect_branch_edges_as_breaks() {
             .unwrap()
             .graph,
         number(0, &loops).unwrap().graph
+    );
+}
+
+/// Loop breaks (`csi-cc --csi-pt-loops=elide`): the edges entering an inner loop's head end a
+/// path, and every back edge stays where plain numbering puts it. flex's `snstods` has this
+/// shape: an outer loop `1` whose body `2` sometimes runs an inner loop `3 ⇄ 4`; with the
+/// inner head's entering edge as a break of the computed-goto kind, the search from `3` ran on
+/// through the outer latch `5` into `1`, and the outer loop's back edge became a tree edge —
+/// its hot iteration no longer ended a path at the head.
+#[test]
+fn loop_breaks_keep_the_other_back_edges() {
+    use std::collections::BTreeSet;
+    // 0 → 1; 1 → {2, 6}; 2 → {3, 5}; 3 → {4, 5}; 4 → 3; 5 → 1; 6 returns.
+    let nest = vec![
+        vec![1],
+        vec![2, 6],
+        vec![3, 5],
+        vec![4, 5],
+        vec![3],
+        vec![1],
+        vec![],
+    ];
+    let entering: BTreeSet<(u32, u32)> = [(2, 3)].into();
+    let nb = number_with_loop_breaks(0, &nest, &[], &BTreeSet::new(), &entering).unwrap();
+    let back: BTreeSet<(u32, u32)> = nb.back_edges.keys().copied().collect();
+    assert_eq!(back, [(2, 3), (4, 3), (5, 1)].into());
+    check_numbering(&nest, &nb);
+    let as_breaks = number_with_breaks(0, &nest, &[], &entering).unwrap();
+    assert!(
+        !as_breaks.back_edges.contains_key(&(5, 1)),
+        "the shape no longer shows what loop breaks are for"
+    );
+    // Without loop breaks it is `number_with_breaks`.
+    assert_eq!(
+        number_with_loop_breaks(0, &nest, &[], &entering, &BTreeSet::new())
+            .unwrap()
+            .graph,
+        as_breaks.graph
     );
 }
 

@@ -560,14 +560,15 @@ pub(super) unsafe fn number_paths(
     } else {
         BTreeMap::new()
     };
+    let mut entering = BTreeSet::new();
     for (&h, body) in &elided {
         for (u, s) in succs.iter().enumerate() {
             if s.contains(&h) && body.binary_search(&(u as u32)).is_err() {
-                breaks.insert((u as u32, h));
+                entering.insert((u as u32, h));
             }
         }
     }
-    match ballarus::number_with_breaks(0, succs, &probs, &breaks) {
+    match ballarus::number_with_loop_breaks(0, succs, &probs, &breaks, &entering) {
         // Every edge into an elided head from its loop must come out a back edge (it does
         // for innermost natural loops, whose blocks only their head's search reaches); else
         // iterations would carry increments across the head. Then, as when the breaks make
