@@ -7,13 +7,13 @@ mod callgraph;
 mod defuse;
 mod instrument;
 
-use instrument::{GlobalStores, Mechanisms, Options};
+use instrument::{GlobalStores, Mechanisms, Options, PtLoops};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide|elide-after-entry] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -31,10 +31,12 @@ const CSI_OPTIONS: &str =
                         default with --csi-metadata=text, whose v1.4.0 readers expect it;
                         always at -O0, with setjmp, and in computed-goto dispatch)
   --csi-pt-loops=L      `store` (default): every iteration of a loop ends a path, which the
-                        ring stores; `elide`: an innermost loop without calls stores only the
-                        path that enters it, and its iterations restart the sum without
-                        storing (fewer instructions per iteration; the reader then knows that
-                        any iterations ran between that path and the next, not which)
+                        ring stores; `elide`: in an innermost loop without calls the back
+                        edges only restart the sum (one store per iteration, no ring store),
+                        and the reader knows that some stretch of the activation ran between
+                        the path stored before and the next, not which; `elide-after-entry`:
+                        the same, but entering such a loop stores the path up to it (one
+                        more store per entry; the path before a long loop survives)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `calls` (default): a block's probe only where the blocks it dominates
                         cannot tell (the dissertation's ch. 4), and no probe in a static
@@ -471,8 +473,8 @@ struct CsiOptions {
     pt_size: Option<u32>,
     /// `--csi-pt-repeats`: `Some(true)` once, `Some(false)` every, `None` the default.
     pt_repeats_once: Option<bool>,
-    /// `--csi-pt-loops=elide`.
-    pt_elide_loops: bool,
+    /// `--csi-pt-loops`.
+    pt_loops: PtLoops,
     verbose: bool,
     cc_all_probes: bool,
     bb_all_probes: bool,
@@ -512,7 +514,7 @@ impl CsiOptions {
             schema: None,
             pt_size: None,
             pt_repeats_once: None,
-            pt_elide_loops: false,
+            pt_loops: PtLoops::Store,
             verbose: false,
             cc_all_probes: false,
             bb_all_probes: false,
@@ -541,7 +543,14 @@ impl CsiOptions {
             } else if let Some(v) = a.strip_prefix("--csi-pt-repeats=") {
                 o.pt_repeats_once = Some(either(v, "--csi-pt-repeats", "once", "every"));
             } else if let Some(v) = a.strip_prefix("--csi-pt-loops=") {
-                o.pt_elide_loops = either(v, "--csi-pt-loops", "elide", "store");
+                o.pt_loops = match v {
+                    "store" => PtLoops::Store,
+                    "elide" => PtLoops::Elide,
+                    "elide-after-entry" => PtLoops::ElideAfterEntry,
+                    v => fail(&format!(
+                        "--csi-pt-loops must be `store`, `elide` or `elide-after-entry`, not `{v}`"
+                    )),
+                };
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
                 o.cc_all_probes = either(v, "--csi-cc-probes", "all", "placed");
             } else if let Some(v) = a.strip_prefix("--csi-bb-probes=") {
@@ -791,7 +800,11 @@ impl Steps<'_> {
                 .pt_repeats_once
                 .unwrap_or(self.csi.compress_metadata),
             // v1.4.0's tools (text metadata) take consecutive ring entries as consecutive paths.
-            pt_elide_loops: self.csi.pt_elide_loops && self.csi.compress_metadata,
+            pt_loops: if self.csi.compress_metadata {
+                self.csi.pt_loops
+            } else {
+                PtLoops::Store
+            },
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,
             bb_from_calls: self.csi.bb_from_calls,

@@ -908,13 +908,14 @@ fn a_walk_ending_in_a_rebuilt_library_leaves_the_outer_frames_unknown() {
     std::fs::remove_dir_all(&tmp).unwrap();
 }
 
-/// `csi-cc --csi-pt-loops=elide`: a call-free innermost loop stores only the path that enters
-/// it, so the ring holds no iteration. The crash here is in the loop's 41st iteration; the
-/// first took the `odd` branch (line 11), the others did not. The reader must take the paths
-/// before the loop as run earlier, not right before the iteration in progress: read as
-/// contiguous, the paths would say line 11 (and `main`'s loop body, line 20) never ran.
-/// The path that entered the loop is still in the ring, which 40 stored iterations would
-/// have overwritten: it says the `n > 5` branch ran and the other did not (lines 6 and 8).
+/// `csi-cc --csi-pt-loops=elide` / `elide-after-entry`: a call-free innermost loop stores no
+/// iteration. The crash here is in the loop's 41st iteration; the first took the `odd` branch
+/// (line 11), the others did not. The reader must take the paths stored before as run
+/// earlier, not right before the iteration in progress: read as contiguous, they would say
+/// line 11 (and `main`'s loop body, line 20) never ran. With `elide-after-entry` the path
+/// that entered the loop is still in the ring, which 40 stored iterations would have
+/// overwritten: it says the `n > 5` branch ran and the other did not (lines 6 and 8); with
+/// `elide` nothing was stored on entry, so line 6 is unknown.
 #[test]
 fn iterations_of_a_loop_that_stores_none_ran_but_are_not_known() {
     let tmp = fresh_dir("csi-elided-loop");
@@ -966,15 +967,24 @@ fn iterations_of_a_loop_that_stores_none_ran_but_are_not_known() {
             .is_some_and(|a| a.iter().any(|x| x.as_u64() == Some(line)))
     };
     let stored = lines("store");
-    let elided = lines("elide");
     // Every iteration stored: the ring holds the first one's `odd` branch.
     assert!(has(&stored, "must", 11), "{stored:#}");
-    for line in [11, 20] {
-        assert!(!has(&elided, "never", line), "line {line}: {elided:#}");
-        assert!(has(&elided, "may", line), "line {line}: {elided:#}");
-    }
-    assert!(has(&elided, "must", 6), "{elided:#}");
-    assert!(has(&elided, "never", 8), "{elided:#}");
     assert!(!has(&stored, "never", 8), "{stored:#}");
+    for loops in ["elide", "elide-after-entry"] {
+        let elided = lines(loops);
+        for line in [11, 20] {
+            assert!(
+                !has(&elided, "never", line),
+                "{loops}, line {line}: {elided:#}"
+            );
+            assert!(
+                has(&elided, "may", line),
+                "{loops}, line {line}: {elided:#}"
+            );
+        }
+        let after_entry = loops == "elide-after-entry";
+        assert_eq!(has(&elided, "must", 6), after_entry, "{loops}: {elided:#}");
+        assert_eq!(has(&elided, "never", 8), after_entry, "{loops}: {elided:#}");
+    }
     std::fs::remove_dir_all(&tmp).unwrap();
 }

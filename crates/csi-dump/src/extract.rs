@@ -1927,7 +1927,7 @@ impl<'a> Extract<'a> {
         let (completed, ok) = if in_entry_block {
             (Vec::new(), false)
         } else {
-            completed_paths(&pg, &ids, &partial, wrapped, rec.pt_runs)
+            completed_paths(&pg, &ids, &partial, wrapped, rec.pt_runs, &rec.pt_elided)
         };
         // A path that starts at the head of a loop whose iterations are not stored follows
         // any number of them: the suffix the analyses take as contiguous starts at the last
@@ -3106,13 +3106,16 @@ fn feasible_blocks(
 }
 
 /// The completed paths of the unrotated ring buffer `ids` (oldest first) that led to the
-/// current `partial` path, and whether they are this activation's (else none).
+/// current `partial` path, and whether they are this activation's (else none). A path that
+/// starts at one of the `elided` heads follows a stretch that stored nothing, so it may follow
+/// any path (and be the first of an unwrapped ring).
 fn completed_paths(
     pg: &PathGraph,
     ids: &[i64],
     partial: &DecodedPath,
     wrapped: bool,
     runs: bool,
+    elided: &[u32],
 ) -> (Vec<DecodedPath>, bool) {
     let mut completed: Vec<DecodedPath> = Vec::new();
     let mut ok = true;
@@ -3124,9 +3127,13 @@ fn completed_paths(
     }
     // A live frame stores a completed path only on a back edge, and consecutive paths
     // chain through loop heads; anything else is not this activation's buffer.
+    let after_gap = |start: PathStart, first: Option<&u32>| {
+        start == PathStart::LoopHead && first.is_some_and(|h| elided.contains(h))
+    };
     let chains = |a: &DecodedPath, b_start: PathStart, b_first: Option<&u32>| match &a.end {
         csi_model::ballarus::PathEnd::BackEdge(heads) => {
-            b_start == PathStart::LoopHead && b_first.is_some_and(|h| heads.contains(h))
+            b_start == PathStart::LoopHead
+                && b_first.is_some_and(|h| heads.contains(h) || elided.contains(h))
         }
         _ => false,
     };
@@ -3140,9 +3147,9 @@ fn completed_paths(
             let (s, f) = next.next().expect("one successor per path");
             chains(d, s, f)
         }) && (wrapped
-            || completed
-                .first()
-                .is_none_or(|d| d.start == PathStart::Entry));
+            || completed.first().is_none_or(|d| {
+                d.start == PathStart::Entry || after_gap(d.start, d.blocks.first())
+            }));
     }
     if !ok {
         completed.clear();
@@ -3455,10 +3462,10 @@ mod tests {
             end: PathEnd::Partial,
         };
         let blocks = |ps: &[DecodedPath]| ps.iter().map(|d| d.blocks.clone()).collect::<Vec<_>>();
-        let (each, ok) = super::completed_paths(&g, &[first, again], &partial, false, false);
+        let (each, ok) = super::completed_paths(&g, &[first, again], &partial, false, false, &[]);
         assert!(ok);
         assert_eq!(blocks(&each), [vec![0, 1, 2], vec![1, 2]]);
-        let (runs, ok) = super::completed_paths(&g, &[first, again], &partial, false, true);
+        let (runs, ok) = super::completed_paths(&g, &[first, again], &partial, false, true, &[]);
         assert!(ok);
         assert_eq!(blocks(&runs), [vec![0, 1, 2], vec![1, 2], vec![1, 2]]);
     }

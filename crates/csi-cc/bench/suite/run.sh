@@ -23,7 +23,8 @@
 #                  functions on the stacks of CRASHES (default 4) crashes injected into the
 #                  workload by bench/real's crash shim (crash_switch, below)
 #       <C>elide   configuration C (realistic, pt, fixed, customoff, customreal) with
-#                  --csi-pt-loops=elide: call-free innermost loops store no path per iteration
+#                  --csi-pt-loops=elide: call-free innermost loops store no path per iteration;
+#                  <C>elideentry: with --csi-pt-loops=elide-after-entry
 #     flex, grep, gzip: ./configure once (with plain clang-19; CFLAGS default -g -O2), then
 #     `make CC=...` in a copy of the configured tree per configuration; lua: the upstream
 #     makefile `make linux` (-O2); bzip2: its Makefile (-O2 -g); zstd: `make -C programs zstd`
@@ -147,8 +148,10 @@ cc_for() {
     # call-site coverage with a probe at every call site (no placement)
     ccall) echo "$CSI --csi-scheme=cc --csi-cc-probes=all" ;;
     # <config>elide: the same with `--csi-pt-loops=elide` (call-free innermost loops store
-    # no path per iteration), e.g. realisticelide, fixedelide, customrealelide
+    # no path per iteration), e.g. realisticelide, fixedelide, customrealelide; <config>elideentry
+    # with `--csi-pt-loops=elide-after-entry`
     *elide) echo "$(cc_for "$1" "${2%elide}") --csi-pt-loops=elide" ;;
+    *elideentry) echo "$(cc_for "$1" "${2%elideentry}") --csi-pt-loops=elide-after-entry" ;;
     # the same order as the table before issue 17 (probes placed in the optimized code)
     *post) echo "$CSI --csi-scheme=${2%post} --csi-instrument=after-optimization" ;;
     *) echo "$CSI --csi-scheme=$2" ;;
@@ -333,13 +336,13 @@ for p in "${PROGRAMS[@]}"; do
       t0=$(date +%s)
       if make_prog "$p" "$W/$p/$v" "$(cc_for "$p" "$v")" >"$W/$p/$v.build.log" 2>&1; then
         echo "$(( $(date +%s) - t0 ))" >"$W/$p/$v.build.secs"
-        [ "${v%elide}" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
+        [ "${v%%elide*}" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
           >"$W/$p/$v.switches" 2>&1
         # Switched like the dissertation's Realistic: on in the functions of the crash stack
         # (the `fixed` schema's), off elsewhere.
         # (A schema function without a switch — inlined everywhere, or no definition of
         # this program's — is left out.)
-        if [ "${v%elide}" = customreal ]; then
+        if [ "${v%%elide*}" = customreal ]; then
           exe="$W/$p/$v/$(bin_of "$p")"
           switchable="$("$CSI_BIN" tracing --exe "$exe" | sed 's/^[a-z]* *//')"
           on=()

@@ -128,6 +128,18 @@ pub enum GlobalStores {
     AllLoops,
 }
 
+/// `--csi-pt-loops`: what path tracing stores of an innermost loop without calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtLoops {
+    /// Every iteration ends a path, which the ring stores (the dissertation's).
+    Store,
+    /// The back edges only restart the sum: no iteration is stored, nor anything on entry.
+    Elide,
+    /// As `Elide`, but the edges entering the loop end a path, which is stored: the path up
+    /// to the loop survives any number of iterations, for a store per entry into the loop.
+    ElideAfterEntry,
+}
+
 pub struct Options {
     pub default: Mechanisms,
     pub per_function: HashMap<String, Mechanisms>,
@@ -136,9 +148,9 @@ pub struct Options {
     /// no `setjmp`), a completed path equal to the one stored last is not stored again (see
     /// `PathState::store_path`; the record's `pt_runs`).
     pub pt_repeats_once: bool,
-    /// `--csi-pt-loops=elide`: innermost loops without calls store no path per iteration,
-    /// only the path that enters them (`paths::elidable_loops`; the record's `pt_elided`).
-    pub pt_elide_loops: bool,
+    /// `--csi-pt-loops`: whether innermost loops without calls store a path per iteration
+    /// (`paths::elidable_loops`; the record's `pt_elided`).
+    pub pt_loops: PtLoops,
     /// Probe every call site (no placement optimization; see `cc_probe_placement`).
     pub cc_all_probes: bool,
     /// Probe every basic block (no placement; see `BlockGraph::coverage_probes`). Text
@@ -1099,7 +1111,7 @@ impl Unit<'_> {
         let succs: Vec<Vec<u32>> = rec.info.iter().map(|b| b.succs.clone()).collect();
         let mut numbering: Option<Numbering> = None;
         if mech.pt {
-            numbering = number_paths(c, &bbs, &succs, &mut rec, opts.pt_elide_loops);
+            numbering = number_paths(c, &bbs, &succs, &mut rec, opts.pt_loops);
             if let Some(r) = &rec.cfg.pt_skipped {
                 self.report.pt_skipped.push((name.clone(), r.clone()));
             }
@@ -1412,7 +1424,7 @@ mod tests {
             per_function: Default::default(),
             pt_size: 10,
             pt_repeats_once: true,
-            pt_elide_loops: false,
+            pt_loops: PtLoops::Store,
             cc_all_probes: false,
             bb_all_probes: false,
             bb_from_calls: false,

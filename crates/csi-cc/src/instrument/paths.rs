@@ -197,6 +197,7 @@ pub(super) unsafe fn instrument_paths(
                 c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), state.cur);
             }
             Act::Store(store_inc) => state.store_path(c, store_inc),
+            Act::Restart(reinit) => c.vstore(LLVMConstInt(c.i64t, reinit as u64, 1), state.cur),
         }
     }
     Ok(PathsMade {
@@ -219,6 +220,8 @@ enum Act {
     Back(i64, i64),
     /// Store the completed path (sum + this) only: the edge's target restarts the path.
     Store(i64),
+    /// Restart the sum at this value, storing nothing (a loop's iteration, `PtLoops`).
+    Restart(i64),
 }
 
 /// Heads whose every entering edge is a back edge (targets of computed gotos), with the value
@@ -227,8 +230,8 @@ type EdgeActions = (BTreeMap<u32, i64>, Vec<(u32, u32, Act)>);
 
 /// The action on each edge of the numbering (`entry_folded`: the entry block's only out-edge,
 /// whose increment is in the initial value, gets none), and the heads that restart the path
-/// at their start. The back edges of `elided` loops get none: their head restarts the sum,
-/// and the edges entering it store the path (`number_paths` made them breaks).
+/// at their start. The back edges of `elided` loops store nothing: they restart the sum, or
+/// their head does where the edges entering it are breaks (`PtLoops::ElideAfterEntry`).
 unsafe fn edge_actions(
     bbs: &[LLVMBasicBlockRef],
     nb: &Numbering,
@@ -264,7 +267,12 @@ unsafe fn edge_actions(
             .get(&h)
             .is_some_and(|body| body.binary_search(&u).is_ok())
         {
-            continue; // an iteration of a loop that stores none
+            // An iteration of a loop that stores none: the sum restarts, at the head when
+            // every edge into it is a back edge or a break (`ElideAfterEntry`).
+            if !restarts.contains_key(&h) {
+                acts.push((u, h, Act::Restart(reinit)));
+            }
+            continue;
         }
         if restarts.contains_key(&h) {
             if indirect(u) {
@@ -518,15 +526,16 @@ impl PathState {
 }
 
 /// The Ball–Larus numbering of a function to be path-traced (`succs`: each block's
-/// successors), or `None` with the reason in the record's `pt_skipped`. With `elide`, the
-/// loops `elidable_loops` finds store no path per iteration: the edges entering their heads
-/// end a path, and `rec.pt_elided` lists them.
+/// successors), or `None` with the reason in the record's `pt_skipped`. Unless `loops` is
+/// `Store`, the loops `elidable_loops` finds store no path per iteration, and
+/// `rec.pt_elided` lists them; with `ElideAfterEntry` the edges entering their heads also end
+/// a path.
 pub(super) unsafe fn number_paths(
     c: &Ctx,
     bbs: &[LLVMBasicBlockRef],
     succs: &[Vec<u32>],
     rec: &mut FunctionRecord,
-    elide: bool,
+    loops: PtLoops,
 ) -> Option<Numbering> {
     if rec.has_callbr {
         rec.cfg.pt_skipped = Some("asm goto (callbr)".into());
@@ -550,7 +559,7 @@ pub(super) unsafe fn number_paths(
             }
         }
     }
-    let elided = if elide {
+    let elided = if loops != PtLoops::Store {
         let excluded: BTreeSet<u32> = targets
             .iter()
             .copied()
@@ -561,7 +570,10 @@ pub(super) unsafe fn number_paths(
         BTreeMap::new()
     };
     let mut entering = BTreeSet::new();
-    for (&h, body) in &elided {
+    for (&h, body) in elided
+        .iter()
+        .filter(|_| loops == PtLoops::ElideAfterEntry)
+    {
         for (u, s) in succs.iter().enumerate() {
             if s.contains(&h) && body.binary_search(&(u as u32)).is_err() {
                 entering.insert((u as u32, h));
@@ -570,9 +582,9 @@ pub(super) unsafe fn number_paths(
     }
     match ballarus::number_with_loop_breaks(0, succs, &probs, &breaks, &entering) {
         // Every edge into an elided head from its loop must come out a back edge (it does
-        // for innermost natural loops, whose blocks only their head's search reaches); else
-        // iterations would carry increments across the head. Then, as when the breaks make
-        // too many paths, the function is numbered without elision.
+        // for innermost natural loops, which the head dominates); else iterations would
+        // carry increments across the head. Then, as when the breaks make too many paths,
+        // the function is numbered without elision.
         Ok(nb)
             if elided.iter().all(|(&h, body)| {
                 body.iter()
@@ -583,7 +595,7 @@ pub(super) unsafe fn number_paths(
             rec.pt_elided = elided;
             Some(nb)
         }
-        _ if !elided.is_empty() => number_paths(c, bbs, succs, rec, false),
+        _ if !elided.is_empty() => number_paths(c, bbs, succs, rec, PtLoops::Store),
         Ok(_) => unreachable!("without elided loops every numbering is accepted"),
         Err(e) => {
             rec.cfg.pt_skipped = Some(e.to_string());
