@@ -45,7 +45,7 @@ use std::collections::HashMap;
 /// callers', not one every way out of which passes a probe), so readers of version 9 must not
 /// read version 10 records.
 /// Version 11 added `pt_elided` (loops whose iterations the ring buffer does not hold: a
-/// path that starts at such a head follows any number of unstored iterations), so readers of
+/// path that starts at such a head follows a stretch that stored nothing), so readers of
 /// version 10 must not read version 11 records.
 pub const CFG_FORMAT_VERSION: u32 = 11;
 
@@ -439,12 +439,13 @@ pub struct CfgFunction {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pt_runs: bool,
     /// Version 11: heads (path-graph block ids) of loops whose iterations are not stored
-    /// (`csi-cc --csi-pt-loops=elide`): every edge entering such a head from outside its loop
-    /// ends a path (stored), its back edges store nothing, and the head restarts the sum. So
-    /// a path that starts at one of these heads (after its loop was entered, or in the
-    /// iteration in progress) follows any number of iterations of that loop that left no
-    /// entry: the stored paths before it did run in the activation, but not right before it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// (`csi-cc --csi-pt-loops=elide|elide-after-entry`): their back edges restart the sum and
+    /// store nothing. So a path that starts at one of these heads follows a stretch of the
+    /// activation that left no entry — some way from where the path stored before it ended
+    /// (or from the entry) to the head, then any number of iterations (with
+    /// `elide-after-entry` the edges entering the head end a stored path, so the stretch is
+    /// the iterations alone): the stored paths before it ran in the activation, but not
+    /// right before it, and it may follow any of them.
     pub pt_elided: Vec<u32>,
 }
 
