@@ -570,33 +570,33 @@ pub(super) unsafe fn number_paths(
         BTreeMap::new()
     };
     let mut entering = BTreeSet::new();
-    for (&h, body) in elided
-        .iter()
-        .filter(|_| loops == PtLoops::ElideAfterEntry)
-    {
+    for (&h, body) in elided.iter().filter(|_| loops == PtLoops::ElideAfterEntry) {
         for (u, s) in succs.iter().enumerate() {
             if s.contains(&h) && body.binary_search(&(u as u32)).is_err() {
                 entering.insert((u as u32, h));
             }
         }
     }
-    match ballarus::number_with_loop_breaks(0, succs, &probs, &breaks, &entering) {
-        // Every edge into an elided head from its loop must come out a back edge (it does
-        // for innermost natural loops, which the head dominates); else iterations would
-        // carry increments across the head. Then, as when the breaks make too many paths,
-        // the function is numbered without elision.
-        Ok(nb)
-            if elided.iter().all(|(&h, body)| {
-                body.iter()
-                    .filter(|&&u| succs[u as usize].contains(&h))
-                    .all(|&u| nb.back_edges.contains_key(&(u, h)))
-            }) =>
-        {
+    let numbered = ballarus::number_with_loop_breaks(0, succs, &probs, &breaks, &entering);
+    // Every edge into an elided head from its loop must come out a back edge (it does for
+    // innermost natural loops, which the head dominates); else iterations would carry
+    // increments across the head. Then, as when the breaks make too many paths, the function
+    // is numbered without elision.
+    let kept = numbered.as_ref().is_ok_and(|nb| {
+        elided.iter().all(|(&h, body)| {
+            body.iter()
+                .filter(|&&u| succs[u as usize].contains(&h))
+                .all(|&u| nb.back_edges.contains_key(&(u, h)))
+        })
+    });
+    if !elided.is_empty() && !kept {
+        return number_paths(c, bbs, succs, rec, PtLoops::Store);
+    }
+    match numbered {
+        Ok(nb) => {
             rec.pt_elided = elided;
             Some(nb)
         }
-        _ if !elided.is_empty() => number_paths(c, bbs, succs, rec, PtLoops::Store),
-        Ok(_) => unreachable!("without elided loops every numbering is accepted"),
         Err(e) => {
             rec.cfg.pt_skipped = Some(e.to_string());
             None
