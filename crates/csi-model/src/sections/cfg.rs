@@ -446,6 +446,7 @@ pub struct CfgFunction {
     /// `elide-after-entry` the edges entering the head end a stored path, so the stretch is
     /// the iterations alone): the stored paths before it ran in the activation, but not
     /// right before it, and it may follow any of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pt_elided: Vec<u32>,
 }
 
