@@ -1424,7 +1424,7 @@ mod tests {
             per_function: Default::default(),
             pt_size: 10,
             pt_repeats_once: true,
-            pt_loops: PtLoops::Store,
+            pt_loops: super::PtLoops::Store,
             cc_all_probes: false,
             bb_all_probes: false,
             bb_from_calls: false,

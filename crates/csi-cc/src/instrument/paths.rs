@@ -712,10 +712,10 @@ pub(super) fn pt_record(
         // for those of loops that store no iteration.
         let stores = nb.back_edges.keys().any(|&(u, h)| {
             u == bi as u32
-                && rec
+                && !rec
                     .pt_elided
                     .get(&h)
-                    .is_none_or(|body| body.binary_search(&u).is_err())
+                    .is_some_and(|body| body.binary_search(&u).is_ok())
         });
         if stores {
             items.push(PtItem::PathEnd);
