@@ -1929,13 +1929,10 @@ impl<'a> Extract<'a> {
         } else {
             completed_paths(&pg, &ids, &partial, wrapped, rec.pt_runs, &rec.pt_elided)
         };
-        // A path that starts at the head of a loop whose iterations are not stored follows
-        // any number of them: the suffix the analyses take as contiguous starts at the last
-        // such path, and the paths before it only ran earlier in the activation.
-        let after_gap = |d: &DecodedPath| {
-            d.start == PathStart::LoopHead
-                && d.blocks.first().is_some_and(|h| rec.pt_elided.contains(h))
-        };
+        // A path that starts at the head of a loop whose iterations are not stored follows a
+        // stretch that stored nothing: the suffix the analyses take as contiguous starts at
+        // the last such path, and the paths before it only ran earlier in the activation.
+        let after_gap = |d: &DecodedPath| after_unstored_stretch(d, &rec.pt_elided);
         let gap = if !in_entry_block && after_gap(&partial) {
             Some(completed.len())
         } else {
@@ -3127,29 +3124,22 @@ fn completed_paths(
     }
     // A live frame stores a completed path only on a back edge, and consecutive paths
     // chain through loop heads; anything else is not this activation's buffer.
-    let after_gap = |start: PathStart, first: Option<&u32>| {
-        start == PathStart::LoopHead && first.is_some_and(|h| elided.contains(h))
-    };
-    let chains = |a: &DecodedPath, b_start: PathStart, b_first: Option<&u32>| match &a.end {
+    let chains = |a: &DecodedPath, b: &DecodedPath| match &a.end {
         csi_model::ballarus::PathEnd::BackEdge(heads) => {
-            b_start == PathStart::LoopHead
-                && b_first.is_some_and(|h| heads.contains(h) || elided.contains(h))
+            (b.start == PathStart::LoopHead && b.blocks.first().is_some_and(|h| heads.contains(h)))
+                || after_unstored_stretch(b, elided)
         }
         _ => false,
     };
     if ok {
-        let mut next = completed
-            .iter()
-            .skip(1)
-            .map(|d| (d.start, d.blocks.first()))
-            .chain(std::iter::once((partial.start, partial.blocks.first())));
+        let mut next = completed.iter().skip(1).chain(std::iter::once(partial));
         ok = completed.iter().all(|d| {
-            let (s, f) = next.next().expect("one successor per path");
-            chains(d, s, f)
+            let b = next.next().expect("one successor per path");
+            chains(d, b)
         }) && (wrapped
-            || completed.first().is_none_or(|d| {
-                d.start == PathStart::Entry || after_gap(d.start, d.blocks.first())
-            }));
+            || completed
+                .first()
+                .is_none_or(|d| d.start == PathStart::Entry || after_unstored_stretch(d, elided)));
     }
     if !ok {
         completed.clear();
@@ -3160,13 +3150,19 @@ fn completed_paths(
         completed = completed
             .into_iter()
             .flat_map(|d| {
-                let twice = chains(&d, d.start, d.blocks.first());
+                let twice = chains(&d, &d);
                 let copies = if twice { 2 } else { 1 };
                 std::iter::repeat_n(d, copies)
             })
             .collect();
     }
     (completed, ok)
+}
+
+/// `d` starts at the head of one of the `elided` loops (`CfgFunction::pt_elided`), after a
+/// stretch of its activation that stored nothing.
+fn after_unstored_stretch(d: &DecodedPath, elided: &[u32]) -> bool {
+    d.start == PathStart::LoopHead && d.blocks.first().is_some_and(|h| elided.contains(h))
 }
 
 /// The nodes that ran before the point (`point`, in the last block of `partial`): those of

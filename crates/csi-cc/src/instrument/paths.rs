@@ -613,36 +613,18 @@ unsafe fn elidable_loops(
     succs: &[Vec<u32>],
     excluded: &BTreeSet<u32>,
 ) -> BTreeMap<u32, Vec<u32>> {
-    use petgraph::algo::dominators::simple_fast;
-    use petgraph::graph::{DiGraph, NodeIndex};
-    let n = succs.len();
-    let mut g: DiGraph<(), ()> = DiGraph::with_capacity(n, 0);
-    for _ in 0..n {
-        g.add_node(());
-    }
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for (u, s) in succs.iter().enumerate() {
-        for &t in s {
-            g.add_edge(NodeIndex::new(u), NodeIndex::new(t as usize), ());
-            preds[t as usize].push(u as u32);
-        }
-    }
-    let dom = simple_fast(&g, NodeIndex::new(0));
-    let dominates = |h: u32, u: u32| {
-        dom.dominators(NodeIndex::new(u as usize))
-            .is_some_and(|mut ds| ds.any(|d| d.index() == h as usize))
-    };
+    let g = csi_model::dominance::BlockGraph::new(succs.to_vec());
     // Natural loops: a back edge u → h (h dominates u) brings in every block that reaches u
     // without passing through h.
     let mut loops: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for (u, s) in succs.iter().enumerate() {
         for &h in s {
-            if h != 0 && dominates(h, u as u32) {
+            if h != 0 && g.reachable(u) && g.dominates(h as usize, u) {
                 let body = loops.entry(h).or_insert_with(|| BTreeSet::from([h]));
-                let mut todo = vec![u as u32];
+                let mut todo = vec![u];
                 while let Some(x) = todo.pop() {
-                    if body.insert(x) {
-                        todo.extend(preds[x as usize].iter().copied());
+                    if body.insert(x as u32) {
+                        todo.extend(g.preds(x).iter().copied());
                     }
                 }
             }
