@@ -14,8 +14,8 @@
 #                                     optimization since issue 17; also O2pre — the same,
 #                                     explicit — and O2post: --csi-instrument=after-optimization;
 #                                     bbO0, bbO2: --csi-scheme=bb at -O0 / -O2;
-#                                     O2elide, O2elideentry: -O2 --csi-pt-loops=elide,
-#                                     elide-after-entry)
+#                                     O2elide, O2elideentry, O2elideall: -O2
+#                                     --csi-pt-loops=elide, elide-after-entry, elide-all)
 #        NS="..."                     allocation numbers to crash at (default: per program)
 #        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
 #        CSI_CC, CSI_CXX, CSI         the tools (default: this tree's release builds)
@@ -111,6 +111,7 @@ cfg_flags() {
     # or only the path entering them (elide-after-entry)
     csi-O2elide) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide" ;;
     csi-O2elideentry) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-after-entry" ;;
+    csi-O2elideall) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-all" ;;
     # basic-block coverage (with its ch. 4 probe placement) instead of the default scheme
     csi-bbO0) echo "$PROJECT_FLAGS -O0 --csi-scheme=bb" ;;
     csi-bbO2) echo "$PROJECT_FLAGS -O2 --csi-scheme=bb" ;;

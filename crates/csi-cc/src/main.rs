@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide|elide-after-entry] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide|elide-after-entry|elide-all] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -36,7 +36,10 @@ const CSI_OPTIONS: &str =
                         and the reader knows that some stretch of the activation ran between
                         the path stored before and the next, not which; `elide-after-entry`:
                         the same, but entering such a loop stores the path up to it (one
-                        more store per entry; the path before a long loop survives)
+                        more store per entry; the path before a long loop survives);
+                        `elide-all`: as `elide`, in every loop (outer ones, and those with
+                        calls: a crash in a callee knows the caller's path from the head of
+                        the loop's last iteration)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `calls` (default): a block's probe only where the blocks it dominates
                         cannot tell (the dissertation's ch. 4), and no probe in a static
@@ -547,8 +550,10 @@ impl CsiOptions {
                     "store" => PtLoops::Store,
                     "elide" => PtLoops::Elide,
                     "elide-after-entry" => PtLoops::ElideAfterEntry,
+                    "elide-all" => PtLoops::ElideAll,
                     v => fail(&format!(
-                        "--csi-pt-loops must be `store`, `elide` or `elide-after-entry`, not `{v}`"
+                        "--csi-pt-loops must be `store`, `elide`, `elide-after-entry` or \
+                         `elide-all`, not `{v}`"
                     )),
                 };
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {

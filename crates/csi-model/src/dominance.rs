@@ -242,6 +242,28 @@ impl BlockGraph {
         self.reached_from(x)[x]
     }
 
+    /// `h`'s natural loop, when `h` is a loop head (it dominates one of its reachable
+    /// predecessors, a latch): `h` and the reachable blocks that reach a latch without passing
+    /// `h`, all of which `h` dominates. `None` when `h` heads no loop.
+    pub fn natural_loop(&self, h: usize) -> Option<Vec<bool>> {
+        let mut inside = vec![false; self.len()];
+        inside[h] = true;
+        let mut stack: Vec<usize> = self.preds[h]
+            .iter()
+            .copied()
+            .filter(|&q| self.reachable(q) && self.dominates(h, q))
+            .collect();
+        if stack.is_empty() {
+            return None;
+        }
+        while let Some(b) = stack.pop() {
+            if !std::mem::replace(&mut inside[b], true) {
+                stack.extend(self.preds[b].iter().copied().filter(|&q| self.reachable(q)));
+            }
+        }
+        Some(inside)
+    }
+
     /// What a live frame stopped in block `p` says about a call site in block `x ≠ p` in its
     /// activation (`from_x`: [`reached_from`](Self::reached_from)`(x)`): it did not run if
     /// `x` cannot reach `p`; it ran if every path to `p` passes `x`
@@ -841,6 +863,30 @@ mod tests {
         assert_eq!(g.common_dominator(5, 4), 4);
         assert_eq!(g.preds(3), &[1, 2, 4]);
         assert!(!g.reachable(6) && g.reachable(5));
+    }
+
+    #[test]
+    fn natural_loops_nest_and_leave_out_unreachable_blocks() {
+        // 0 -> 1; 1 -> 2, 5; 2 -> 3; 3 -> 3, 4; 4 -> 1; 6 -> 4 (6 unreachable); 5 exits.
+        // Outer loop {1, 2, 3, 4} (latch 4), inner {3} (latch 3 itself).
+        let g = BlockGraph::new(vec![
+            vec![1],
+            vec![2, 5],
+            vec![3],
+            vec![3, 4],
+            vec![1],
+            vec![],
+            vec![4],
+        ]);
+        let blocks = |h| {
+            g.natural_loop(h)
+                .map(|l| (0..l.len()).filter(|&b| l[b]).collect::<Vec<_>>())
+        };
+        assert_eq!(blocks(1), Some(vec![1, 2, 3, 4]));
+        assert_eq!(blocks(3), Some(vec![3]));
+        assert_eq!(blocks(0), None);
+        assert_eq!(blocks(4), None);
+        assert_eq!(blocks(5), None);
     }
 
     #[test]

@@ -24,7 +24,8 @@
 #                  workload by bench/real's crash shim (crash_switch, below)
 #       <C>elide   configuration C (realistic, pt, fixed, customoff, customreal) with
 #                  --csi-pt-loops=elide: call-free innermost loops store no path per iteration;
-#                  <C>elideentry: with --csi-pt-loops=elide-after-entry
+#                  <C>elideentry: with --csi-pt-loops=elide-after-entry; <C>elideall: with
+#                  --csi-pt-loops=elide-all (every loop, outer ones and those with calls)
 #     flex, grep, gzip: ./configure once (with plain clang-19; CFLAGS default -g -O2), then
 #     `make CC=...` in a copy of the configured tree per configuration; lua: the upstream
 #     makefile `make linux` (-O2); bzip2: its Makefile (-O2 -g); zstd: `make -C programs zstd`
@@ -149,8 +150,9 @@ cc_for() {
     ccall) echo "$CSI --csi-scheme=cc --csi-cc-probes=all" ;;
     # <config>elide: the same with `--csi-pt-loops=elide` (call-free innermost loops store
     # no path per iteration), e.g. realisticelide, fixedelide, customrealelide; <config>elideentry
-    # with `--csi-pt-loops=elide-after-entry`
+    # with `--csi-pt-loops=elide-after-entry`, <config>elideall with `--csi-pt-loops=elide-all`
     *elide) echo "$(cc_for "$1" "${2%elide}") --csi-pt-loops=elide" ;;
+    *elideall) echo "$(cc_for "$1" "${2%elideall}") --csi-pt-loops=elide-all" ;;
     *elideentry) echo "$(cc_for "$1" "${2%elideentry}") --csi-pt-loops=elide-after-entry" ;;
     # the same order as the table before issue 17 (probes placed in the optimized code)
     *post) echo "$CSI --csi-scheme=${2%post} --csi-instrument=after-optimization" ;;

@@ -139,27 +139,6 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
         zeroed_in,
         clears,
     } = frame_arrays(bbs, kind);
-    // `h`'s natural loop, when `h` is a loop head: `h` and the blocks that reach a latch (a
-    // predecessor `h` dominates) without passing `h`, all dominated by `h`.
-    let natural_loop = |h: usize| -> Option<Vec<bool>> {
-        let mut inside = vec![false; bbs.len()];
-        inside[h] = true;
-        let mut stack: Vec<usize> = g
-            .preds(h)
-            .iter()
-            .copied()
-            .filter(|&q| g.reachable(q) && g.dominates(h, q))
-            .collect();
-        if stack.is_empty() {
-            return None;
-        }
-        while let Some(b) = stack.pop() {
-            if !std::mem::replace(&mut inside[b], true) {
-                stack.extend(g.preds(b).iter().copied().filter(|&q| g.reachable(q)));
-            }
-        }
-        Some(inside)
-    };
     // The block that enters `h`'s loop: its one predecessor `h` does not dominate (so outside
     // the loop), ending in an unconditional branch to `h`.
     let preheader = |h: usize| -> Option<usize> {
@@ -178,7 +157,7 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     };
     // The loop heads with their entries and natural loops (the CFG does not change).
     let loops: Vec<(usize, usize, Vec<bool>)> = (0..bbs.len())
-        .filter_map(|h| Some((h, preheader(h)?, natural_loop(h)?)))
+        .filter_map(|h| Some((h, preheader(h)?, g.natural_loop(h)?)))
         .collect();
     // The local's memory was written whole on every way to `p`'s end: an access to it cannot
     // be the first touch of a stack page (which faults when the stack is exhausted).

@@ -128,13 +128,17 @@ pub enum GlobalStores {
     AllLoops,
 }
 
-/// `--csi-pt-loops`: what path tracing stores of an innermost loop without calls.
+/// `--csi-pt-loops`: what path tracing stores of a loop's iterations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PtLoops {
     /// Every iteration ends a path, which the ring stores (the dissertation's).
     Store,
-    /// The back edges only restart the sum: no iteration is stored, nor anything on entry.
+    /// In an innermost loop without calls the back edges only restart the sum: no iteration
+    /// is stored, nor anything on entry.
     Elide,
+    /// As `Elide`, in every natural loop: outer loops and loops with calls as well (a crash
+    /// in a callee then knows the caller's path from the head of the loop's last iteration).
+    ElideAll,
     /// As `Elide`, but the edges entering the loop end a path, which is stored: the path up
     /// to the loop survives any number of iterations, for a store per entry into the loop.
     ElideAfterEntry,
@@ -148,8 +152,8 @@ pub struct Options {
     /// no `setjmp`), a completed path equal to the one stored last is not stored again (see
     /// `PathState::store_path`; the record's `pt_runs`).
     pub pt_repeats_once: bool,
-    /// `--csi-pt-loops`: whether innermost loops without calls store a path per iteration
-    /// (`paths::elidable_loops`; the record's `pt_elided`).
+    /// `--csi-pt-loops`: which loops store a path per iteration (`paths::elidable_loops`;
+    /// the record's `pt_elided`).
     pub pt_loops: PtLoops,
     /// Probe every call site (no placement optimization; see `cc_probe_placement`).
     pub cc_all_probes: bool,

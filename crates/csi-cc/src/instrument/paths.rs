@@ -565,7 +565,7 @@ pub(super) unsafe fn number_paths(
             .copied()
             .chain(rec.indirectbr_blocks.iter().copied())
             .collect();
-        elidable_loops(bbs, succs, &excluded)
+        elidable_loops(bbs, succs, &excluded, loops == PtLoops::ElideAll)
     } else {
         BTreeMap::new()
     };
@@ -604,42 +604,40 @@ pub(super) unsafe fn number_paths(
     }
 }
 
-/// The loops whose iterations `--csi-pt-loops=elide` does not store: innermost natural loops
-/// (head → its blocks, sorted) with no call (a crash in a callee would want the iterations'
-/// paths as the caller's context, and a call's cost dwarfs the store) and none of the
-/// `excluded` blocks (computed gotos and their targets, which break paths already).
+/// The loops whose iterations `--csi-pt-loops=elide` does not store: natural loops (head →
+/// its blocks, sorted) with none of the `excluded` blocks (computed gotos and their targets,
+/// which break paths already); unless `every`, only innermost ones with no call (a crash in a
+/// callee would want the iterations' paths as the caller's context, and a call's cost often
+/// dwarfs the store).
 unsafe fn elidable_loops(
     bbs: &[LLVMBasicBlockRef],
     succs: &[Vec<u32>],
     excluded: &BTreeSet<u32>,
+    every: bool,
 ) -> BTreeMap<u32, Vec<u32>> {
     let g = csi_model::dominance::BlockGraph::new(succs.to_vec());
-    // Natural loops: a back edge u → h (h dominates u) brings in every block that reaches u
-    // without passing through h.
-    let mut loops: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
-    for (u, s) in succs.iter().enumerate() {
-        for &h in s {
-            if h != 0 && g.reachable(u) && g.dominates(h as usize, u) {
-                let body = loops.entry(h).or_insert_with(|| BTreeSet::from([h]));
-                let mut todo = vec![u];
-                while let Some(x) = todo.pop() {
-                    if body.insert(x as u32) {
-                        todo.extend(g.preds(x).iter().copied());
-                    }
-                }
-            }
-        }
-    }
+    let loops: BTreeMap<u32, BTreeSet<u32>> = (1..succs.len())
+        .filter_map(|h| {
+            let inside = g.natural_loop(h)?;
+            Some((
+                h as u32,
+                (0..inside.len() as u32)
+                    .filter(|&b| inside[b as usize])
+                    .collect(),
+            ))
+        })
+        .collect();
     let heads: BTreeSet<u32> = loops.keys().copied().collect();
     loops
         .into_iter()
         .filter(|(h, body)| {
             body.iter().all(|&b| {
-                (b == *h || !heads.contains(&b))
-                    && !excluded.contains(&b)
-                    && instructions(bbs[b as usize])
-                        .into_iter()
-                        .all(|i| call_site(i).is_none())
+                !excluded.contains(&b)
+                    && (every
+                        || (b == *h || !heads.contains(&b))
+                            && instructions(bbs[b as usize])
+                                .into_iter()
+                                .all(|i| call_site(i).is_none()))
             })
         })
         .map(|(h, body)| (h, body.into_iter().collect()))
