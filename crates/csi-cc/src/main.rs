@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide|elide-after-entry|elide-all] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide|elide-innermost|elide-after-entry|elide-all] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -30,16 +30,19 @@ const CSI_OPTIONS: &str =
                         iterations) or `every` (one entry per iteration, as csi-cc v1.4.0; the
                         default with --csi-metadata=text, whose v1.4.0 readers expect it;
                         always at -O0, with setjmp, and in computed-goto dispatch)
-  --csi-pt-loops=L      `store` (default): every iteration of a loop ends a path, which the
-                        ring stores; `elide`: in an innermost loop without calls the back
-                        edges only restart the sum (one store per iteration, no ring store),
-                        and the reader knows that some stretch of the activation ran between
-                        the path stored before and the next, not which; `elide-after-entry`:
-                        the same, but entering such a loop stores the path up to it (one
-                        more store per entry; the path before a long loop survives);
-                        `elide-all`: as `elide`, in every loop (outer ones, and those with
-                        calls: a crash in a callee knows the caller's path from the head of
-                        the loop's last iteration)
+  --csi-pt-loops=L      which loops store a path per iteration. `store` (the default at -O0
+                        and with --csi-metadata=text): every iteration of every loop ends a
+                        path, which the ring stores; `elide` (the default when optimizing):
+                        in a loop that some iteration can go round without a call (but to
+                        the unit's inline functions) the back edges only restart the sum (a
+                        store per iteration, no ring store), and the reader knows that some
+                        stretch of the activation ran between the path stored before and the
+                        next, not which; loops whose every iteration calls store each
+                        iteration, which keeps a caller's history for a crash in a callee;
+                        `elide-all`: every loop; `elide-innermost`: innermost loops without
+                        calls only; `elide-after-entry`: as `elide-innermost`, but entering
+                        such a loop stores the path up to it (one more store per entry; the
+                        path before a long loop survives)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `calls` (default): a block's probe only where the blocks it dominates
                         cannot tell (the dissertation's ch. 4), and no probe in a static
@@ -91,6 +94,11 @@ SIGUSR2 (coverage of passing runs for `csi triage --passing`); unset, they do no
 ";
 
 /// Options of clang that take the next argument as their value.
+/// `--csi-pt-loops` when optimizing and not told: which loops store no path per iteration
+/// (`crates/csi-cc/bench/suite/README.md`, "Hot loops' iterations not stored", for what each
+/// choice costs and keeps).
+const OPTIMIZED_PT_LOOPS: PtLoops = PtLoops::Elide;
+
 const TAKES_ARG: &[&str] = &[
     "-o",
     "-I",
@@ -476,8 +484,8 @@ struct CsiOptions {
     pt_size: Option<u32>,
     /// `--csi-pt-repeats`: `Some(true)` once, `Some(false)` every, `None` the default.
     pt_repeats_once: Option<bool>,
-    /// `--csi-pt-loops`.
-    pt_loops: PtLoops,
+    /// `--csi-pt-loops`; `None`: `OPTIMIZED_PT_LOOPS` when optimizing, else `store`.
+    pt_loops: Option<PtLoops>,
     verbose: bool,
     cc_all_probes: bool,
     bb_all_probes: bool,
@@ -517,7 +525,7 @@ impl CsiOptions {
             schema: None,
             pt_size: None,
             pt_repeats_once: None,
-            pt_loops: PtLoops::Store,
+            pt_loops: None,
             verbose: false,
             cc_all_probes: false,
             bb_all_probes: false,
@@ -546,16 +554,17 @@ impl CsiOptions {
             } else if let Some(v) = a.strip_prefix("--csi-pt-repeats=") {
                 o.pt_repeats_once = Some(either(v, "--csi-pt-repeats", "once", "every"));
             } else if let Some(v) = a.strip_prefix("--csi-pt-loops=") {
-                o.pt_loops = match v {
+                o.pt_loops = Some(match v {
                     "store" => PtLoops::Store,
                     "elide" => PtLoops::Elide,
+                    "elide-innermost" => PtLoops::ElideInnermost,
                     "elide-after-entry" => PtLoops::ElideAfterEntry,
                     "elide-all" => PtLoops::ElideAll,
                     v => fail(&format!(
-                        "--csi-pt-loops must be `store`, `elide`, `elide-after-entry` or \
-                         `elide-all`, not `{v}`"
+                        "--csi-pt-loops must be `store`, `elide`, `elide-innermost`, \
+                         `elide-after-entry` or `elide-all`, not `{v}`"
                     )),
-                };
+                });
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {
                 o.cc_all_probes = either(v, "--csi-cc-probes", "all", "placed");
             } else if let Some(v) = a.strip_prefix("--csi-bb-probes=") {
@@ -805,10 +814,13 @@ impl Steps<'_> {
                 .pt_repeats_once
                 .unwrap_or(self.csi.compress_metadata),
             // v1.4.0's tools (text metadata) take consecutive ring entries as consecutive paths.
-            pt_loops: if self.csi.compress_metadata {
-                self.csi.pt_loops
-            } else {
-                PtLoops::Store
+            // Unoptimized builds are for debugging, where every iteration's path is worth its
+            // cost.
+            pt_loops: match (self.csi.compress_metadata, self.csi.pt_loops) {
+                (false, _) => PtLoops::Store,
+                (true, Some(l)) => l,
+                (true, None) if optimized => OPTIMIZED_PT_LOOPS,
+                (true, None) => PtLoops::Store,
             },
             cc_all_probes: self.csi.cc_all_probes,
             bb_all_probes: self.csi.bb_all_probes,

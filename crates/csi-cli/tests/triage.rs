@@ -988,3 +988,86 @@ fn iterations_of_a_loop_that_stores_none_ran_but_are_not_known() {
     }
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// `csi-cc --csi-pt-loops=elide` and `elide-all` on a loop nest: an outer loop whose every
+/// iteration calls `visit`, around a call-free inner loop. The crash is in `visit`, called in
+/// the outer loop's 8th iteration (`i == 7`); the first iteration took line 15, the inner
+/// loop's 4th (`j == 3`) line 18, and no iteration line 23. `store` stores every iteration,
+/// and the ring has lost the first. `elide` stores the outer loop's iterations (each calls)
+/// but not the inner one's, so the ring still has the first: line 15 must have run, line 18
+/// may have. `elide-all` stores neither: `main`'s frame,
+/// stopped at the call, knows its path only from the head of the inner loop's last
+/// iteration, so lines 15 and 18 are "may", never "never".
+#[test]
+fn a_callers_loops_that_store_no_iteration_leave_earlier_iterations_unknown() {
+    let tmp = fresh_dir("csi-elided-nest");
+    std::fs::write(
+        tmp.join("nest.c"),
+        "#include <stdio.h>\n#include <stdlib.h>\nint total, at;\n\
+         __attribute__((noinline)) void visit(int i) {\n  if (i == at)\n\
+         \x20   *(volatile int *)0 = i;\n  total += i;\n}\n\
+         int main(int argc, char **argv) {\n  at = atoi(argv[1]);\n  int n = argc + 9;\n\
+         \x20 int s = 0;\n  for (int i = 0; i < n; i++) {\n    if (i == 0)\n      s += 100;\n\
+         \x20   for (int j = 0; j < i; j++) {\n      if (j == 3)\n        s++;\n      else\n\
+         \x20       s--;\n    }\n    if (i > 20)\n      s *= 2;\n    visit(i);\n  }\n\
+         \x20 printf(\"%d\\n\", s);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let lines = |loops: &str| -> Value {
+        let exe = format!("nest-{loops}");
+        csi_cc_in(
+            &tmp,
+            &[
+                "-O2",
+                "-g",
+                &format!("--csi-pt-loops={loops}"),
+                "-o",
+                &exe,
+                "nest.c",
+            ],
+        );
+        let core = crash(&tmp.join(&exe), "7", &tmp.join(format!("run-{loops}")));
+        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+            .args(["analyze", "--format", "json", "--exe"])
+            .arg(tmp.join(&exe))
+            .arg("--core")
+            .arg(&core)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["lines"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(f, _)| f.ends_with("nest.c"))
+            .map(|(_, l)| l.clone())
+            .unwrap()
+    };
+    let has = |l: &Value, status: &str, line: u64| {
+        l[status]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x.as_u64() == Some(line)))
+    };
+    let stored = lines("store");
+    // 36 paths for a ring of 16: the first iteration's is gone.
+    assert!(
+        has(&stored, "may", 15) && has(&stored, "must", 18),
+        "{stored:#}"
+    );
+    let inner = lines("elide");
+    assert!(
+        has(&inner, "must", 15) && has(&inner, "may", 18),
+        "{inner:#}"
+    );
+    let elided = lines("elide-all");
+    for line in [15, 18, 23] {
+        assert!(has(&elided, "may", line), "line {line}: {elided:#}");
+    }
+    // The crash, the call that led to it, and the loop tests on the way there.
+    for (l, line) in [(&inner, 6), (&inner, 16), (&inner, 22), (&inner, 24)] {
+        assert!(has(l, "must", line), "line {line}: {l:#}");
+        assert!(has(&elided, "must", line), "line {line}: {elided:#}");
+    }
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -133,15 +133,19 @@ pub enum GlobalStores {
 pub enum PtLoops {
     /// Every iteration ends a path, which the ring stores (the dissertation's).
     Store,
-    /// In an innermost loop without calls the back edges only restart the sum: no iteration
-    /// is stored, nor anything on entry.
+    /// In a loop that some iteration can go round without a call (calls to the unit's inline
+    /// functions aside, which the optimizer inlines), the back edges only restart the sum: no
+    /// iteration is stored, nor anything on entry. Where every iteration calls, the store is
+    /// small beside the call, and a crash in a callee keeps the caller's earlier iterations.
     Elide,
-    /// As `Elide`, in every natural loop: outer loops and loops with calls as well (a crash
+    /// As `Elide`, in innermost loops without any call only.
+    ElideInnermost,
+    /// As `ElideInnermost`, but the edges entering the loop end a path, which is stored: the
+    /// path up to the loop survives any number of iterations, for a store per entry into it.
+    ElideAfterEntry,
+    /// As `Elide`, in every natural loop: loops whose every iteration calls as well (a crash
     /// in a callee then knows the caller's path from the head of the loop's last iteration).
     ElideAll,
-    /// As `Elide`, but the edges entering the loop end a path, which is stored: the path up
-    /// to the loop survives any number of iterations, for a store per entry into the loop.
-    ElideAfterEntry,
 }
 
 pub struct Options {

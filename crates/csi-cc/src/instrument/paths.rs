@@ -565,7 +565,7 @@ pub(super) unsafe fn number_paths(
             .copied()
             .chain(rec.indirectbr_blocks.iter().copied())
             .collect();
-        elidable_loops(bbs, succs, &excluded, loops == PtLoops::ElideAll)
+        elidable_loops(bbs, succs, &excluded, loops)
     } else {
         BTreeMap::new()
     };
@@ -604,44 +604,89 @@ pub(super) unsafe fn number_paths(
     }
 }
 
-/// The loops whose iterations `--csi-pt-loops=elide` does not store: natural loops (head →
-/// its blocks, sorted) with none of the `excluded` blocks (computed gotos and their targets,
-/// which break paths already); unless `every`, only innermost ones with no call (a crash in a
-/// callee would want the iterations' paths as the caller's context, and a call's cost often
-/// dwarfs the store).
+/// The loops whose iterations `--csi-pt-loops=elide…` (`loops`) does not store: natural loops
+/// (head → its blocks, sorted) with none of the `excluded` blocks (computed gotos and their
+/// targets, which break paths already) that `loops` chooses (see `PtLoops`).
 unsafe fn elidable_loops(
     bbs: &[LLVMBasicBlockRef],
     succs: &[Vec<u32>],
     excluded: &BTreeSet<u32>,
-    every: bool,
+    loops: PtLoops,
 ) -> BTreeMap<u32, Vec<u32>> {
     let g = csi_model::dominance::BlockGraph::new(succs.to_vec());
-    let loops: BTreeMap<u32, BTreeSet<u32>> = (1..succs.len())
-        .filter_map(|h| {
-            let inside = g.natural_loop(h)?;
-            Some((
-                h as u32,
-                (0..inside.len() as u32)
-                    .filter(|&b| inside[b as usize])
-                    .collect(),
-            ))
-        })
+    let natural: BTreeMap<u32, Vec<bool>> = (1..succs.len())
+        .filter_map(|h| Some((h as u32, g.natural_loop(h)?)))
         .collect();
-    let heads: BTreeSet<u32> = loops.keys().copied().collect();
-    loops
-        .into_iter()
-        .filter(|(h, body)| {
-            body.iter().all(|&b| {
-                !excluded.contains(&b)
-                    && (every
-                        || (b == *h || !heads.contains(&b))
-                            && instructions(bbs[b as usize])
-                                .into_iter()
-                                .all(|i| call_site(i).is_none()))
+    // Blocks that call: any call for `ElideInnermost`'s loops, else a call the optimizer may
+    // leave (not to an inline function the unit defines).
+    let calls: Vec<bool> = bbs
+        .iter()
+        .map(|&b| {
+            instructions(b).into_iter().any(|i| {
+                call_site(i).is_some_and(|f| {
+                    matches!(loops, PtLoops::ElideInnermost | PtLoops::ElideAfterEntry)
+                        || !is_inline_definition(f)
+                })
             })
         })
-        .map(|(h, body)| (h, body.into_iter().collect()))
+        .collect();
+    natural
+        .iter()
+        .filter(|&(&h, inside)| {
+            let body = || (0..inside.len()).filter(|&b| inside[b]);
+            body().all(|b| !excluded.contains(&(b as u32)))
+                && match loops {
+                    PtLoops::Store => false,
+                    PtLoops::ElideAll => true,
+                    PtLoops::ElideInnermost | PtLoops::ElideAfterEntry => body().all(|b| {
+                        (b == h as usize || !natural.contains_key(&(b as u32))) && !calls[b]
+                    }),
+                    PtLoops::Elide => goes_round_without(&g, h as usize, inside, &calls),
+                }
+        })
+        .map(|(&h, inside)| {
+            let body = (0..inside.len() as u32).filter(|&b| inside[b as usize]);
+            (h, body.collect())
+        })
         .collect()
+}
+
+/// Some iteration of `h`'s loop (`inside`) goes from `h` back to it through no `avoid` block.
+fn goes_round_without(
+    g: &csi_model::dominance::BlockGraph,
+    h: usize,
+    inside: &[bool],
+    avoid: &[bool],
+) -> bool {
+    let mut seen = vec![false; inside.len()];
+    let mut todo = vec![h];
+    while let Some(b) = todo.pop() {
+        if avoid[b] || std::mem::replace(&mut seen[b], true) {
+            continue;
+        }
+        for &s in g.succs(b) {
+            let s = s as usize;
+            if s == h {
+                return true;
+            }
+            if inside[s] {
+                todo.push(s);
+            }
+        }
+    }
+    false
+}
+
+/// `f` is a function this unit defines as `inline` (or always-inline): the optimizer inlines
+/// such small helpers, so their calls in a loop before optimization do not stay calls.
+unsafe fn is_inline_definition(f: LLVMValueRef) -> bool {
+    if LLVMIsAFunction(f).is_null() || LLVMIsDeclaration(f) != 0 {
+        return false;
+    }
+    [c"inlinehint", c"alwaysinline"].iter().any(|name| {
+        let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.count_bytes());
+        !LLVMGetEnumAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, kind).is_null()
+    })
 }
 
 /// Marks a path-traced function's record: each node's path-tracing block (ids from `pt_base`,

@@ -263,7 +263,7 @@ pub(super) struct FunctionRecord {
     /// Blocks ending in an indirect branch (computed `goto`).
     pub(super) indirectbr_blocks: Vec<u32>,
     /// Heads of the loops whose iterations path tracing does not store (`number_paths`,
-    /// `--csi-pt-loops=elide`), each with its loop's blocks.
+    /// `--csi-pt-loops=elide…`, `paths::elidable_loops`), each with its loop's blocks.
     pub(super) pt_elided: BTreeMap<u32, Vec<u32>>,
 }
 
