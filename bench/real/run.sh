@@ -14,8 +14,10 @@
 #                                     optimization since issue 17; also O2pre — the same,
 #                                     explicit — and O2post: --csi-instrument=after-optimization;
 #                                     bbO0, bbO2: --csi-scheme=bb at -O0 / -O2;
-#                                     O2elide, O2elideentry, O2elideall: -O2
-#                                     --csi-pt-loops=elide, elide-after-entry, elide-all)
+#                                     O2store, O2elideinner, O2elideentry, O2elideall: -O2
+#                                     --csi-pt-loops=store, elide-innermost,
+#                                     elide-after-entry, elide-all; O2 is `elide`, the
+#                                     default when optimizing since session 25)
 #        NS="..."                     allocation numbers to crash at (default: per program)
 #        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
 #        CSI_CC, CSI_CXX, CSI         the tools (default: this tree's release builds)
@@ -107,9 +109,10 @@ cfg_flags() {
     csi-O2pre) echo "$PROJECT_FLAGS -O2 --csi-instrument=before-optimization" ;;
     csi-O2post) echo "$PROJECT_FLAGS -O2 --csi-instrument=after-optimization" ;;
     csi-O0) echo "$PROJECT_FLAGS -O0" ;;
-    # call-free innermost loops store no path per iteration (csi-cc --csi-pt-loops=elide),
-    # or only the path entering them (elide-after-entry)
+    # which loops store a path per iteration (csi-cc --csi-pt-loops; `elide` is the default)
+    csi-O2store) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=store" ;;
     csi-O2elide) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide" ;;
+    csi-O2elideinner) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-innermost" ;;
     csi-O2elideentry) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-after-entry" ;;
     csi-O2elideall) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-all" ;;
     # basic-block coverage (with its ch. 4 probe placement) instead of the default scheme

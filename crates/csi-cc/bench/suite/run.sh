@@ -23,9 +23,12 @@
 #                  functions on the stacks of CRASHES (default 4) crashes injected into the
 #                  workload by bench/real's crash shim (crash_switch, below)
 #       <C>elide   configuration C (realistic, pt, fixed, customoff, customreal) with
-#                  --csi-pt-loops=elide: call-free innermost loops store no path per iteration;
+#                  --csi-pt-loops=elide: loops that some iteration goes round without a call
+#                  store no path per iteration (csi-cc's default when optimizing since session
+#                  25; session 24's `elide` is today's `elide-innermost`: <C>elideinner);
 #                  <C>elideentry: with --csi-pt-loops=elide-after-entry; <C>elideall: with
-#                  --csi-pt-loops=elide-all (every loop, outer ones and those with calls)
+#                  --csi-pt-loops=elide-all (every loop); <C>store: with --csi-pt-loops=store
+#                  (every iteration stored, the default before session 25)
 #     flex, grep, gzip: ./configure once (with plain clang-19; CFLAGS default -g -O2), then
 #     `make CC=...` in a copy of the configured tree per configuration; lua: the upstream
 #     makefile `make linux` (-O2); bzip2: its Makefile (-O2 -g); zstd: `make -C programs zstd`
@@ -148,11 +151,14 @@ cc_for() {
     customcrash) echo "$CSI --csi-scheme=custom" ;;
     # call-site coverage with a probe at every call site (no placement)
     ccall) echo "$CSI --csi-scheme=cc --csi-cc-probes=all" ;;
-    # <config>elide: the same with `--csi-pt-loops=elide` (call-free innermost loops store
-    # no path per iteration), e.g. realisticelide, fixedelide, customrealelide; <config>elideentry
-    # with `--csi-pt-loops=elide-after-entry`, <config>elideall with `--csi-pt-loops=elide-all`
+    # <config>elide: the same with `--csi-pt-loops=elide` (loops with a call-free iteration
+    # store no path per iteration), e.g. realisticelide, fixedelide, customrealelide;
+    # <config>elideinner, elideentry, elideall, store: with `--csi-pt-loops=elide-innermost`,
+    # `elide-after-entry`, `elide-all`, `store`
     *elide) echo "$(cc_for "$1" "${2%elide}") --csi-pt-loops=elide" ;;
+    *elideinner) echo "$(cc_for "$1" "${2%elideinner}") --csi-pt-loops=elide-innermost" ;;
     *elideall) echo "$(cc_for "$1" "${2%elideall}") --csi-pt-loops=elide-all" ;;
+    *store) echo "$(cc_for "$1" "${2%store}") --csi-pt-loops=store" ;;
     *elideentry) echo "$(cc_for "$1" "${2%elideentry}") --csi-pt-loops=elide-after-entry" ;;
     # the same order as the table before issue 17 (probes placed in the optimized code)
     *post) echo "$CSI --csi-scheme=${2%post} --csi-instrument=after-optimization" ;;
@@ -338,13 +344,16 @@ for p in "${PROGRAMS[@]}"; do
       t0=$(date +%s)
       if make_prog "$p" "$W/$p/$v" "$(cc_for "$p" "$v")" >"$W/$p/$v.build.log" 2>&1; then
         echo "$(( $(date +%s) - t0 ))" >"$W/$p/$v.build.secs"
-        [ "${v%%elide*}" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
+        # The configuration without its loop-storing suffix (customrealelide -> customreal).
+        base="${v%%elide*}"
+        base="${base%store}"
+        [ "$base" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
           >"$W/$p/$v.switches" 2>&1
         # Switched like the dissertation's Realistic: on in the functions of the crash stack
         # (the `fixed` schema's), off elsewhere.
         # (A schema function without a switch — inlined everywhere, or no definition of
         # this program's — is left out.)
-        if [ "${v%%elide*}" = customreal ]; then
+        if [ "$base" = customreal ]; then
           exe="$W/$p/$v/$(bin_of "$p")"
           switchable="$("$CSI_BIN" tracing --exe "$exe" | sed 's/^[a-z]* *//')"
           on=()
