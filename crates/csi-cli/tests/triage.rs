@@ -908,6 +908,48 @@ fn a_walk_ending_in_a_rebuilt_library_leaves_the_outer_frames_unknown() {
     std::fs::remove_dir_all(&tmp).unwrap();
 }
 
+/// The line statuses (`csi analyze --format json`) in `<stem>.c` of its crash on `input`, built
+/// in `dir` at -O2 with `--csi-pt-loops=<loops>`.
+fn lines_with_loops(dir: &Path, stem: &str, loops: &str, input: &str) -> Value {
+    let exe = format!("{stem}-{loops}");
+    let src = format!("{stem}.c");
+    csi_cc_in(
+        dir,
+        &[
+            "-O2",
+            "-g",
+            &format!("--csi-pt-loops={loops}"),
+            "-o",
+            &exe,
+            &src,
+        ],
+    );
+    let core = crash(&dir.join(&exe), input, &dir.join(format!("run-{loops}")));
+    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+        .args(["analyze", "--format", "json", "--exe"])
+        .arg(dir.join(&exe))
+        .arg("--core")
+        .arg(&core)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["lines"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(f, _)| f.ends_with(&src))
+        .map(|(_, l)| l.clone())
+        .unwrap()
+}
+
+/// `line` has `status` (`must`, `may`, `never`) in a file's line statuses.
+fn has_line(l: &Value, status: &str, line: u64) -> bool {
+    l[status]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x.as_u64() == Some(line)))
+}
+
 /// `csi-cc --csi-pt-loops=elide` / `elide-after-entry`: a call-free innermost loop stores no
 /// iteration. The crash here is in the loop's 41st iteration; the first took the `odd` branch
 /// (line 11), the others did not. The reader must take the paths stored before as run
@@ -930,61 +972,34 @@ fn iterations_of_a_loop_that_stores_none_ran_but_are_not_known() {
          \x20   data[at] = -2;\n    return count_odd(64, argc);\n}\n",
     )
     .unwrap();
-    let lines = |loops: &str| -> Value {
-        let exe = format!("odd-{loops}");
-        csi_cc_in(
-            &tmp,
-            &[
-                "-O2",
-                "-g",
-                &format!("--csi-pt-loops={loops}"),
-                "-o",
-                &exe,
-                "odd.c",
-            ],
-        );
-        let core = crash(&tmp.join(&exe), "40", &tmp.join(format!("run-{loops}")));
-        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
-            .args(["analyze", "--format", "json", "--exe"])
-            .arg(tmp.join(&exe))
-            .arg("--core")
-            .arg(&core)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["lines"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .find(|(f, _)| f.ends_with("odd.c"))
-            .map(|(_, l)| l.clone())
-            .unwrap()
-    };
-    let has = |l: &Value, status: &str, line: u64| {
-        l[status]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|x| x.as_u64() == Some(line)))
-    };
+    let lines = |loops: &str| lines_with_loops(&tmp, "odd", loops, "40");
     let stored = lines("store");
     // Every iteration stored: the ring holds the first one's `odd` branch.
-    assert!(has(&stored, "must", 11), "{stored:#}");
-    assert!(!has(&stored, "never", 8), "{stored:#}");
+    assert!(has_line(&stored, "must", 11), "{stored:#}");
+    assert!(!has_line(&stored, "never", 8), "{stored:#}");
     for loops in ["elide", "elide-after-entry"] {
         let elided = lines(loops);
         for line in [11, 20] {
             assert!(
-                !has(&elided, "never", line),
+                !has_line(&elided, "never", line),
                 "{loops}, line {line}: {elided:#}"
             );
             assert!(
-                has(&elided, "may", line),
+                has_line(&elided, "may", line),
                 "{loops}, line {line}: {elided:#}"
             );
         }
         let after_entry = loops == "elide-after-entry";
-        assert_eq!(has(&elided, "must", 6), after_entry, "{loops}: {elided:#}");
-        assert_eq!(has(&elided, "never", 8), after_entry, "{loops}: {elided:#}");
+        assert_eq!(
+            has_line(&elided, "must", 6),
+            after_entry,
+            "{loops}: {elided:#}"
+        );
+        assert_eq!(
+            has_line(&elided, "never", 8),
+            after_entry,
+            "{loops}: {elided:#}"
+        );
     }
     std::fs::remove_dir_all(&tmp).unwrap();
 }
@@ -1013,61 +1028,26 @@ fn a_callers_loops_that_store_no_iteration_leave_earlier_iterations_unknown() {
          \x20 printf(\"%d\\n\", s);\n  return 0;\n}\n",
     )
     .unwrap();
-    let lines = |loops: &str| -> Value {
-        let exe = format!("nest-{loops}");
-        csi_cc_in(
-            &tmp,
-            &[
-                "-O2",
-                "-g",
-                &format!("--csi-pt-loops={loops}"),
-                "-o",
-                &exe,
-                "nest.c",
-            ],
-        );
-        let core = crash(&tmp.join(&exe), "7", &tmp.join(format!("run-{loops}")));
-        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
-            .args(["analyze", "--format", "json", "--exe"])
-            .arg(tmp.join(&exe))
-            .arg("--core")
-            .arg(&core)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["lines"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .find(|(f, _)| f.ends_with("nest.c"))
-            .map(|(_, l)| l.clone())
-            .unwrap()
-    };
-    let has = |l: &Value, status: &str, line: u64| {
-        l[status]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|x| x.as_u64() == Some(line)))
-    };
+    let lines = |loops: &str| lines_with_loops(&tmp, "nest", loops, "7");
     let stored = lines("store");
     // 36 paths for a ring of 16: the first iteration's is gone.
     assert!(
-        has(&stored, "may", 15) && has(&stored, "must", 18),
+        has_line(&stored, "may", 15) && has_line(&stored, "must", 18),
         "{stored:#}"
     );
     let inner = lines("elide");
     assert!(
-        has(&inner, "must", 15) && has(&inner, "may", 18),
+        has_line(&inner, "must", 15) && has_line(&inner, "may", 18),
         "{inner:#}"
     );
     let elided = lines("elide-all");
     for line in [15, 18, 23] {
-        assert!(has(&elided, "may", line), "line {line}: {elided:#}");
+        assert!(has_line(&elided, "may", line), "line {line}: {elided:#}");
     }
     // The crash, the call that led to it, and the loop tests on the way there.
     for (l, line) in [(&inner, 6), (&inner, 16), (&inner, 22), (&inner, 24)] {
-        assert!(has(l, "must", line), "line {line}: {l:#}");
-        assert!(has(&elided, "must", line), "line {line}: {elided:#}");
+        assert!(has_line(l, "must", line), "line {line}: {l:#}");
+        assert!(has_line(&elided, "must", line), "line {line}: {elided:#}");
     }
     std::fs::remove_dir_all(&tmp).unwrap();
 }
