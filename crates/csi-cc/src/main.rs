@@ -95,8 +95,8 @@ SIGUSR2 (coverage of passing runs for `csi triage --passing`); unset, they do no
 
 /// Options of clang that take the next argument as their value.
 /// `--csi-pt-loops` when optimizing and not told: which loops store no path per iteration
-/// (`crates/csi-cc/bench/suite/README.md`, "Hot loops' iterations not stored", for what each
-/// choice costs and keeps).
+/// (`crates/csi-cc/bench/suite/README.md`, "Loops that go round without a call store no
+/// iteration", for what each choice costs and keeps).
 const OPTIMIZED_PT_LOOPS: PtLoops = PtLoops::Elide;
 
 const TAKES_ARG: &[&str] = &[
