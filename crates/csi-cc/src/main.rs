@@ -93,12 +93,12 @@ CSI_COVERAGE_OUT=DIR, to DIR/<build-id>.<pid>.csicov per instrumented module at 
 SIGUSR2 (coverage of passing runs for `csi triage --passing`); unset, they do nothing.
 ";
 
-/// Options of clang that take the next argument as their value.
 /// `--csi-pt-loops` when optimizing and not told: which loops store no path per iteration
 /// (`crates/csi-cc/bench/suite/README.md`, "Loops that go round without a call store no
 /// iteration", for what each choice costs and keeps).
 const OPTIMIZED_PT_LOOPS: PtLoops = PtLoops::Elide;
 
+/// Options of clang that take the next argument as their value.
 const TAKES_ARG: &[&str] = &[
     "-o",
     "-I",

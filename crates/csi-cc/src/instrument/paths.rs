@@ -619,15 +619,13 @@ unsafe fn elidable_loops(
         .collect();
     // Blocks that call: any call for `ElideInnermost`'s loops, else a call the optimizer may
     // leave (not to an inline function the unit defines).
+    let any_call = matches!(loops, PtLoops::ElideInnermost | PtLoops::ElideAfterEntry);
     let calls: Vec<bool> = bbs
         .iter()
         .map(|&b| {
-            instructions(b).into_iter().any(|i| {
-                call_site(i).is_some_and(|f| {
-                    matches!(loops, PtLoops::ElideInnermost | PtLoops::ElideAfterEntry)
-                        || !is_inline_definition(f)
-                })
-            })
+            instructions(b)
+                .into_iter()
+                .any(|i| call_site(i).is_some_and(|f| any_call || !is_inline_definition(f)))
         })
         .collect();
     natural
@@ -641,7 +639,17 @@ unsafe fn elidable_loops(
                     PtLoops::ElideInnermost | PtLoops::ElideAfterEntry => body().all(|b| {
                         (b == h as usize || !natural.contains_key(&(b as u32))) && !calls[b]
                     }),
-                    PtLoops::Elide => goes_round_without(&g, h as usize, inside, &calls),
+                    // Some iteration goes from the head back to it through no calling block.
+                    PtLoops::Elide => {
+                        let h = h as usize;
+                        let round = g.reach_within(g.succs(h).iter().map(|&s| s as usize), |b| {
+                            b != h && inside[b] && !calls[b]
+                        });
+                        !calls[h]
+                            && g.preds(h)
+                                .iter()
+                                .any(|&u| inside[u] && (u == h || round[u]))
+                    }
                 }
         })
         .map(|(&h, inside)| {
@@ -649,32 +657,6 @@ unsafe fn elidable_loops(
             (h, body.collect())
         })
         .collect()
-}
-
-/// Some iteration of `h`'s loop (`inside`) goes from `h` back to it through no `avoid` block.
-fn goes_round_without(
-    g: &csi_model::dominance::BlockGraph,
-    h: usize,
-    inside: &[bool],
-    avoid: &[bool],
-) -> bool {
-    let mut seen = vec![false; inside.len()];
-    let mut todo = vec![h];
-    while let Some(b) = todo.pop() {
-        if avoid[b] || std::mem::replace(&mut seen[b], true) {
-            continue;
-        }
-        for &s in g.succs(b) {
-            let s = s as usize;
-            if s == h {
-                return true;
-            }
-            if inside[s] {
-                todo.push(s);
-            }
-        }
-    }
-    false
 }
 
 /// `f` is a function this unit defines as `inline` (or always-inline): the optimizer inlines
