@@ -163,7 +163,7 @@ pub fn number_with_breaks(
     probs: &[Vec<f64>],
     breaks: &BTreeSet<(u32, u32)>,
 ) -> Result<Numbering, BallLarusError> {
-    number_with_loop_breaks(entry, succs, probs, breaks, &BTreeSet::new())
+    number_with_loop_breaks(entry, succs, probs, &[], breaks, &BTreeSet::new())
 }
 
 /// [`number_with_breaks`] with `loop_breaks` as well: edges that also end a path (listed as
@@ -172,10 +172,17 @@ pub fn number_with_breaks(
 /// own back edges must stay back edges. (A break target starts its own search, which can
 /// otherwise run on out of its loop and around an enclosing one, making that loop's back
 /// edge a tree edge and some edge inside it the back edge.)
+///
+/// `lands[u][k]`, where given (same shape as `succs`), is the block the edge to `succs[u][k]`
+/// leads on to for guessing how often it runs, when that is not its target: a target that
+/// only branches on a constant the edge brings (clang's `land.end`: `while (a && b)` sends
+/// every false test to one block that branches on a phi of them). The guess takes an edge
+/// that lands outside its loop as leaving it. Only where increments go depends on it.
 pub fn number_with_loop_breaks(
     entry: u32,
     succs: &[Vec<u32>],
     probs: &[Vec<f64>],
+    lands: &[Vec<u32>],
     breaks: &BTreeSet<(u32, u32)>,
     loop_breaks: &BTreeSet<(u32, u32)>,
 ) -> Result<Numbering, BallLarusError> {
@@ -186,7 +193,7 @@ pub fn number_with_loop_breaks(
         )));
     }
     let exit = n as u32;
-    let (succ, prob) = deduplicated_successors(succs, probs)?;
+    let (succ, prob, guessed) = deduplicated_successors(succs, probs)?;
     let breaks = reachable_breaks(entry, &succ, breaks);
     let (mut back, mut postorder, reachable) = back_edges_and_postorder(entry, &succ, &breaks);
     let loop_breaks = reachable_breaks(entry, &succ, loop_breaks);
@@ -199,7 +206,21 @@ pub fn number_with_loop_breaks(
     let (np, weight_of) = path_weights(entry, exit, &succ, &back, &heads, &postorder)?;
     let mut order: Vec<u32> = postorder;
     order.reverse();
-    let psi = potential(entry, exit, &order, &succ, &prob, &back, &heads, &weight_of);
+    // Where each deduplicated edge lands (its target unless `lands` says otherwise).
+    let landing: HashMap<(u32, u32), u32> = succs
+        .iter()
+        .enumerate()
+        .flat_map(|(u, s)| {
+            let l = lands.get(u).filter(|l| l.len() == s.len());
+            s.iter().enumerate().map(move |(k, &t)| {
+                let at = l.map_or(t, |l| l[k]);
+                ((u as u32, t), if (at as usize) < n { at } else { t })
+            })
+        })
+        .collect();
+    let psi = potential(
+        entry, exit, &order, &succ, &prob, &guessed, &landing, &back, &heads, &weight_of,
+    );
     let mut increments = BTreeMap::new();
     let mut back_edges = BTreeMap::new();
     let mut back_store = BTreeMap::new();
@@ -262,16 +283,18 @@ pub fn number_with_loop_breaks(
 }
 
 /// Each block's successors without repeats, with the probability of each (the given ones
-/// when they are usable, else uniform; a repeated successor's probabilities summed).
+/// when they are usable, else uniform; a repeated successor's probabilities summed), and
+/// whether the block's probabilities are that uniform guess.
 #[allow(clippy::type_complexity)]
 fn deduplicated_successors(
     succs: &[Vec<u32>],
     probs: &[Vec<f64>],
-) -> Result<(Vec<Vec<u32>>, Vec<Vec<f64>>), BallLarusError> {
+) -> Result<(Vec<Vec<u32>>, Vec<Vec<f64>>, Vec<bool>), BallLarusError> {
     let n = succs.len();
     let mut succ: Vec<Vec<u32>> = Vec::with_capacity(n);
     // Probability of each (deduplicated) successor edge.
     let mut prob: Vec<Vec<f64>> = Vec::with_capacity(n);
+    let mut guessed = Vec::with_capacity(n);
     for (u, s) in succs.iter().enumerate() {
         let mut v: Vec<u32> = Vec::new();
         let mut p: Vec<f64> = Vec::new();
@@ -300,8 +323,9 @@ fn deduplicated_successors(
         }
         succ.push(v);
         prob.push(p);
+        guessed.push(given.is_none());
     }
-    Ok((succ, prob))
+    Ok((succ, prob, guessed))
 }
 
 /// The breaks that leave a block reachable from the entry (and are edges).
@@ -447,7 +471,7 @@ fn path_weights(
 
 /// The potential `ψ` (indexed by block; the virtual exit's is 0) of a maximum-weight spanning
 /// tree of the DAG plus `EXIT — ENTRY`, weighted by estimated edge frequency (see the module
-/// documentation). Tree edges get increment 0.
+/// documentation). Tree edges get increment 0. `guessed[u]`: `prob[u]` is the uniform guess.
 #[allow(clippy::too_many_arguments)]
 fn potential(
     entry: u32,
@@ -455,6 +479,8 @@ fn potential(
     order: &[u32],
     succ: &[Vec<u32>],
     prob: &[Vec<f64>],
+    guessed: &[bool],
+    landing: &HashMap<(u32, u32), u32>,
     back: &BTreeSet<(u32, u32)>,
     heads: &BTreeSet<u32>,
     weight_of: &HashMap<(u32, u8, u32), i64>,
@@ -514,12 +540,33 @@ fn potential(
             freq[u as usize]
         };
         freq[u as usize] = f;
-        for (k, &t) in succ[u as usize].iter().enumerate() {
-            let left = loops_of[u as usize]
+        let loops_left = |t: u32| {
+            loops_of[u as usize]
                 .iter()
                 .filter(|h| !loops_of[t as usize].contains(h))
-                .count();
-            let ef = f * prob[u as usize][k] / LOOP_TRIPS.powi(left as i32);
+                .count()
+        };
+        let left: Vec<usize> = succ[u as usize].iter().map(|&t| loops_left(t)).collect();
+        // Without branch weights, a block that may stay in its loop or leave it stays: the
+        // leaving edges share one iteration's worth (1 / LOOP_TRIPS), the staying ones the
+        // rest, as a loop of LOOP_TRIPS iterations leaves once. An even split would make the
+        // later tests of a loop condition's `&&` chain (gzip's `longest_match`) rarer than the
+        // exits beside them, and the spanning tree would leave increments on the loop's own
+        // route, run on every iteration.
+        let landed: Vec<usize> = succ[u as usize]
+            .iter()
+            .map(|&t| loops_left(landing.get(&(u, t)).copied().unwrap_or(t)))
+            .collect();
+        let leaving = landed.iter().filter(|&&l| l > 0).count();
+        let mixed = guessed[u as usize] && leaving > 0 && leaving < landed.len();
+        for (k, &t) in succ[u as usize].iter().enumerate() {
+            let ef = if mixed && landed[k] > 0 {
+                f / LOOP_TRIPS / leaving as f64 / LOOP_TRIPS.powi(landed[k] as i32 - 1)
+            } else if mixed {
+                f * (1.0 - 1.0 / LOOP_TRIPS) / (landed.len() - leaving) as f64
+            } else {
+                f * prob[u as usize][k] / LOOP_TRIPS.powi(left[k] as i32)
+            };
             if back.contains(&(u, t)) {
                 // Phony exit u → EXIT: its increment is one register add before the store.
                 cand.push((FOLDED * ef, u, exit, weight_of[&(u, 0, exit)]));

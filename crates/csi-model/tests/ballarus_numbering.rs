@@ -216,6 +216,50 @@ fn hot_loop_path_has_no_increments() {
     }
 }
 
+/// A loop whose condition is an `&&` chain, inside an outer loop, without branch weights
+/// (gzip's `longest_match`: `do {} while (*++scan == *++match && … && scan < strend)`). As
+/// clang emits it, every false test goes to one block (`land.end`) that branches on a phi of
+/// them; told where those edges land (after the loop), the guess keeps the iteration's route
+/// free of increments. Taken at their targets, the tests' false edges look as likely as the
+/// route, and the route gets an increment.
+#[test]
+fn an_and_chain_loop_condition_keeps_its_route_free_told_where_its_tests_land() {
+    // 0 -> 1 outer head; 1 -> 2 inner head; 2 -> 3; 3, 4, 5 test: next or 7 (land.end);
+    // 6 (the last test's value) -> 7; 7 -> {2 back, 8}; 8 -> {1 outer back, 9 ret}
+    let succs = vec![
+        vec![1],
+        vec![2],
+        vec![3],
+        vec![4, 7],
+        vec![5, 7],
+        vec![6, 7],
+        vec![7],
+        vec![2, 8],
+        vec![1, 9],
+        vec![],
+    ];
+    let mut lands = succs.clone();
+    for t in [3, 4, 5] {
+        lands[t][1] = 8;
+    }
+    let route = [(2, 3), (3, 4), (4, 5), (5, 6), (6, 7)];
+    let none = std::collections::BTreeSet::new();
+    let nb = number_with_loop_breaks(0, &succs, &[], &lands, &none, &none).unwrap();
+    for e in route {
+        assert!(
+            !nb.increments.contains_key(&e),
+            "{e:?} is the route: {nb:?}"
+        );
+    }
+    check_numbering(&succs, &nb);
+    let untold = number(0, &succs).unwrap();
+    assert!(
+        route.iter().any(|e| untold.increments.contains_key(e)),
+        "{untold:?}"
+    );
+    assert_eq!(untold.num_paths, nb.num_paths);
+}
+
 /// A deterministic pseudo-random source: `rnd(m)` is in `0..m`.
 fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
     move |m| {
@@ -431,7 +475,7 @@ fn loop_breaks_keep_the_other_back_edges() {
         vec![],
     ];
     let entering: BTreeSet<(u32, u32)> = [(2, 3)].into();
-    let nb = number_with_loop_breaks(0, &nest, &[], &BTreeSet::new(), &entering).unwrap();
+    let nb = number_with_loop_breaks(0, &nest, &[], &[], &BTreeSet::new(), &entering).unwrap();
     let back: BTreeSet<(u32, u32)> = nb.back_edges.keys().copied().collect();
     assert_eq!(back, [(2, 3), (4, 3), (5, 1)].into());
     check_numbering(&nest, &nb);
@@ -442,7 +486,7 @@ fn loop_breaks_keep_the_other_back_edges() {
     );
     // Without loop breaks it is `number_with_breaks`.
     assert_eq!(
-        number_with_loop_breaks(0, &nest, &[], &entering, &BTreeSet::new())
+        number_with_loop_breaks(0, &nest, &[], &[], &entering, &BTreeSet::new())
             .unwrap()
             .graph,
         as_breaks.graph

@@ -577,7 +577,8 @@ pub(super) unsafe fn number_paths(
             }
         }
     }
-    let numbered = ballarus::number_with_loop_breaks(0, succs, &probs, &breaks, &entering);
+    let lands = landings(bbs, succs);
+    let numbered = ballarus::number_with_loop_breaks(0, succs, &probs, &lands, &breaks, &entering);
     // Every edge into an elided head from its loop must come out a back edge (it does for
     // innermost natural loops, which the head dominates); else iterations would carry
     // increments across the head. Then, as when the breaks make too many paths, the function
@@ -602,6 +603,64 @@ pub(super) unsafe fn number_paths(
             None
         }
     }
+}
+
+/// Where each edge leads on to, for guessing how often it runs (`ballarus::number_with_loop_breaks`'s
+/// `lands`): its target, unless the target only branches on a phi whose value from the edge's
+/// source is a constant — clang's `land.end` / `lor.end`, which every short-circuiting test of
+/// a `while (a && b && …)` condition reaches — then that branch's target for the constant.
+/// The optimizer threads such edges straight to the target; before optimization they look
+/// like edges inside the loop, and the route that stays in it like a rare one.
+unsafe fn landings(bbs: &[LLVMBasicBlockRef], succs: &[Vec<u32>]) -> Vec<Vec<u32>> {
+    let index: HashMap<LLVMBasicBlockRef, u32> = bbs
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| (b, i as u32))
+        .collect();
+    // A block of phis and a conditional branch on one of them: its phi and branch.
+    let branch_on_phi = |t: LLVMBasicBlockRef| -> Option<(LLVMValueRef, LLVMValueRef)> {
+        let term = LLVMGetBasicBlockTerminator(t);
+        if term.is_null() || LLVMIsABranchInst(term).is_null() || LLVMIsConditional(term) == 0 {
+            return None;
+        }
+        let cond = LLVMGetCondition(term);
+        let only_phis = instructions(t).into_iter().all(|i| {
+            i == term || !LLVMIsAPHINode(i).is_null() || records::intrinsic_without_code(i)
+        });
+        let phi_here = !LLVMIsAPHINode(cond).is_null() && LLVMGetInstructionParent(cond) == t;
+        (only_phis && phi_here).then_some((cond, term))
+    };
+    succs
+        .iter()
+        .enumerate()
+        .map(|(u, s)| {
+            s.iter()
+                .map(|&t| {
+                    let Some((phi, br)) = branch_on_phi(bbs[t as usize]) else {
+                        return t;
+                    };
+                    let from_u = (0..LLVMCountIncoming(phi)).find_map(|k| {
+                        (LLVMGetIncomingBlock(phi, k) == bbs[u])
+                            .then(|| LLVMGetIncomingValue(phi, k))
+                    });
+                    match from_u.filter(|v| !LLVMIsAConstantInt(*v).is_null()) {
+                        Some(v) => {
+                            let taken = if LLVMConstIntGetZExtValue(v) != 0 {
+                                0
+                            } else {
+                                1
+                            };
+                            index
+                                .get(&LLVMGetSuccessor(br, taken))
+                                .copied()
+                                .unwrap_or(t)
+                        }
+                        None => t,
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The loops whose iterations `--csi-pt-loops=elide…` (`loops`) does not store: natural loops
