@@ -14,9 +14,10 @@
 #                                     optimization since issue 17; also O2pre — the same,
 #                                     explicit — and O2post: --csi-instrument=after-optimization;
 #                                     bbO0, bbO2: --csi-scheme=bb at -O0 / -O2;
-#                                     O2store, O2elideinner, O2elideentry, O2elideall: -O2
-#                                     --csi-pt-loops=store, elide-innermost,
-#                                     elide-after-entry, elide-all; O2 is `elide`, the
+#                                     O2store, O2elideinner, O2elideentry, O2elideall,
+#                                     O2contract: -O2 --csi-pt-loops=store,
+#                                     elide-innermost, elide-after-entry, elide-all,
+#                                     contract; O2 is `elide`, the
 #                                     default when optimizing since session 25)
 #        NS="..."                     allocation numbers to crash at (default: per program)
 #        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
@@ -115,6 +116,7 @@ cfg_flags() {
     csi-O2elideinner) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-innermost" ;;
     csi-O2elideentry) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-after-entry" ;;
     csi-O2elideall) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-all" ;;
+    csi-O2contract) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=contract" ;;
     # basic-block coverage (with its ch. 4 probe placement) instead of the default scheme
     csi-bbO0) echo "$PROJECT_FLAGS -O0 --csi-scheme=bb" ;;
     csi-bbO2) echo "$PROJECT_FLAGS -O2 --csi-scheme=bb" ;;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 const USAGE: &str = "usage: csi-cc [--csi-scheme=realistic|pt|cc|bb|fc|all|none|custom] \
-[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide|elide-innermost|elide-after-entry|elide-all] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
+[--csi-schema=FILE] [--csi-pt-size=N] [--csi-pt-repeats=once|every] [--csi-pt-loops=store|elide|elide-innermost|elide-after-entry|elide-all|contract] [--csi-cc-probes=all|placed] [--csi-bb-probes=all|placed|calls] [--csi-probe-stores=plain|checked] [--csi-probe-hoisting=loops|none] [--csi-probe-merging=none|words] \
 [--csi-metadata=zstd|text] [--csi-verbose] [clang arguments...]";
 
 const CSI_OPTIONS: &str =
@@ -42,7 +42,10 @@ const CSI_OPTIONS: &str =
                         `elide-all`: every loop; `elide-innermost`: innermost loops without
                         calls only; `elide-after-entry`: as `elide-innermost`, but entering
                         such a loop stores the path up to it (one more store per entry; the
-                        path before a long loop survives)
+                        path before a long loop survives); `contract`: `elide`'s loops with
+                        nothing inside them that stores keep no part of the sum at all (no
+                        instruction per iteration; the path up to the loop survives it,
+                        which way its iterations went is not known)
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `calls` (default): a block's probe only where the blocks it dominates
                         cannot tell (the dissertation's ch. 4), and no probe in a static
@@ -560,9 +563,10 @@ impl CsiOptions {
                     "elide-innermost" => PtLoops::ElideInnermost,
                     "elide-after-entry" => PtLoops::ElideAfterEntry,
                     "elide-all" => PtLoops::ElideAll,
+                    "contract" => PtLoops::Contract,
                     v => fail(&format!(
                         "--csi-pt-loops must be `store`, `elide`, `elide-innermost`, \
-                         `elide-after-entry` or `elide-all`, not `{v}`"
+                         `elide-after-entry`, `elide-all` or `contract`, not `{v}`"
                     )),
                 });
             } else if let Some(v) = a.strip_prefix("--csi-cc-probes=") {

@@ -1857,7 +1857,8 @@ impl<'a> Extract<'a> {
             rec.nodes[k].pt_block
         };
         let blocks: Vec<u32> = point.iter().filter_map(|&n| block_of(n)).collect();
-        let mut feasible = feasible_blocks(&pg, sum, blocks, position_unknown);
+        let contracted = ContractedLoops::of(rec);
+        let mut feasible = feasible_blocks(&pg, sum, blocks, position_unknown, &contracted);
         let (cur_block, partial) = match feasible.len() {
             0 if point.is_empty() => {
                 return Err("current position unknown; path not decoded".into())
@@ -1930,25 +1931,36 @@ impl<'a> Extract<'a> {
             completed_paths(&pg, &ids, &partial, wrapped, rec.pt_runs, &rec.pt_elided)
         };
         // A path that starts at the head of a loop whose iterations are not stored follows a
-        // stretch that stored nothing: the suffix the analyses take as contiguous starts at
-        // the last such path, and the paths before it only ran earlier in the activation.
-        let after_gap = |d: &DecodedPath| after_unstored_stretch(d, &rec.pt_elided);
-        let gap = if !in_entry_block && after_gap(&partial) {
-            Some(completed.len())
-        } else {
-            completed.iter().rposition(after_gap)
-        };
-        let (earlier, completed) = match gap {
-            Some(k) => {
-                let mut earlier = completed;
-                let after = earlier.split_off(k);
-                (earlier, after)
+        // stretch that stored nothing, and one through a contracted loop leaves it after
+        // unknown iterations: the suffix the analyses take as contiguous starts after the
+        // last such place, and what ran before it only ran earlier in the activation.
+        let mut seq = completed;
+        seq.push(partial);
+        let mut earlier: Vec<u32> = Vec::new();
+        let mut gap = None;
+        for k in (0..seq.len()).rev() {
+            let in_partial_entry = in_entry_block && k + 1 == seq.len();
+            if let Some((ran, after)) = contracted.cut(&seq[k]).filter(|_| !in_partial_entry) {
+                let rest = seq.split_off(k + 1);
+                seq.pop();
+                earlier = seq.iter().flat_map(|d| contracted.ran(&d.blocks)).collect();
+                earlier.extend(ran);
+                seq = after.into_iter().chain(rest).collect();
+                gap = Some(k);
+                break;
             }
-            None => (Vec::new(), completed),
-        };
+            if !in_partial_entry && after_unstored_stretch(&seq[k], &rec.pt_elided) {
+                let rest = seq.split_off(k);
+                earlier = seq.iter().flat_map(|d| contracted.ran(&d.blocks)).collect();
+                seq = rest;
+                gap = Some(k);
+                break;
+            }
+        }
+        let partial = seq.pop().expect("the partial path is last");
+        let completed = seq;
         let ran_earlier: Vec<NodeId> = earlier
             .iter()
-            .flat_map(|d| &d.blocks)
             .flat_map(|b| block_nodes.get(b).into_iter().flatten())
             .copied()
             .collect();
@@ -3077,14 +3089,21 @@ fn feasible_blocks(
     sum: i64,
     mut blocks: Vec<u32>,
     position_unknown: bool,
+    contracted: &ContractedLoops,
 ) -> Vec<(u32, DecodedPath)> {
     // The running sum must decode at the current block (Theorem 2.1); a candidate whose
-    // block does not decode cannot be the current point.
+    // block does not decode cannot be the current point. Inside a contracted loop the sum
+    // is the one it had at the loop's head: it decodes there, and the path goes on to the
+    // block by a way not known.
     let mut feasible: Vec<(u32, DecodedPath)> = Vec::new();
     blocks.sort_unstable();
     blocks.dedup();
     for b in blocks {
-        if let Ok(d) = pg.decode_partial(sum, b) {
+        let head = contracted.head_of(b);
+        if let Ok(mut d) = pg.decode_partial(sum, head.unwrap_or(b)) {
+            if head.is_some_and(|h| h != b) {
+                d.blocks.push(b);
+            }
             feasible.push((b, d));
         } else if position_unknown && b == pg.entry {
             // Stopped at an unknown place, the frame may still be in its entry block
@@ -3157,6 +3176,114 @@ fn completed_paths(
             .collect();
     }
     (completed, ok)
+}
+
+/// The loops a record says are contracted out of the running sum (`CfgFunction::pt_contracted`):
+/// a decoded path holds a made-up route inside each it passes through.
+struct ContractedLoops {
+    /// Each loop's head and blocks (sorted, the head among them).
+    loops: Vec<(u32, Vec<u32>)>,
+}
+
+impl ContractedLoops {
+    fn of(rec: &CfgFunction) -> Self {
+        let loops = rec
+            .pt_contracted
+            .iter()
+            .filter_map(|l| {
+                let (&h, body) = l.split_first()?;
+                let mut body = body.to_vec();
+                body.sort_unstable();
+                Some((h, body))
+            })
+            .collect();
+        ContractedLoops { loops }
+    }
+
+    /// The head of the contracted loop holding block `b`.
+    fn head_of(&self, b: u32) -> Option<u32> {
+        self.loops
+            .iter()
+            .find(|(_, body)| body.binary_search(&b).is_ok())
+            .map(|&(h, _)| h)
+    }
+
+    /// Where the blocks `d` enter the contracted loops they pass through: (index of the
+    /// head, index of the first block after the loop or `None` if `d` ends inside it), in
+    /// order.
+    fn passes(&self, d: &[u32]) -> Vec<(usize, Option<usize>)> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < d.len() {
+            match self.loops.iter().find(|(h, _)| *h == d[i]) {
+                Some((_, body)) => {
+                    let end = (i + 1..d.len()).find(|&j| body.binary_search(&d[j]).is_err());
+                    out.push((i, end));
+                    i = end.unwrap_or(d.len());
+                }
+                None => i += 1,
+            }
+        }
+        out
+    }
+
+    /// The blocks of `d`, a completed path (or the part of one before a loop it enters), known
+    /// to have run: all but those between a contracted loop's head and the block the path
+    /// left it from, or ended in.
+    fn ran(&self, d: &[u32]) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut from = 0;
+        for (i, end) in self.passes(d) {
+            out.extend_from_slice(&d[from..=i]);
+            let last = end.unwrap_or(d.len()) - 1;
+            if last > i {
+                out.push(d[last]);
+            }
+            from = last + 1;
+        }
+        out.extend_from_slice(&d[from.min(d.len())..]);
+        out
+    }
+
+    /// `d` cut after the last contracted loop it passes through: the blocks before the cut
+    /// known to have run, and the path after it — from the block after the loop; for the
+    /// current path ending in the loop, its last block (which ran up to the point); none for
+    /// a completed path ending in the loop (on an enclosing loop's back edge).
+    fn cut(&self, d: &DecodedPath) -> Option<(Vec<u32>, Option<DecodedPath>)> {
+        let &(i, end) = self.passes(&d.blocks).last()?;
+        let b = &d.blocks;
+        let mut ran = self.ran(&b[..i]);
+        let partial = d.end == csi_model::ballarus::PathEnd::Partial;
+        let after = match end {
+            Some(j) => {
+                ran.push(b[i]);
+                if j - 1 > i {
+                    ran.push(b[j - 1]);
+                }
+                Some(b[j..].to_vec())
+            }
+            // Still in the loop: its head ran only if the frame went on from it (else this may
+            // be the head's first run, not yet past the point).
+            None if partial => {
+                if b.len() - 1 > i {
+                    ran.push(b[i]);
+                }
+                Some(vec![b[b.len() - 1]])
+            }
+            None => {
+                ran.extend_from_slice(&self.ran(&b[i..]));
+                None
+            }
+        };
+        Some((
+            ran,
+            after.map(|blocks| DecodedPath {
+                blocks,
+                start: PathStart::LoopHead,
+                end: d.end.clone(),
+            }),
+        ))
+    }
 }
 
 /// `d` starts at the head of one of the `elided` loops (`CfgFunction::pt_elided`), after a

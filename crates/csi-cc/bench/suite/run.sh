@@ -28,7 +28,8 @@
 #                  25; session 24's `elide` is today's `elide-innermost`: <C>elideinner);
 #                  <C>elideentry: with --csi-pt-loops=elide-after-entry; <C>elideall: with
 #                  --csi-pt-loops=elide-all (every loop); <C>store: with --csi-pt-loops=store
-#                  (every iteration stored, the default before session 25)
+#                  (every iteration stored, the default before session 25); <C>contract: with
+#                  --csi-pt-loops=contract (elide's loops keep no part of the sum, session 26)
 #     flex, grep, gzip: ./configure once (with plain clang-19; CFLAGS default -g -O2), then
 #     `make CC=...` in a copy of the configured tree per configuration; lua: the upstream
 #     makefile `make linux` (-O2); bzip2: its Makefile (-O2 -g); zstd: `make -C programs zstd`
@@ -160,6 +161,8 @@ cc_for() {
     *elideall) echo "$(cc_for "$1" "${2%elideall}") --csi-pt-loops=elide-all" ;;
     *store) echo "$(cc_for "$1" "${2%store}") --csi-pt-loops=store" ;;
     *elideentry) echo "$(cc_for "$1" "${2%elideentry}") --csi-pt-loops=elide-after-entry" ;;
+    # <config>contract: `elide`'s loops contracted out of the running sum
+    *contract) echo "$(cc_for "$1" "${2%contract}") --csi-pt-loops=contract" ;;
     # the same order as the table before issue 17 (probes placed in the optimized code)
     *post) echo "$CSI --csi-scheme=${2%post} --csi-instrument=after-optimization" ;;
     *) echo "$CSI --csi-scheme=$2" ;;
@@ -347,6 +350,7 @@ for p in "${PROGRAMS[@]}"; do
         # The configuration without its loop-storing suffix (customrealelide -> customreal).
         base="${v%%elide*}"
         base="${base%store}"
+        base="${base%contract}"
         [ "$base" = customoff ] && "$CSI_BIN" tracing --exe "$W/$p/$v/$(bin_of "$p")" --set '*=off' \
           >"$W/$p/$v.switches" 2>&1
         # Switched like the dissertation's Realistic: on in the functions of the crash stack

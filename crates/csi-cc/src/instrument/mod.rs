@@ -146,6 +146,12 @@ pub enum PtLoops {
     /// As `Elide`, in every natural loop: loops whose every iteration calls as well (a crash
     /// in a callee then knows the caller's path from the head of the loop's last iteration).
     ElideAll,
+    /// `Elide`'s loops, contracted out of the running sum where no loop inside them stores
+    /// its iterations: no edge inside the loop changes the sum and its back edges do nothing
+    /// (no store per iteration at all), an edge leaving it adds a fixed route's increments
+    /// (`paths::contracted_loops`, the record's `pt_contracted`). The path up to the loop
+    /// survives it; which way the iterations went is not known.
+    Contract,
 }
 
 pub struct Options {
@@ -1277,6 +1283,7 @@ impl Unit<'_> {
                 shadowed,
                 opts.pt_repeats_once,
                 &rec.pt_elided,
+                &rec.pt_contracted,
             )
             .map_err(unsupported)?;
             self.report.shadows |= made.shadows;

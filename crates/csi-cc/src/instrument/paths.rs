@@ -137,6 +137,7 @@ pub(super) unsafe fn instrument_paths(
     shadowed: bool,
     repeats_once: bool,
     elided: &BTreeMap<u32, Vec<u32>>,
+    contracted: &BTreeMap<u32, Vec<u32>>,
 ) -> Result<PathsMade, &'static str> {
     // Predecessor counts (distinct blocks) on the unmodified CFG.
     let mut preds = vec![BTreeSet::new(); bbs.len()];
@@ -146,7 +147,8 @@ pub(super) unsafe fn instrument_paths(
         }
     }
     let nsucc = |u: u32| info[u as usize].succs.iter().collect::<BTreeSet<_>>().len();
-    let (restarts, acts) = edge_actions(bbs, nb, &preds, nsucc(0) == 1, elided)?;
+    let contracted = ContractedLoops::new(nb, contracted);
+    let (restarts, acts) = edge_actions(bbs, nb, &preds, nsucc(0) == 1, elided, &contracted)?;
     // Not in an interpreter's dispatch (computed gotos restart the path at every handler):
     // one handler seldom follows itself, and the test would cost at every dispatch (Lua
     // `pt`, instructions: ×1.249 storing every path, ×1.260 with the test at each dispatch).
@@ -232,19 +234,33 @@ type EdgeActions = (BTreeMap<u32, i64>, Vec<(u32, u32, Act)>);
 /// whose increment is in the initial value, gets none), and the heads that restart the path
 /// at their start. The back edges of `elided` loops store nothing: they restart the sum, or
 /// their head does where the edges entering it are breaks (`PtLoops::ElideAfterEntry`).
+/// Edges inside a `contracted` loop do nothing; one leaving it adds its route's sum.
 unsafe fn edge_actions(
     bbs: &[LLVMBasicBlockRef],
     nb: &Numbering,
     preds: &[BTreeSet<u32>],
     entry_folded: bool,
     elided: &BTreeMap<u32, Vec<u32>>,
+    contracted: &ContractedLoops,
 ) -> Result<EdgeActions, &'static str> {
     let mut acts: Vec<(u32, u32, Act)> = Vec::new();
     for (&(u, v), &inc) in &nb.increments {
         if u == 0 && entry_folded {
             continue; // folded into the initial value
         }
-        acts.push((u, v, Act::Inc(inc)));
+        if contracted.inside(u, v) {
+            continue;
+        }
+        acts.push((u, v, Act::Inc(inc.wrapping_add(contracted.route_sum(u)))));
+    }
+    // Edges leaving a contracted loop that have no increment of their own still add the
+    // route's (back edges aside: below).
+    for (u, v) in contracted.exits() {
+        let sum = contracted.route_sum(u);
+        if sum != 0 && !nb.increments.contains_key(&(u, v)) && !nb.back_edges.contains_key(&(u, v))
+        {
+            acts.push((u, v, Act::Inc(sum)));
+        }
     }
     // Heads all of whose entering edges are back edges (targets of computed gotos) restart
     // the path at their start, once; the edges then only store the completed path — before
@@ -262,7 +278,10 @@ unsafe fn edge_actions(
         .collect();
     let mut stored_before_indirect: BTreeSet<u32> = BTreeSet::new();
     for (&(u, h), &reinit) in &nb.back_edges {
-        let store = nb.back_edge_store_increment[&u];
+        if contracted.inside(u, h) {
+            continue; // an iteration of a contracted loop (or of a loop inside it)
+        }
+        let store = nb.back_edge_store_increment[&u].wrapping_add(contracted.route_sum(u));
         if elided
             .get(&h)
             .is_some_and(|body| body.binary_search(&u).is_ok())
@@ -595,6 +614,9 @@ pub(super) unsafe fn number_paths(
     }
     match numbered {
         Ok(nb) => {
+            if loops == PtLoops::Contract {
+                rec.pt_contracted = contracted_loops(&nb, &elided);
+            }
             rec.pt_elided = elided;
             Some(nb)
         }
@@ -603,6 +625,127 @@ pub(super) unsafe fn number_paths(
             None
         }
     }
+}
+
+/// The loops `--csi-pt-loops=contract` takes out of the running sum (`contracted_loops`),
+/// with the sum of one fixed route from the head to each of their blocks.
+pub(super) struct ContractedLoops {
+    /// Per block inside one: its loop's head and the route's sum from that head.
+    route: HashMap<u32, (u32, i64)>,
+    /// Each loop's edges to blocks outside it.
+    exits: Vec<(u32, u32)>,
+}
+
+impl ContractedLoops {
+    /// `loops`: head → blocks. The route to a block is the first found from the head along
+    /// edges of the loop that are not back edges (every block of a natural loop of a
+    /// reducible graph has one; `contracted_loops` keeps no loop where one does not).
+    fn new(nb: &Numbering, loops: &BTreeMap<u32, Vec<u32>>) -> Self {
+        let mut route = HashMap::new();
+        let mut exits = Vec::new();
+        let succ = successors(nb);
+        for (&h, body) in loops {
+            let sums = route_sums(nb, &succ, h, body);
+            for (&b, &sum) in &sums {
+                route.insert(b, (h, sum));
+            }
+            for (&u, vs) in &succ {
+                for &v in vs {
+                    if sums.contains_key(&u) && body.binary_search(&v).is_err() {
+                        exits.push((u, v));
+                    }
+                }
+            }
+        }
+        ContractedLoops { route, exits }
+    }
+
+    /// `u → v` stays inside one contracted loop.
+    fn inside(&self, u: u32, v: u32) -> bool {
+        matches!((self.route.get(&u), self.route.get(&v)), (Some(a), Some(b)) if a.0 == b.0)
+    }
+
+    /// The route's sum to `u`, if `u` is inside a contracted loop (else 0).
+    fn route_sum(&self, u: u32) -> i64 {
+        self.route.get(&u).map_or(0, |&(_, s)| s)
+    }
+
+    /// The edges leaving a contracted loop.
+    fn exits(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.exits.iter().copied()
+    }
+}
+
+/// Each block's successors in the numbered graph (the virtual exit left out).
+fn successors(nb: &Numbering) -> BTreeMap<u32, Vec<u32>> {
+    let mut succ: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for e in nb.graph.edges.iter().filter(|e| e.to != nb.graph.exit) {
+        succ.entry(e.from).or_default().push(e.to);
+    }
+    succ
+}
+
+/// The sum of increments along one route from `h` to each block of `body` that is reached
+/// along the loop's edges which are not back edges; the blocks not so reached are missing.
+fn route_sums(
+    nb: &Numbering,
+    succ: &BTreeMap<u32, Vec<u32>>,
+    h: u32,
+    body: &[u32],
+) -> BTreeMap<u32, i64> {
+    let mut sums = BTreeMap::from([(h, 0i64)]);
+    let mut todo = vec![h];
+    while let Some(u) = todo.pop() {
+        for &v in succ.get(&u).into_iter().flatten() {
+            if body.binary_search(&v).is_err()
+                || nb.back_edges.contains_key(&(u, v))
+                || sums.contains_key(&v)
+            {
+                continue;
+            }
+            let inc = nb.increments.get(&(u, v)).copied().unwrap_or(0);
+            sums.insert(v, sums[&u].wrapping_add(inc));
+            todo.push(v);
+        }
+    }
+    sums
+}
+
+/// The loops `--csi-pt-loops=contract` takes out of the running sum: of the `elided` loops
+/// (head → blocks), those holding no loop that stores its iterations (every head of a back
+/// edge inside is an elided loop's), entered only at the head (the reader decodes the sum
+/// of a frame inside at the head), whose every block a route from the head reaches, and
+/// that no other such loop holds.
+fn contracted_loops(nb: &Numbering, elided: &BTreeMap<u32, Vec<u32>>) -> BTreeMap<u32, Vec<u32>> {
+    let heads: BTreeSet<u32> = nb.back_edges.keys().map(|&(_, h)| h).collect();
+    let succ = successors(nb);
+    let entered_only_at_head = |h: u32, body: &[u32]| {
+        succ.iter().all(|(&u, vs)| {
+            body.binary_search(&u).is_ok()
+                || vs
+                    .iter()
+                    .all(|&v| v == h || body.binary_search(&v).is_err())
+        })
+    };
+    let candidates: Vec<(u32, &Vec<u32>)> = elided
+        .iter()
+        .filter(|(_, body)| {
+            body.iter()
+                .all(|b| !heads.contains(b) || elided.contains_key(b))
+        })
+        .filter(|(&h, body)| entered_only_at_head(h, body))
+        .filter(|(&h, body)| route_sums(nb, &succ, h, body).len() == body.len())
+        .map(|(&h, body)| (h, body))
+        .collect();
+    candidates
+        .iter()
+        .filter(|&&(h, _)| {
+            !candidates
+                .iter()
+                .any(|&(h2, body2)| h2 != h && body2.binary_search(&h).is_ok())
+        })
+        .map(|&(h, body)| (h, body.clone()))
+        .collect()
 }
 
 /// Where each edge leads on to, for guessing how often it runs (`ballarus::number_with_loop_breaks`'s
@@ -699,7 +842,7 @@ unsafe fn elidable_loops(
                         (b == h as usize || !natural.contains_key(&(b as u32))) && !calls[b]
                     }),
                     // Some iteration goes from the head back to it through no calling block.
-                    PtLoops::Elide => {
+                    PtLoops::Elide | PtLoops::Contract => {
                         let h = h as usize;
                         let round = g.reach_within(g.succs(h).iter().map(|&s| s as usize), |b| {
                             b != h && inside[b] && !calls[b]
@@ -747,6 +890,16 @@ pub(super) fn pt_record(
     }
     cfg.path_traced = true;
     cfg.pt_elided = rec.pt_elided.keys().map(|&h| pt_id(h)).collect();
+    cfg.pt_contracted = rec
+        .pt_contracted
+        .iter()
+        .map(|(&h, body)| {
+            std::iter::once(h)
+                .chain(body.iter().copied())
+                .map(pt_id)
+                .collect()
+        })
+        .collect();
     cfg.pt = Some(CfgPathTracing {
         entry: pt_id(nb.graph.entry),
         exit: pt_id(nb.graph.exit),

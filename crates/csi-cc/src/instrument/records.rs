@@ -265,6 +265,9 @@ pub(super) struct FunctionRecord {
     /// Heads of the loops whose iterations path tracing does not store (`number_paths`,
     /// `--csi-pt-loops=elide…`, `paths::elidable_loops`), each with its loop's blocks.
     pub(super) pt_elided: BTreeMap<u32, Vec<u32>>,
+    /// Of those, the loops contracted out of the running sum (`--csi-pt-loops=contract`,
+    /// `paths::contracted_loops`), each with its loop's blocks.
+    pub(super) pt_contracted: BTreeMap<u32, Vec<u32>>,
 }
 
 impl FunctionRecord {
@@ -331,6 +334,7 @@ impl FunctionRecord {
             pt: None,
             pt_runs: false,
             pt_elided: Vec::new(),
+            pt_contracted: Vec::new(),
         };
         let mut walk = RecordWalk {
             rec: FunctionRecord {
@@ -342,6 +346,7 @@ impl FunctionRecord {
                 has_callbr: false,
                 indirectbr_blocks: Vec::new(),
                 pt_elided: BTreeMap::new(),
+                pt_contracted: BTreeMap::new(),
             },
             name,
             fn_file,

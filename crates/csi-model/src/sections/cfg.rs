@@ -47,7 +47,10 @@ use std::collections::HashMap;
 /// Version 11 added `pt_elided` (loops whose iterations the ring buffer does not hold: a
 /// path that starts at such a head follows a stretch that stored nothing), so readers of
 /// version 10 must not read version 11 records.
-pub const CFG_FORMAT_VERSION: u32 = 11;
+/// Version 12 added `pt_contracted` (loops whose blocks keep no part of the running sum: a
+/// path through such a loop holds a made-up route inside it), so readers of version 11 must
+/// not read version 12 records.
+pub const CFG_FORMAT_VERSION: u32 = 12;
 
 /// Customizable tracing (`csi-cc --csi-scheme=custom`): the suffixes csi-cc gives a switchable
 /// function's pieces — symbol and DWARF linkage name `<linkage or name><suffix>` — which the
@@ -448,6 +451,19 @@ pub struct CfgFunction {
     /// right before it, and it may follow any of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pt_elided: Vec<u32>,
+    /// Version 12: loops contracted out of the running sum (`csi-cc --csi-pt-loops=contract`),
+    /// each as its head and then every block of its natural loop (path-graph block ids,
+    /// sorted; the head among them). The numbering is that of the whole graph, but no edge
+    /// inside such a loop changes the sum and its back edges do nothing: an edge leaving it
+    /// from block `u` adds, besides its own increment, the increments of one fixed route
+    /// from the head to `u` inside the loop. So the sum is the loop's entry's while the
+    /// frame is inside it (decode it at the head), and a path through the loop decodes to
+    /// its true way to the head, then a made-up route to the block it truly left from,
+    /// then its true way on: the blocks between head and that block are not known to have
+    /// run, and any number of iterations ran before it left. Such loops hold no loop that
+    /// stores its iterations, and none is inside another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pt_contracted: Vec<Vec<u32>>,
 }
 
 impl CfgFunction {
