@@ -32,20 +32,18 @@ const CSI_OPTIONS: &str =
                         always at -O0, with setjmp, and in computed-goto dispatch)
   --csi-pt-loops=L      which loops store a path per iteration. `store` (the default at -O0
                         and with --csi-metadata=text): every iteration of every loop ends a
-                        path, which the ring stores; `elide` (the default when optimizing):
-                        in a loop that some iteration can go round without a call (but to
-                        the unit's inline functions) the back edges only restart the sum (a
-                        store per iteration, no ring store), and the reader knows that some
-                        stretch of the activation ran between the path stored before and the
-                        next, not which; loops whose every iteration calls store each
-                        iteration, which keeps a caller's history for a crash in a callee;
-                        `elide-all`: every loop; `elide-innermost`: innermost loops without
-                        calls only; `elide-after-entry`: as `elide-innermost`, but entering
-                        such a loop stores the path up to it (one more store per entry; the
-                        path before a long loop survives); `contract`: `elide`'s loops with
-                        nothing inside them that stores keep no part of the sum at all (no
-                        instruction per iteration; the path up to the loop survives it,
-                        which way its iterations went is not known)
+                        path, which the ring stores; `contract` (the default when
+                        optimizing): a loop that some iteration can go round without a call
+                        (but to the unit's inline functions), holding no loop that stores,
+                        keeps no part of the sum at all: no instruction per iteration, the
+                        path up to the loop survives it, which way its iterations went is
+                        not known; loops whose every iteration calls store each iteration,
+                        which keeps a caller's history for a crash in a callee; `elide`: the
+                        same loops only restart the sum on their back edges (the route of
+                        the iteration in progress is known, the way to the loop is not);
+                        `elide-all`: every loop restarts; `elide-innermost`: innermost loops
+                        without calls only; `elide-after-entry`: as `elide-innermost`, but
+                        entering such a loop stores the path up to it
   --csi-cc-probes=P     `placed` (default) or `all` call-site probes
   --csi-bb-probes=P     `calls` (default): a block's probe only where the blocks it dominates
                         cannot tell (the dissertation's ch. 4), and no probe in a static
@@ -97,9 +95,10 @@ SIGUSR2 (coverage of passing runs for `csi triage --passing`); unset, they do no
 ";
 
 /// `--csi-pt-loops` when optimizing and not told: which loops store no path per iteration
-/// (`crates/csi-cc/bench/suite/README.md`, "Loops that go round without a call store no
-/// iteration", for what each choice costs and keeps).
-const OPTIMIZED_PT_LOOPS: PtLoops = PtLoops::Elide;
+/// (`crates/csi-cc/bench/suite/README.md`, "Loops contracted out of the running sum" and
+/// "Loops that go round without a call store no iteration", for what each choice costs and
+/// keeps).
+const OPTIMIZED_PT_LOOPS: PtLoops = PtLoops::Contract;
 
 /// Options of clang that take the next argument as their value.
 const TAKES_ARG: &[&str] = &[
