@@ -17,8 +17,8 @@
 #                                     O2store, O2elideinner, O2elideentry, O2elideall,
 #                                     O2contract: -O2 --csi-pt-loops=store,
 #                                     elide-innermost, elide-after-entry, elide-all,
-#                                     contract; O2 is `elide`, the
-#                                     default when optimizing since session 25)
+#                                     contract; O2 is `contract`, the
+#                                     default when optimizing since session 26)
 #        NS="..."                     allocation numbers to crash at (default: per program)
 #        REAL_DIR=/work/scratch/real  scratch dir (sources, builds, runs)
 #        CSI_CC, CSI_CXX, CSI         the tools (default: this tree's release builds)
@@ -110,7 +110,7 @@ cfg_flags() {
     csi-O2pre) echo "$PROJECT_FLAGS -O2 --csi-instrument=before-optimization" ;;
     csi-O2post) echo "$PROJECT_FLAGS -O2 --csi-instrument=after-optimization" ;;
     csi-O0) echo "$PROJECT_FLAGS -O0" ;;
-    # which loops store a path per iteration (csi-cc --csi-pt-loops; `elide` is the default)
+    # which loops store a path per iteration (csi-cc --csi-pt-loops; `contract` is the default)
     csi-O2store) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=store" ;;
     csi-O2elide) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide" ;;
     csi-O2elideinner) echo "$PROJECT_FLAGS -O2 --csi-pt-loops=elide-innermost" ;;

@@ -24,12 +24,13 @@
 #                  workload by bench/real's crash shim (crash_switch, below)
 #       <C>elide   configuration C (realistic, pt, fixed, customoff, customreal) with
 #                  --csi-pt-loops=elide: loops that some iteration goes round without a call
-#                  store no path per iteration (csi-cc's default when optimizing since session
+#                  store no path per iteration (csi-cc's default when optimizing in session
 #                  25; session 24's `elide` is today's `elide-innermost`: <C>elideinner);
 #                  <C>elideentry: with --csi-pt-loops=elide-after-entry; <C>elideall: with
 #                  --csi-pt-loops=elide-all (every loop); <C>store: with --csi-pt-loops=store
 #                  (every iteration stored, the default before session 25); <C>contract: with
-#                  --csi-pt-loops=contract (elide's loops keep no part of the sum, session 26)
+#                  --csi-pt-loops=contract (elide's loops keep no part of the sum: the default
+#                  when optimizing since session 26, so <C>contract = C)
 #     flex, grep, gzip: ./configure once (with plain clang-19; CFLAGS default -g -O2), then
 #     `make CC=...` in a copy of the configured tree per configuration; lua: the upstream
 #     makefile `make linux` (-O2); bzip2: its Makefile (-O2 -g); zstd: `make -C programs zstd`
