@@ -1074,3 +1074,64 @@ fn a_callers_loops_that_store_no_iteration_leave_earlier_iterations_unknown() {
     }
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// A function of one path and no loop carries no path state: its sum is 0 wherever its frame
+/// stands, so csi-cc gives it no `__PT_current_path` and the reader takes 0 from the record's
+/// `num_paths`. Here the crash is in such a function (`leaf`, kept out of line), at -O0 and
+/// -O2: its frame has no path variable, and its path is decoded (line 4, then the crash's
+/// line 5) with no note; `main`, of several paths, keeps its variable.
+#[test]
+fn a_function_of_one_path_has_no_path_state_and_its_frame_still_decodes() {
+    let tmp = fresh_dir("csi-one-path");
+    std::fs::write(
+        tmp.join("one.c"),
+        "#include <stdlib.h>\nint sink;\n__attribute__((noinline)) int leaf(int *p, int k) {\n\
+         \x20   sink = k * 3;\n    sink += *p;\n    return sink;\n}\n\
+         int main(int argc, char **argv) {\n    int v = 1, *p = &v;\n\
+         \x20   if (argc > 1 && atoi(argv[1]) == 7)\n        p = 0;\n    else\n        v = 2;\n\
+         \x20   return leaf(p, argc);\n}\n",
+    )
+    .unwrap();
+    for opt in ["-O0", "-O2"] {
+        let exe = format!("one{opt}");
+        csi_cc_in(&tmp, &[opt, "-g", "-o", &exe, "one.c"]);
+        let core = crash(&tmp.join(&exe), "7", &tmp.join(format!("run{opt}")));
+        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+            .args(["analyze", "--format", "json", "--exe"])
+            .arg(tmp.join(&exe))
+            .arg("--core")
+            .arg(&core)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let frame = |name: &str| {
+            v["threads"][0]["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["function"] == name)
+                .unwrap_or_else(|| panic!("{opt}: no frame of {name}: {v:#}"))
+                .clone()
+        };
+        let has_path_var = |f: &Value| {
+            f["variables"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["name"] == "__PT_current_path")
+        };
+        let leaf = frame("leaf");
+        assert!(!has_path_var(&leaf), "{opt}: {leaf:#}");
+        assert!(leaf["path_note"].is_null(), "{opt}: {leaf:#}");
+        let path_lines: Vec<u64> = leaf["path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_u64().unwrap())
+            .collect();
+        assert_eq!(path_lines, [4, 5], "{opt}: {leaf:#}");
+        assert!(has_path_var(&frame("main")), "{opt}: {v:#}");
+    }
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -1837,7 +1837,7 @@ impl<'a> Extract<'a> {
         // only right before `ret`; our csi-cc makes no exit store and gives such functions
         // no ring buffer at all): the buffer, if any, is not read.
         let looping = pt.edges.iter().any(|e| e.back);
-        let PathProbes { arr, idx, sum } = read_path_probes(vars, looping)?;
+        let PathProbes { arr, idx, sum } = read_path_probes(vars, looping, pt.num_paths)?;
         let g = self.graph;
         let gf = g.function(f);
         let pg = PathGraph {
@@ -3035,8 +3035,10 @@ struct PathProbes {
 }
 
 /// Reads a frame's path-trace probes from its variables `vars`; the ring buffer only for a
-/// function with back edges (`looping`), else one empty entry.
-fn read_path_probes(vars: &[Variable], looping: bool) -> Result<PathProbes, String> {
+/// function with back edges (`looping`), else one empty entry. A function of one path
+/// (`num_paths`) without back edges has the sum 0 wherever its frame stands, and csi-cc
+/// gives it no variable (older builds did: it is not read).
+fn read_path_probes(vars: &[Variable], looping: bool, num_paths: u64) -> Result<PathProbes, String> {
     let var = |name: &str| {
         vars.iter()
             .find(|v| v.name == name && v.inlined_in.is_none())
@@ -3056,7 +3058,11 @@ fn read_path_probes(vars: &[Variable], looping: bool) -> Result<PathProbes, Stri
     } else {
         (vec![-1], 0)
     };
-    let sum = le_signed(&var("__PT_current_path")?);
+    let sum = if !looping && num_paths == 1 {
+        0
+    } else {
+        le_signed(&var("__PT_current_path")?)
+    };
     if arr.is_empty() || idx < 0 || idx as usize >= arr.len() {
         return Err(format!(
             "ring buffer index {idx} out of range (corrupt frame?)"

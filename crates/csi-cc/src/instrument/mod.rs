@@ -515,6 +515,14 @@ impl Ctx {
             let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.count_bytes());
             let attr = LLVMCreateTypeAttribute(self.ctx, kind, ty);
             LLVMAddCallSiteAttribute(call, 1, attr);
+            // It touches nothing but the object (`memory(argmem: readwrite)`, LLVM's
+            // `MemoryEffects` encoding: ModRef in the argument-memory bits): without it the
+            // asm is a call that may write any memory, and every inlined copy's entry would
+            // keep the optimizer from moving loads across it.
+            let name = c"memory";
+            let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.count_bytes());
+            let attr = LLVMCreateEnumAttribute(self.ctx, kind, 3);
+            LLVMAddCallSiteAttribute(call, llvm_sys::LLVMAttributeFunctionIndex, attr);
         }
         if sp.is_null() {
             return a;
@@ -1269,7 +1277,15 @@ impl Unit<'_> {
         // ---- Code -----------------------------------------------------------------------------
         // Coverage stores first (they only insert before existing instructions).
         arrays.store(c, &bbs, &rec.calls, &layout);
-        if let Some(nb) = &numbering {
+        // A function with one path and no loop needs no probe state: its frame's sum is 0
+        // wherever it stands (the reader knows it from `num_paths`). Inlined, such helpers
+        // (zstd's `MEM_read32`, the hashes) would otherwise set a dead sum at every call.
+        // v1.4.0's tools (text metadata) read every path-traced frame's sum, so they keep it.
+        let one_path = |nb: &Numbering| nb.num_paths == 1 && nb.back_edges.is_empty();
+        if let Some(nb) = numbering
+            .as_ref()
+            .filter(|nb| !(opts.compress_metadata && one_path(nb)))
+        {
             let shadowed =
                 (opts.optimized || opts.optimized_after) && !has_returns_twice_call(&bbs);
             let made = instrument_paths(
