@@ -1703,8 +1703,9 @@ impl<'a> Extract<'a> {
             let gnodes = &self.graph.function(f).nodes;
             if gnodes.len() == rec.nodes.len() {
                 for (k, node) in rec.nodes.iter().enumerate() {
-                    let covered =
-                        node.labels.iter().any(|l| l.starts_with("CC")) || node.implied.is_some();
+                    let covered = node.labels.iter().any(|l| l.starts_with("CC"))
+                        || node.implied.is_some()
+                        || node.implied_by_last.is_some();
                     if node.kind != NodeKind::CallSite || !covered {
                         continue;
                     }
@@ -2165,6 +2166,23 @@ impl<'a> Extract<'a> {
                 }
                 if prefix == "CC" {
                     out.extend(self.implied_cc(fi as FuncId, &bits, None));
+                    // A site implied by its block's last probe, whose global bit is clear,
+                    // ran iff an activation in progress stands at it or after it in the
+                    // block: every other activation that ran it went on to that probe.
+                    let gnodes = &self.graph.function(fi as FuncId).nodes;
+                    let same = gnodes.len() == rec.nodes.len();
+                    for (k, node) in rec.nodes.iter().enumerate().filter(|_| same) {
+                        let clear = node
+                            .implied_by_last
+                            .as_deref()
+                            .and_then(|l| l.strip_prefix("CC")?.parse::<usize>().ok())
+                            .is_some_and(|j| bits.get(j) == Some(&Some(false)));
+                        if let (true, Some(&n), Some(live)) = (clear, gnodes.get(k), live) {
+                            if let Some(ran) = self.ran_in_live_activation(fi as FuncId, n, live) {
+                                out.insert(n, ran);
+                            }
+                        }
+                    }
                 }
             }
             if let Some(name) = &rec.fc {
@@ -2212,7 +2230,10 @@ impl<'a> Extract<'a> {
     /// except for a live frame's local array (`stop` = its candidate points and whether it
     /// sits at a call): then the frame is stopped inside that block, having run `first` but
     /// not yet `last` in this activation, and a position after the site means it ran, before
-    /// it that it did not (all candidates must agree).
+    /// it that it did not (all candidates must agree). A site implied by its block's last
+    /// probe alone (`implied_by_last`) ran iff that bit is set, or, in a live frame's local
+    /// array, the frame stands in the block at or after the site; a clear global bit is left
+    /// to `coverage_from`, which knows the activations in progress.
     fn implied_cc(
         &self,
         f: FuncId,
@@ -2232,6 +2253,32 @@ impl<'a> Extract<'a> {
             bits.get(j).copied().flatten()
         };
         for (k, node) in rec.nodes.iter().enumerate() {
+            if let Some(last) = &node.implied_by_last {
+                // Clear in a live frame's local array: the activation ran the site only if
+                // the frame stands in its block at it or after it (every call between them
+                // comes back, so nothing else stops the way to the last site's probe).
+                let ran = match bit(last) {
+                    Some(true) => Some(true),
+                    Some(false) => stop.and_then(|(points, at_call)| {
+                        let votes: Option<Vec<bool>> = points
+                            .iter()
+                            .map(|p| {
+                                let ip = gnodes.iter().position(|x| x == p)?;
+                                if rec.nodes[ip].block != node.block {
+                                    return Some(false);
+                                }
+                                site_in_frames_block(ip, k, at_call, true)
+                            })
+                            .collect();
+                        unanimous(&votes?)
+                    }),
+                    None => None,
+                };
+                if let Some(r) = ran {
+                    out.push((gnodes[k], r));
+                }
+                continue;
+            }
             let Some(imp) = &node.implied else { continue };
             let ran = match (bit(&imp.first), bit(&imp.last)) {
                 (_, Some(true)) => Some(true),
@@ -2309,6 +2356,11 @@ impl<'a> Extract<'a> {
                     .implied
                     .as_ref()
                     .and_then(|i| slot(&i.first))
+                    .is_some_and(|j| j >= local_len)
+                || node
+                    .implied_by_last
+                    .as_deref()
+                    .and_then(slot)
                     .is_some_and(|j| j >= local_len);
             let Some(x) = node.block.map(|b| b as usize) else {
                 continue;

@@ -1,6 +1,7 @@
 //! Call sites whose coverage probe csi-cc omitted (the first and last call of a basic block
-//! are probed, the ones between are implied): the reader reconstructs their bits from the
-//! probes and the frame's position, and leaves them unknown where that is not exact.
+//! are probed, the ones between are implied; where every call of the block comes back, only
+//! the last): the reader reconstructs their bits from the probes, the frame's position and
+//! the activations in progress, and leaves them unknown where that is not exact.
 //! Checks the `mid_block` fixture (fixtures/src/mid_block.c) in every build of it.
 
 mod common;
@@ -129,7 +130,17 @@ fn implied_call_sites_are_reconstructed_exactly() {
                 b.name
             );
         }
-        b.expect("setup, global", setup, &[(21, T), (24, None), (25, F)]);
+        // 24: unknown from the first and last probes (binaries of csi-cc before
+        // `implied_by_last`, such as the checked-in crashes); "did not run" where only the
+        // last site is probed (every call of the block comes back): the one activation in
+        // progress stands before it.
+        let got = setup.remove(&24);
+        assert!(
+            got == Some(F) || got == Some(None),
+            "{}: setup 24: {got:?}",
+            b.name
+        );
+        b.expect("setup, global", setup, &[(21, T), (25, F)]);
         b.expect(
             "unused, global",
             b.global("unused"),

@@ -403,6 +403,8 @@ pub(super) struct CcLayout {
     call_nodes: Vec<u32>,
     /// Per call site: probed (`None`) or implied by two probed sites (see `cc_probe_placement`).
     placement: Vec<Option<(usize, usize)>>,
+    /// Per call site: implied by the probe of its block's last site, `k` (`implied_by_last`).
+    by_last: Vec<Option<usize>>,
     /// Blocks whose call sites have no probe at all: the dominated blocks' probes cover them
     /// (the record's `cc_unprobed`).
     unprobed_blocks: Vec<u32>,
@@ -427,6 +429,8 @@ pub(super) struct CcLayout {
 /// ran (`CfgFunction::entry_from_calls`).
 pub(super) struct AcrossBlocks<'a> {
     pub(super) ends: &'a [bool],
+    /// Per block: every call in it comes back (`comes_back`).
+    pub(super) calls_come_back: &'a [bool],
     pub(super) entry_from_calls: bool,
 }
 
@@ -464,10 +468,15 @@ impl CcLayout {
         // every block keeps its probes (v1.4.0's text metadata, whose readers read every
         // slot).
         let mut from_calls = false;
+        let calls_come_back = across
+            .as_ref()
+            .filter(|_| !keep_all)
+            .map(|a| a.calls_come_back);
         let unprobed: Vec<bool> = match across.filter(|_| !keep_all) {
             Some(AcrossBlocks {
                 ends,
                 entry_from_calls,
+                ..
             }) => {
                 let mut desired = vec![false; bbs.len()];
                 for &b in call_blocks.iter().filter(|&&b| (b as usize) < bbs.len()) {
@@ -492,8 +501,23 @@ impl CcLayout {
         let entry_sites = call_blocks.iter().filter(|&&b| b == 0).count();
         let last_entry_site = call_blocks.iter().rposition(|&b| b == 0);
         let last_of_entry = |k: usize| from_calls && entry_sites > 1 && last_entry_site == Some(k);
+        // Within a probed block whose calls all come back, the last site's probe alone says
+        // whether the block's sites ran: straight-line code from an earlier site reaches it
+        // unless the frame stops in between, where the reader sees it
+        // (`CfgNode::implied_by_last`). Elsewhere a callee may `exit`, `longjmp` or unwind
+        // between two sites, and the first keeps its probe (`cc_probe_placement`).
+        let by_last: Vec<Option<usize>> = (0..n_calls)
+            .map(|k| {
+                let b = call_blocks[k] as usize;
+                let come_back = calls_come_back?.get(b).copied().unwrap_or(false);
+                let last = call_blocks.iter().rposition(|&x| x as usize == b)?;
+                (come_back && last != k && !unprobed.get(b).copied().unwrap_or(true))
+                    .then_some(last)
+            })
+            .collect();
         let probed = |k: usize| {
             placement[k].is_none()
+                && by_last[k].is_none()
                 && (last_of_entry(k)
                     || !unprobed
                         .get(call_blocks[k] as usize)
@@ -555,6 +579,7 @@ impl CcLayout {
         CcLayout {
             call_nodes,
             placement,
+            by_last,
             unprobed_blocks,
             slot,
             n_probes,
@@ -593,6 +618,11 @@ impl CcLayout {
                 .block
                 .is_some_and(|b| self.unprobed_blocks.contains(&b));
             if in_unprobed && slot[k].is_none() {
+                continue;
+            }
+            if let Some(last) = self.by_last[k] {
+                let j = slot[last].expect("probed");
+                cfg.nodes[n as usize].implied_by_last = Some(format!("CC{j}"));
                 continue;
             }
             match (slot[k], self.placement[k]) {

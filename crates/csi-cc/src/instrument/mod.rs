@@ -1152,6 +1152,14 @@ impl Unit<'_> {
         // Labels for CC / BBC on the nodes.
         let facts = BlockFacts::new(&succs, &bbs);
         let ends = ends_activation(&bbs, &succs, &self.no_longjmp_through);
+        let calls_come_back: Vec<bool> = bbs
+            .iter()
+            .map(|&b| {
+                instructions(b)
+                    .into_iter()
+                    .all(|i| !is_call(i) || comes_back(&self.no_longjmp_through, i))
+            })
+            .collect();
         let layout = CcLayout::new(
             &rec.cfg,
             rec.calls.len(),
@@ -1161,6 +1169,7 @@ impl Unit<'_> {
             opts.cc_all_probes,
             opts.compress_metadata.then_some(AcrossBlocks {
                 ends: &ends,
+                calls_come_back: &calls_come_back,
                 entry_from_calls: cc_from_calls,
             }),
         );
@@ -1192,14 +1201,9 @@ impl Unit<'_> {
             && is_nounwind(f)
             && !has_returns_twice_call(&bbs)
         {
-            let eligible: Vec<bool> = bbs
+            let eligible: Vec<bool> = calls_come_back
                 .iter()
-                .map(|&b| {
-                    opts.global_stores == GlobalStores::AllLoops
-                        || instructions(b)
-                            .into_iter()
-                            .all(|i| !is_call(i) || comes_back(&self.no_longjmp_through, i))
-                })
+                .map(|&back| opts.global_stores == GlobalStores::AllLoops || back)
                 .collect();
             copied_loops(&succs, &eligible)
         } else {

@@ -178,6 +178,15 @@ pub struct CfgNode {
     /// follows from two probed call sites of the same basic block, see [`CfgImplied`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub implied: Option<CfgImplied>,
+    /// A call site whose coverage probe was omitted because every call of its basic block
+    /// comes back (csi-cc's placement): the label (`CC<j>`) of the block's last call site,
+    /// which is probed, its probe stored right before that call. Straight-line code from this
+    /// site reaches that probe unless the frame stops between them, so the site ran in an
+    /// activation iff the activation set that bit, or it stands in this block at the site
+    /// (in its call) or after it. Readers that ignore this field see the site without a
+    /// label: unknown, which is sound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implied_by_last: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uses: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -217,6 +226,7 @@ impl CfgNode {
             call: None,
             labels: Vec::new(),
             implied: None,
+            implied_by_last: None,
             uses: Vec::new(),
             must_defs: Vec::new(),
             may_defs: Vec::new(),
