@@ -3090,7 +3090,11 @@ struct PathProbes {
 /// function with back edges (`looping`), else one empty entry. A function of one path
 /// (`num_paths`) without back edges has the sum 0 wherever its frame stands, and csi-cc
 /// gives it no variable (older builds did: it is not read).
-fn read_path_probes(vars: &[Variable], looping: bool, num_paths: u64) -> Result<PathProbes, String> {
+fn read_path_probes(
+    vars: &[Variable],
+    looping: bool,
+    num_paths: u64,
+) -> Result<PathProbes, String> {
     let var = |name: &str| {
         vars.iter()
             .find(|v| v.name == name && v.inlined_in.is_none())

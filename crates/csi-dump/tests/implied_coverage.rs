@@ -134,9 +134,11 @@ fn implied_call_sites_are_reconstructed_exactly() {
         // `implied_by_last`, such as the checked-in crashes); "did not run" where only the
         // last site is probed (every call of the block comes back): the one activation in
         // progress stands before it.
+        // The matrix (`CSI_FIXTURES`) is this csi-cc's: there it must be "did not run".
         let got = setup.remove(&24);
+        let this_csi_cc = std::env::var_os("CSI_FIXTURES").is_some();
         assert!(
-            got == Some(F) || got == Some(None),
+            got == Some(F) || (got == Some(None) && !this_csi_cc),
             "{}: setup 24: {got:?}",
             b.name
         );
