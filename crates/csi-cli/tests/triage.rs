@@ -563,19 +563,6 @@ fn optimized_crash_walks_through_inlined_callers() {
         "add bolt 44;add gear 8;del bolt;add gear 3",
         &tmp.join("run"),
     );
-    // `csi ARGS --exe EXE --core CORE`, which must succeed: its stdout.
-    let csi_on = |exe: &Path, core: &Path, args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
-            .args(args)
-            .arg("--exe")
-            .arg(exe)
-            .arg("--core")
-            .arg(core)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
     let csi_on_crash = |args: &[&str]| csi_on(&tmp.join("inventory"), &core, args);
     let v: Value = serde_json::from_str(&csi_on_crash(&["analyze", "--format", "json"])).unwrap();
     // The `function` of each object of a JSON array.
@@ -925,22 +912,32 @@ fn lines_with_loops(dir: &Path, stem: &str, loops: &str, input: &str) -> Value {
         ],
     );
     let core = crash(&dir.join(&exe), input, &dir.join(format!("run-{loops}")));
-    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
-        .args(["analyze", "--format", "json", "--exe"])
-        .arg(dir.join(&exe))
-        .arg("--core")
-        .arg(&core)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["lines"]
+    analyze_json(&dir.join(&exe), &core)["lines"]
         .as_object()
         .unwrap()
         .iter()
         .find(|(f, _)| f.ends_with(&src))
         .map(|(_, l)| l.clone())
         .unwrap()
+}
+
+/// `csi ARGS --exe EXE --core CORE`, which must succeed: its stdout.
+fn csi_on(exe: &Path, core: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_csi"))
+        .args(args)
+        .arg("--exe")
+        .arg(exe)
+        .arg("--core")
+        .arg(core)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `csi analyze --format json` of `exe` and its `core`.
+fn analyze_json(exe: &Path, core: &Path) -> Value {
+    serde_json::from_str(&csi_on(exe, core, &["analyze", "--format", "json"])).unwrap()
 }
 
 /// `line` has `status` (`must`, `may`, `never`) in a file's line statuses.
@@ -1096,15 +1093,7 @@ fn a_function_of_one_path_has_no_path_state_and_its_frame_still_decodes() {
         let exe = format!("one{opt}");
         csi_cc_in(&tmp, &[opt, "-g", "-o", &exe, "one.c"]);
         let core = crash(&tmp.join(&exe), "7", &tmp.join(format!("run{opt}")));
-        let out = Command::new(env!("CARGO_BIN_EXE_csi"))
-            .args(["analyze", "--format", "json", "--exe"])
-            .arg(tmp.join(&exe))
-            .arg("--core")
-            .arg(&core)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = analyze_json(&tmp.join(&exe), &core);
         let frame = |name: &str| {
             v["threads"][0]["frames"]
                 .as_array()
