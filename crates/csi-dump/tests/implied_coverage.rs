@@ -137,8 +137,7 @@ fn implied_call_sites_are_reconstructed_exactly() {
         // crashes). The matrix (`CSI_FIXTURES`) is this csi-cc's, and its customizable
         // builds have no `entry_from_calls`: there it must be "did not run".
         let got = setup.remove(&24);
-        let this_csi_cc =
-            std::env::var_os("CSI_FIXTURES").is_some() && b.name.contains("/custom-");
+        let this_csi_cc = std::env::var_os("CSI_FIXTURES").is_some() && b.name.contains("/custom-");
         assert!(
             got == Some(F) || (got == Some(None) && !this_csi_cc),
             "{}: setup 24: {got:?}",
