@@ -2175,7 +2175,7 @@ impl<'a> Extract<'a> {
                         let clear = node
                             .implied_by_last
                             .as_deref()
-                            .and_then(|l| l.strip_prefix("CC")?.parse::<usize>().ok())
+                            .and_then(cc_slot)
                             .is_some_and(|j| bits.get(j) == Some(&Some(false)));
                         if let (true, Some(&n), Some(live)) = (clear, gnodes.get(k), live) {
                             if let Some(ran) = self.ran_in_live_activation(fi as FuncId, n, live) {
@@ -2249,7 +2249,7 @@ impl<'a> Extract<'a> {
             return out;
         }
         let bit = |label: &str| -> Option<bool> {
-            let j: usize = label.strip_prefix("CC")?.parse().ok()?;
+            let j = cc_slot(label)?;
             bits.get(j).copied().flatten()
         };
         for (k, node) in rec.nodes.iter().enumerate() {
@@ -2343,7 +2343,7 @@ impl<'a> Extract<'a> {
         else {
             return out;
         };
-        let slot = |l: &str| l.strip_prefix("CC").and_then(|j| j.parse::<u64>().ok());
+        let slot = |l: &str| cc_slot(l).map(|j| j as u64);
         let blocks = self.record_blocks[f as usize].get_or_init(|| record_blocks(rec));
         let mut cache: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
         for (k, node) in rec.nodes.iter().enumerate() {
@@ -3129,6 +3129,11 @@ fn read_path_probes(
         idx: idx as usize,
         sum,
     })
+}
+
+/// The array slot a call-site label (`CC<j>`) names.
+fn cc_slot(label: &str) -> Option<usize> {
+    label.strip_prefix("CC")?.parse().ok()
 }
 
 /// A little-endian signed integer of up to 8 bytes, sign-extended.
