@@ -6,6 +6,7 @@
 mod callgraph;
 mod defuse;
 mod instrument;
+mod repack;
 
 use instrument::{GlobalStores, Mechanisms, Options, PtLoops};
 use std::collections::HashMap;
@@ -439,6 +440,12 @@ impl Line {
         l
     }
 
+    /// Whether clang links this line's output (an executable or shared library, or `-r`).
+    fn links(&self) -> bool {
+        !(self.passthrough || self.compile_only || self.asm_only || self.help || self.version)
+            && !self.inputs.is_empty()
+    }
+
     fn sources(&self) -> impl Iterator<Item = &Input> {
         self.inputs.iter().filter(|s| s.lang.is_some())
     }
@@ -673,8 +680,12 @@ fn main() {
                 .count()
                 > 1)
     {
-        // Nothing to instrument (or clang will reject the combination itself).
-        exit(run(Command::new(driver.compiler()).args(args)));
+        // Nothing to instrument (or clang will reject the combination itself); a link of
+        // objects alone still gets its records in one piece.
+        exit(run_and_repack(
+            Command::new(driver.compiler()).args(args),
+            &line,
+        ));
     }
     let tmp = TempDir(std::env::temp_dir().join(format!("csi-cc-{}", std::process::id())));
     if let Err(e) = std::fs::create_dir_all(&tmp.0) {
@@ -700,7 +711,24 @@ fn main() {
         return;
     }
     let link_args = link_line(args, &line, &objects);
-    tmp.exit(run(Command::new(driver.compiler()).args(&link_args)));
+    tmp.exit(run_and_repack(
+        Command::new(driver.compiler()).args(&link_args),
+        &line,
+    ));
+}
+
+/// Runs clang; when that linked a file, rewrites its records as one compressed piece
+/// (`repack`). A file that cannot be rewritten keeps the linker's pieces, which every reader
+/// reads: a warning, not a failed build.
+fn run_and_repack(cmd: &mut Command, line: &Line) -> i32 {
+    let status = run(cmd);
+    if status == 0 && line.links() {
+        let out = line.output.as_deref().unwrap_or("a.out");
+        if let Err(e) = repack::repack_linked(Path::new(out)) {
+            eprintln!("csi-cc: warning: {out}: CSI records left in one piece per object: {e}");
+        }
+    }
+    status
 }
 
 /// The per-file compile steps of one command line (clang's exit status ends the run at the

@@ -395,6 +395,10 @@ fn compressed_metadata_reads_as_the_text() {
     assert!(std::str::from_utf8(&tb).is_ok() && !has_frame(&tb));
     assert!(has_frame(&zb) && has_frame(&mb));
     assert!(zb.len() < tb.len(), "{} >= {}", zb.len(), tb.len());
+    // The link put the objects' pieces (the text one and the COMDAT groups' too) into one
+    // frame (`repack`); the records read the same (below).
+    let frames = |b: &[u8]| b.windows(4).filter(|w| *w == magic).count();
+    assert_eq!((frames(&zb), frames(&mb)), (1, 1));
     let want = parse_cfg(&tb, "text").unwrap();
     assert!(want.iter().filter(|f| f.name.contains("twice")).count() == 2);
     assert_eq!(parse_cfg(&zb, "zstd").unwrap(), want);

