@@ -442,8 +442,12 @@ impl Line {
 
     /// Whether clang links this line's output (an executable or shared library, or `-r`).
     fn links(&self) -> bool {
-        !(self.passthrough || self.compile_only || self.asm_only || self.help || self.version)
-            && !self.inputs.is_empty()
+        !(self.passthrough
+            || self.compile_only
+            || self.asm_only
+            || self.help
+            || self.version
+            || self.inputs.is_empty())
     }
 
     fn sources(&self) -> impl Iterator<Item = &Input> {
