@@ -83,13 +83,15 @@ const CSI_OPTIONS: &str =
                         csi-cc does; lines decided as at -O0) or `after-optimization` (probes
                         in the optimized code: fewer executed probes, but inside functions
                         that ran a line is rarely decided)
-  --csi-metadata=F      `zstd` (default: .debug_CSI_CFG only, each object's piece compressed;
-                        all that csi reads) or `text` (uncompressed, and csi-cc v1.4.0's
+  --csi-metadata=F      `zstd` (default: .debug_CSI_CFG only, each object's piece compressed,
+                        and a file csi-cc links holds one compressed piece; all that csi
+                        reads) or `text` (uncompressed, and csi-cc v1.4.0's
                         .debug_PT/CC/BBC/FC as well, byte-compatible, for its own tools)
   --csi-verbose         say which functions are not path-traced and why
   --csi-help            this list only
 Environment: CSI_CLANG (C compiler, default clang-19), CSI_CLANGXX (C++, default clang++-19),
-CSI_KEEP_TEMPS (keep the per-file bitcode).
+CSI_OBJCOPY (rewrites a linked file's metadata as one piece, default objcopy), CSI_KEEP_TEMPS
+(keep the per-file bitcode).
 Programs built with coverage arrays (every scheme but pt and none) write them, when run with
 CSI_COVERAGE_OUT=DIR, to DIR/<build-id>.<pid>.csicov per instrumented module at exit and on
 SIGUSR2 (coverage of passing runs for `csi triage --passing`); unset, they do nothing.
