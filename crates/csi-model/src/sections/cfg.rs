@@ -494,8 +494,8 @@ impl CfgFunction {
         !self.bbc_unprobed.contains(&k) && !self.bbc_local_omitted.contains(&k)
     }
 
-    /// One JSON line (with the trailing newline), in the wire form of its version
-    /// ([`wire`]).
+    /// One JSON line (with the trailing newline) in format 13's forms ([`wire`]); positions
+    /// and statement lines are deltas when the record's version says so.
     pub fn to_line(&self) -> String {
         let mut s = if self.csi_cfg >= DELTAS_SINCE {
             let mut w = self.clone();
@@ -581,7 +581,7 @@ impl CfgModule {
 
 /// How version 13 writes what earlier versions wrote as `[[line, column], …]`, `"line": n`
 /// and `{"from": …}` objects, for records ÷1.16 smaller once compressed (grep `realistic`:
-/// 251 → 212 KB). The forms are told apart by their JSON types, so a reader takes both; only
+/// 251 → 211 KB). The forms are told apart by their JSON types, so a reader takes both; only
 /// whether numbers are deltas depends on the record's version (`CfgFunction::deltas`).
 /// - `positions`: one flat list `[l₁, c₁, l₂, c₂, …]`. As deltas, in record order across
 ///   nodes: `[0, Δcolumn]` on the line before, else `[Δline, column]`.
