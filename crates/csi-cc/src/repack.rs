@@ -19,31 +19,31 @@ const LINKED_LEVEL: i32 = 19;
 /// The section csi-cc's records are in.
 const SECTION: &str = ".debug_CSI_CFG";
 
-/// Rewrites the linked file's `.debug_CSI_CFG` as one frame when that is smaller. `Ok(false)`
-/// when there is nothing to do: not an ELF file, no records, records as text, or a section
+/// Rewrites the linked file's `.debug_CSI_CFG` as one frame when that is smaller. Nothing to
+/// do (`Ok`) for a file that is not ELF, has no records, has them as text, or whose section
 /// the linker compressed (`--compress-debug-sections`). An error leaves the file as the
 /// linker wrote it, which every reader still reads.
-pub fn repack_linked(path: &Path) -> Result<bool, String> {
+pub fn repack_linked(path: &Path) -> Result<(), String> {
     let Ok(data) = std::fs::read(path) else {
-        return Ok(false);
+        return Ok(());
     };
     let Ok(file) = object::File::parse(&*data) else {
-        return Ok(false);
+        return Ok(());
     };
     let Some(section) = file.section_by_name(SECTION) else {
-        return Ok(false);
+        return Ok(());
     };
     if section
         .compressed_file_range()
         .map_or(true, |r| r.format != object::CompressionFormat::None)
     {
-        return Ok(false);
+        return Ok(());
     }
     let bytes = section.data().map_err(|e| format!("{SECTION}: {e}"))?;
     let one = csi_model::sections::frame::repack(bytes, LINKED_LEVEL, &path.display().to_string())
         .map_err(|e| e.to_string())?;
     let Some(one) = one else {
-        return Ok(false);
+        return Ok(());
     };
     drop(file);
     drop(data);
@@ -60,7 +60,7 @@ pub fn repack_linked(path: &Path) -> Result<bool, String> {
         .status();
     let _ = std::fs::remove_file(&piece);
     match status {
-        Ok(s) if s.success() => Ok(true),
+        Ok(s) if s.success() => Ok(()),
         Ok(s) => Err(format!("{objcopy} exited with {s}")),
         Err(e) => Err(format!("cannot run {objcopy}: {e}")),
     }
