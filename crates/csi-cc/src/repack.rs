@@ -10,14 +10,12 @@
 use std::path::Path;
 use std::process::Command;
 
+use csi_model::sections::SECTION_CFG as SECTION;
 use object::{Object, ObjectSection};
 
 /// zstd level of the linked section's one frame. flex `realistic` (2.1 MB of records): level 17
 /// 202 KB in 0.4 s, 19 193 KB in 0.9 s; the per-object pieces at 17 were 223 KB.
 const LINKED_LEVEL: i32 = 19;
-
-/// The section csi-cc's records are in.
-const SECTION: &str = ".debug_CSI_CFG";
 
 /// Rewrites the linked file's `.debug_CSI_CFG` as one frame when that is smaller. Nothing to
 /// do (`Ok`) for a file that is not ELF, has no records, has them as text, or whose section

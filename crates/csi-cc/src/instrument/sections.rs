@@ -39,15 +39,10 @@ pub(super) fn write_sections(
     texts: &[String; 5],
     compress: bool,
 ) {
-    let names = [
-        ".debug_PT",
-        ".debug_CC",
-        ".debug_BBC",
-        ".debug_FC",
-        ".debug_CSI_CFG",
-    ];
+    use csi_model::sections::{SECTION_BBC, SECTION_CC, SECTION_CFG, SECTION_FC, SECTION_PT};
+    let names = [SECTION_PT, SECTION_CC, SECTION_BBC, SECTION_FC, SECTION_CFG];
     for (sec, text) in names.iter().zip(texts) {
-        if text.is_empty() || (compress && *sec != ".debug_CSI_CFG") {
+        if text.is_empty() || (compress && *sec != SECTION_CFG) {
             continue;
         }
         let framed = compress

@@ -599,7 +599,6 @@ mod wire {
     fn unsigned<E: serde::de::Error>(v: i64) -> Result<u32, E> {
         i32::try_from(v)
             .map(|v| v as u32)
-            .or_else(|_| u32::try_from(v))
             .map_err(|_| E::custom(format!("{v} is out of range")))
     }
 
