@@ -308,6 +308,48 @@ extern "C" LLVMValueRef csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, L
   return fn;
 }
 
+// The last step for a switchable function whose body moved out (`csi_add_springboard`) and
+// that is in no COMDAT: its dispatcher `fn` goes, and `fn`'s symbol becomes an alias of the
+// replica `off`, whose entry gets a 5-byte NOP (`patchable-function-entry`). `csi tracing`
+// switches the function on by writing a `jmp` to `on` over that NOP (and back): calls from
+// other units and through pointers then run the replica with no test and no jump at all —
+// a switched-off function costs them what the plain build's does, where the dispatcher's
+// load, compare and taken branch cost Lua's C API ×1.04 instructions and ×1.06 CPU time with
+// every switch off. The unit's own calls keep their switch tests and call `on` or `off`
+// directly (`csi_dispatch_call`), so the switch byte stays what the reader goes by; `on`,
+// which nothing may call any more once they are inlined, is kept for the jump
+// (`llvm.compiler.used`), as is the switch `sw`. Returns the alias, which now stands for `fn`.
+extern "C" LLVMValueRef csi_entry_alias(LLVMValueRef fn, LLVMValueRef onv, LLVMValueRef offv,
+                                        LLVMValueRef sw) {
+  Function *f = unwrap<Function>(fn);
+  Function *on = unwrap<Function>(onv);
+  Function *off = unwrap<Function>(offv);
+  Module &m = *f->getParent();
+  off->addFnAttr("patchable-function-entry", "5");
+  // A call left calling `fn` (a musttail call, one through a mismatched prototype, a COMDAT
+  // replica's: see `call_past_dispatchers`) must reach the entry the switch patches, not an
+  // inlined copy of the replica: GlobalOpt turns calls of the alias into calls of `off`.
+  for (User *u : f->users())
+    if (auto *cb = dyn_cast<CallBase>(u))
+      if (cb->getCalledOperand() == f) {
+        cb->removeFnAttr(Attribute::AlwaysInline);
+        cb->addFnAttr(Attribute::NoInline);
+      }
+  GlobalAlias *a = GlobalAlias::create(f->getValueType(), f->getAddressSpace(), f->getLinkage(),
+                                       "", off, &m);
+  a->setVisibility(f->getVisibility());
+  a->setDLLStorageClass(f->getDLLStorageClass());
+  a->setUnnamedAddr(f->getUnnamedAddr());
+  f->replaceAllUsesWith(a);
+  a->takeName(f);
+  f->eraseFromParent();
+  // `off` too: GlobalOpt would otherwise give an internal aliasee the alias's name, and
+  // the reader tells the replica by its symbol's suffix. And the switch, which the unit's
+  // code may no longer read at all: `csi tracing` and the reader find it by its symbol.
+  appendToCompilerUsed(m, {on, off, unwrap<GlobalVariable>(sw)});
+  return wrap(a);
+}
+
 // A direct call of a switchable function `fn`, made from instrumented code of its unit, tests
 // `fn`'s switch where it is and calls the instrumented body `on` or the replica `off`: either
 // may then be inlined on its merits, with the call's own debug location (a dispatch function

@@ -733,6 +733,13 @@ fn run_and_repack(cmd: &mut Command, line: &Line) -> i32 {
         if let Err(e) = repack::repack_linked(Path::new(out)) {
             eprintln!("csi-cc: warning: {out}: CSI records left in one piece per object: {e}");
         }
+        // After the repack, which moves the file's bytes. Not done, calls from other units
+        // would run the replicas of functions whose switches say on: no file at all.
+        if let Err(e) = repack::switch_entries(Path::new(out)) {
+            eprintln!("csi-cc: error: {out}: cannot patch the switched-on entries: {e}");
+            let _ = std::fs::remove_file(out);
+            return 1;
+        }
     }
     status
 }

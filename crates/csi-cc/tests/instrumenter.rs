@@ -1105,24 +1105,33 @@ fn tracing_switches_pick_the_uninstrumented_replica() {
                 .arg(&exe)),
             "custom build",
         );
-        // An external function is its own dispatch — load the switch, jump to one body or the
-        // other — with no frame set-up before the test (ch. 3's springboard).
+        // An external function's symbol is its replica, entered through a 5-byte NOP that the
+        // link step made a `jmp` to its instrumented body, the switch being on (ch. 3's
+        // springboard: a patched jump, no test).
         if opt == "-O2" {
             let dis = run(Command::new("objdump")
                 .args(["-d", "--no-show-raw-insn", "--disassemble=classify"])
                 .arg(&exe));
             let text = String::from_utf8_lossy(&dis.stdout);
-            let code: Vec<&str> = text
+            let first = text
                 .lines()
                 .filter_map(|l| l.split_once(":\t").map(|(_, i)| i.trim()))
-                .filter(|i| !i.is_empty() && !i.contains("nop") && !i.starts_with("data16"))
-                .collect();
+                .find(|i| !i.is_empty() && !i.starts_with("endbr64"));
             assert!(
-                code.len() == 3
-                    && code[0].starts_with("cmpb")
-                    && code[1].starts_with("je")
-                    && code[2].starts_with("jmp"),
-                "classify is no three-instruction dispatch: {code:?}"
+                first.is_some_and(|i| i.starts_with("jmp") && i.ends_with("<classify.__csi_on>")),
+                "classify does not enter its body through a jump: {text}"
+            );
+            let nm = run(Command::new("nm").arg(&exe));
+            let at = |name: &str| {
+                String::from_utf8_lossy(&nm.stdout)
+                    .lines()
+                    .find(|l| l.ends_with(&format!(" {name}")))
+                    .map(|l| l[..16].to_string())
+            };
+            assert_eq!(
+                at("classify"),
+                at("classify.__csi_off"),
+                "classify is its replica"
             );
         }
         let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "custom").unwrap();
@@ -1137,10 +1146,18 @@ fn tracing_switches_pick_the_uninstrumented_replica() {
             let bytes = std::fs::read(&exe).unwrap();
             assert_eq!(bytes[off as usize], 1, "{opt}: {f}'s switch starts on");
         }
-        // `nested` off: the same output.
-        let off = symbol_file_offset(&exe, &switch_of("nested"));
+        // `nested` off (its byte and its entry, as `csi tracing` sets them): the same output.
         let mut bytes = std::fs::read(&exe).unwrap();
-        bytes[off as usize] = 0;
+        let nested = csi_model::sections::switches::tracing_switches(&bytes, "custom")
+            .unwrap()
+            .into_iter()
+            .find(|s| s.function == "nested")
+            .expect("nested's switch");
+        bytes[nested.file_offset as usize] = 0;
+        if let Some(e) = &nested.entry {
+            let at = e.file_offset as usize;
+            bytes[at..at + 5].copy_from_slice(&e.bytes(false));
+        }
         std::fs::write(&exe, &bytes).unwrap();
         let got = run(&mut Command::new(&exe));
         assert_eq!(got.stdout, want.stdout, "{opt}: output with `nested` off");
@@ -1663,16 +1680,16 @@ fn same_behaviour_switched_off(sources: &[&str], args: &[&str]) {
             !warnings.contains("without instrumentation"),
             "{sources:?} {opt}: {warnings}"
         );
-        let nm = run(Command::new("nm").arg(&exe));
+        // Every byte 0 and every patched entry a NOP, as `csi tracing --set '*=off'` writes.
         let mut bytes = std::fs::read(&exe).unwrap();
-        let switches: Vec<String> = String::from_utf8_lossy(&nm.stdout)
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
-            .filter(|n| n.starts_with("__csi_sw_"))
-            .collect();
+        let switches = csi_model::sections::switches::tracing_switches(&bytes, "custom").unwrap();
         assert!(!switches.is_empty(), "{sources:?} {opt}: no switches");
         for s in &switches {
-            bytes[symbol_file_offset(&exe, s) as usize] = 0;
+            bytes[s.file_offset as usize] = 0;
+            if let Some(e) = &s.entry {
+                let at = e.file_offset as usize;
+                bytes[at..at + 5].copy_from_slice(&e.bytes(false));
+            }
         }
         std::fs::write(&exe, &bytes).unwrap();
         let got = run(Command::new(&exe).args(args));

@@ -488,10 +488,28 @@ fn run_tracing(exe: &Path, cores: &[PathBuf], set: &[String]) -> Result<(), Fail
             exe.display()
         )));
     }
+    let mut text = String::new();
     for s in &switches {
-        println!("{:<3} {}", if s.on { "on" } else { "off" }, s.function);
+        text.push_str(&format!(
+            "{:<3} {}\n",
+            if s.on { "on" } else { "off" },
+            s.function
+        ));
     }
-    Ok(())
+    print_out(&text)
+}
+
+/// Writes `text` to standard output; a reader that went away (`csi tracing | head`) ends
+/// the output quietly, as it does for any Unix tool.
+fn print_out(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::BadInput(format!("writing the output: {e}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A `--set` value: `on` / `off`, or a set of mechanisms as a schema writes them (`CC,PT`,
@@ -552,8 +570,7 @@ fn run_query(
         ));
     };
     let answer = answer_query(&g, &r, &q)?;
-    println!("{}", answer.as_str());
-    Ok(())
+    print_out(&format!("{}\n", answer.as_str()))
 }
 
 /// `csi show` (and `csi` without a command): the crash in the terminal.
@@ -700,8 +717,7 @@ fn print_rendered(inputs: &output::Inputs, format: Format) -> Result<(), Failure
             };
         }
     };
-    print!("{text}");
-    Ok(())
+    print_out(&text)
 }
 
 fn color_wanted() -> bool {

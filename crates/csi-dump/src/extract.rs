@@ -1,7 +1,7 @@
 //! Everything together: stacks of all threads, frame variables, csi-cc trace data, and the
 //! failure report over the program graph.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -941,7 +941,55 @@ impl<'a> Extract<'a> {
             instrumented,
         };
         x.traced = x.tracing_switches(&|fi, name| x.global_bytes(fi, name, 1));
+        x.unpatched_entries_off();
         x
+    }
+
+    /// A function switched on in the core whose patched entry (`entry_patch`) is no jump to
+    /// its body in the file — linked without csi-cc's link step, or switched off since —
+    /// runs its replica when called from other units: its arrays are no evidence, as if off.
+    fn unpatched_entries_off(&mut self) {
+        for &mi in &self.instrumented {
+            let ours = |fi: usize| self.module_of.get(fi) == Some(&mi);
+            let at_stake: Vec<usize> = (0..self.cfg.len())
+                .filter(|&fi| ours(fi) && self.cfg[fi].entry_patch && self.traced[fi])
+                .collect();
+            if at_stake.is_empty() {
+                continue;
+            }
+            let m = &self.process.modules[mi];
+            let patched: HashSet<String> = m
+                .bytes
+                .as_deref()
+                .and_then(|image| {
+                    let meta = m.debug_file.as_deref().unwrap_or(image);
+                    let switches =
+                        csi_model::sections::switches::tracing_switches_split(meta, image, &m.name)
+                            .ok()?;
+                    Some(
+                        switches
+                            .into_iter()
+                            .filter(|s| {
+                                s.entry.as_ref().is_some_and(|e| {
+                                    let at = e.file_offset as usize;
+                                    image.get(at..at + 5) == Some(&e.jump[..])
+                                })
+                            })
+                            .map(|s| s.symbol)
+                            .collect(),
+                    )
+                })
+                .unwrap_or_default();
+            for fi in at_stake {
+                if !self.cfg[fi]
+                    .switch
+                    .as_ref()
+                    .is_some_and(|s| patched.contains(s))
+                {
+                    self.traced[fi] = false;
+                }
+            }
+        }
     }
 
     /// Per function record: whether its probes ran — false where a switch (`csi-cc

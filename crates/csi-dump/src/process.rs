@@ -118,10 +118,20 @@ impl Module {
                 }
                 let off = svma - s.address();
                 let inside = off < s.size() || (off == 0 && kind == object::SymbolKind::Text);
-                if inside && best.as_ref().is_none_or(|b| off < b.1) {
-                    if let Ok(n) = s.name() {
-                        best = Some((n.to_string(), off));
-                    }
+                let Ok(n) = s.name() else { continue };
+                // Of two symbols at one address, a switchable function's piece's: its own
+                // symbol is an alias of its replica (`entry_patch`), and the suffix says
+                // which code it is.
+                let piece = |n: &str| {
+                    n.ends_with(csi_model::sections::REPLICA_SUFFIX)
+                        || n.ends_with(csi_model::sections::BODY_SUFFIX)
+                };
+                if inside
+                    && best
+                        .as_ref()
+                        .is_none_or(|b| off < b.1 || (off == b.1 && piece(n) && !piece(&b.0)))
+                {
+                    best = Some((n.to_string(), off));
                 }
             }
             if best.is_some() {

@@ -1,90 +1,30 @@
-//! The tracing switches of a binary built with `csi-cc --csi-scheme=custom` (the
-//! dissertation's ch. 3, customizable tracing): one byte per function, `__csi_sw_<unit>_<fn>`
-//! in the coverage section, named in the function's `.debug_CSI_CFG` record (`switch`). At 1
-//! every call runs the instrumented body, at 0 an uninstrumented replica. `csi tracing` reads
-//! and sets them in the file, in place; the reader (`Extract::tracing_switches`) reads them
-//! from the core, so a crash is read with the switches the process ran with.
+//! `csi tracing`'s reading and setting of the tracing switches of a binary built with
+//! `csi-cc --csi-scheme=custom` (the dissertation's ch. 3, customizable tracing; what they
+//! are and how a file holds them: `csi_model::sections::switches`). It sets them in the file,
+//! in place; the reader (`Extract::tracing_switches`) reads them from the core, so a crash is
+//! read with the switches the process ran with.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use object::{Object, ObjectSection, ObjectSymbol};
-
 use crate::DumpError;
-use csi_model::sections::cfg::parse_cfg_all;
-
-/// One function's switch in a binary.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TracingSwitch {
-    /// The function (its record's name; the linkage name in C++).
-    pub function: String,
-    /// The switch's symbol.
-    pub symbol: String,
-    /// Where its byte is in the file.
-    pub file_offset: u64,
-    pub on: bool,
-}
+use csi_model::sections::switches::SwitchError;
+pub use csi_model::sections::switches::{EntryPatch, TracingSwitch};
 
 /// The switches of the executable or shared library at `path`, by function name.
 pub fn tracing_switches(path: &Path) -> Result<Vec<TracingSwitch>, DumpError> {
     let bytes = std::fs::read(path).map_err(|e| DumpError::io(path, e))?;
-    let elf = object::File::parse(&*bytes).map_err(|_| DumpError::NotElf {
-        path: path.to_path_buf(),
-    })?;
-    let bad = |what: String| DumpError::BadMetadata {
-        path: path.to_path_buf(),
-        what,
-    };
-    let cfg = elf
-        .section_by_name(".debug_CSI_CFG")
-        .and_then(|s| s.uncompressed_data().ok())
-        .ok_or_else(|| {
-            bad("no CSI metadata (.debug_CSI_CFG): not built by csi-cc, or stripped".into())
-        })?;
-    let (funcs, _) =
-        parse_cfg_all(&cfg, &path.display().to_string()).map_err(|e| bad(e.to_string()))?;
-    let symbols: std::collections::HashMap<&str, object::Symbol<'_, '_>> = elf
-        .symbols()
-        .filter_map(|s| Some((s.name().ok()?, s)))
-        .filter(|(n, _)| n.starts_with("__csi_sw_"))
-        .collect();
-    let mut out = Vec::new();
-    for rec in &funcs {
-        let Some(symbol) = &rec.switch else { continue };
-        // No symbol: the optimizer removed the function and every inlined copy of it (nothing
-        // references the switch), or the symbol table was stripped (checked below).
-        let Some(sym) = symbols.get(symbol.as_str()) else {
-            continue;
-        };
-        let offset = sym
-            .section_index()
-            .and_then(|i| elf.section_by_index(i).ok())
-            .and_then(|sec| {
-                let (start, len) = sec.file_range()?;
-                let at = sym.address().checked_sub(sec.address())?;
-                (at < len).then_some(start + at)
-            })
-            .ok_or_else(|| bad(format!("the switch `{symbol}` has no bytes in the file")))?;
-        let on = bytes
-            .get(offset as usize)
-            .ok_or_else(|| bad(format!("the switch `{symbol}` is past the end of the file")))?;
-        out.push(TracingSwitch {
-            function: rec.name.clone(),
-            symbol: symbol.clone(),
-            file_offset: offset,
-            on: *on != 0,
-        });
-    }
-    if out.is_empty() && funcs.iter().any(|r| r.switch.is_some()) && elf.symbols().next().is_none()
-    {
-        return Err(bad(
-            "its functions have tracing switches, but the symbol table that locates them was stripped"
-                .into(),
-        ));
-    }
-    out.sort_by(|a, b| a.function.cmp(&b.function).then(a.symbol.cmp(&b.symbol)));
-    out.dedup_by(|a, b| a.symbol == b.symbol);
-    Ok(out)
+    csi_model::sections::switches::tracing_switches(&bytes, &path.display().to_string()).map_err(
+        |e| match e {
+            SwitchError::NotElf => DumpError::NotElf {
+                path: path.to_path_buf(),
+            },
+            SwitchError::Bad(what) => DumpError::BadMetadata {
+                path: path.to_path_buf(),
+                what,
+            },
+        },
+    )
 }
 
 /// Sets the switches of the functions matching each pattern (`*` and `?` wildcards, against
@@ -120,6 +60,11 @@ pub fn set_tracing_switches(
         file.seek(SeekFrom::Start(s.file_offset))
             .and_then(|_| file.write_all(&[u8::from(s.on)]))
             .map_err(|e| DumpError::io(path, e))?;
+        if let Some(e) = &s.entry {
+            file.seek(SeekFrom::Start(e.file_offset))
+                .and_then(|_| file.write_all(&e.bytes(s.on)))
+                .map_err(|e| DumpError::io(path, e))?;
+        }
     }
     file.sync_all().map_err(|e| DumpError::io(path, e))?;
     Ok(switches)

@@ -200,10 +200,75 @@ fn a_crash_turns_tracing_on_where_it_happened() {
             now.iter().any(|s| s.on),
             "{name}: nothing on the stack is switchable"
         );
+        // A patched entry (`entry_patch`) says what its byte says: a jump to the body when on.
+        let bytes = std::fs::read(&copy).unwrap();
+        for s in &now {
+            if let Some(e) = &s.entry {
+                let at = e.file_offset as usize;
+                assert_eq!(
+                    bytes[at..at + 5],
+                    e.bytes(s.on),
+                    "{name}: {}'s entry",
+                    s.function
+                );
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
         checked += 1;
     }
     if checked == 0 {
         common::matrix_lacks("a customoff-O0");
     }
+}
+
+/// A function switched on whose entry is not patched (a custom build linked without csi-cc's
+/// link step) runs its replica when called from other units: the reader takes it as off. The
+/// same core read with the entries of the file NOPs decides no line the patched file does
+/// not, and fewer.
+#[test]
+fn an_unpatched_entry_counts_as_off() {
+    let (mut checked, mut fewer) = (0, 0);
+    for fx in fixture_crashes() {
+        let name = fx.name();
+        if !name.ends_with("/custom-O2") {
+            continue;
+        }
+        let switches = csi_dump::tracing_switches::tracing_switches(&fx.exe).unwrap();
+        if !switches.iter().any(|s| s.on && s.entry.is_some()) {
+            continue;
+        }
+        let dir = std::env::temp_dir().join(format!("csi-entry-{}-{checked}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join(fx.exe.file_name().unwrap());
+        let mut bytes = std::fs::read(&fx.exe).unwrap();
+        for e in switches.iter().filter_map(|s| s.entry.as_ref()) {
+            let at = e.file_offset as usize;
+            bytes[at..at + 5].copy_from_slice(&e.bytes(false));
+        }
+        std::fs::write(&copy, &bytes).unwrap();
+        let (must, never, _) = line_claims(&fx.exe, &fx.core);
+        let (u_must, u_never, _) = line_claims(&copy, &fx.core);
+        assert!(
+            u_must.is_subset(&must),
+            "{name}: must only with the entries unpatched"
+        );
+        assert!(
+            u_never.is_subset(&never),
+            "{name}: never only with the entries unpatched"
+        );
+        if u_must.len() + u_never.len() < must.len() + never.len() {
+            fewer += 1;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        checked += 1;
+    }
+    if checked == 0 {
+        common::matrix_lacks("a custom-O2 with patched entries");
+        return;
+    }
+    eprintln!("{checked} crashes read with unpatched entries: {fewer} with fewer decided lines");
+    assert!(
+        fewer > 0,
+        "no crash lost evidence with its entries unpatched"
+    );
 }

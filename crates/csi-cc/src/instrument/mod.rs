@@ -56,6 +56,12 @@ extern "C" {
         scope: LLVMMetadataRef,
     ) -> std::ffi::c_int;
     fn csi_dispatch_scope(on: LLVMValueRef) -> LLVMMetadataRef;
+    fn csi_entry_alias(
+        f: LLVMValueRef,
+        on: LLVMValueRef,
+        off: LLVMValueRef,
+        switch: LLVMValueRef,
+    ) -> LLVMValueRef;
     fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
     fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
     fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
@@ -891,6 +897,12 @@ unsafe fn instrument_module(
     for (record, callees) in call_past_dispatchers(c.module, &unit.replicas, opts.optimized) {
         functions[record].2.off_calls = callees;
     }
+    // Last, once no call is left to redirect: the dispatchers that a patched entry replaces.
+    for r in &unit.replicas {
+        if let (Some(on), true) = (r.on, functions[r.record].2.entry_patch) {
+            csi_entry_alias(r.original, on, r.off, r.switch_global);
+        }
+    }
     for (group, records, cfg) in functions {
         let texts = groups.entry(group).or_default();
         for (k, t) in records.into_iter().enumerate() {
@@ -1379,6 +1391,9 @@ impl Unit<'_> {
             switch: gname.clone(),
             record: self.record,
         });
+        // Outside COMDATs (whose alias could not stay with the group it stands for), the
+        // dispatcher makes way for a patched entry (`csi_entry_alias`, at the unit's end).
+        cfg.entry_patch = body != f && !shared;
         cfg.switch = Some(gname);
         body
     }

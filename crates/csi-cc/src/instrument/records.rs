@@ -325,6 +325,7 @@ impl FunctionRecord {
             cc_unprobed: Vec::new(),
             bbc_local_omitted: Vec::new(),
             switch: None,
+            entry_patch: false,
             off_calls: Vec::new(),
             bbc: None,
             entry_from_calls: None,

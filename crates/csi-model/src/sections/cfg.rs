@@ -53,7 +53,11 @@ use std::collections::HashMap;
 /// Version 13 writes the same data smaller (see [`wire`]): positions as one flat list of
 /// deltas, statement lines as deltas, path edges as arrays. Readers of version 12 cannot
 /// read it; this one reads every form.
-pub const CFG_FORMAT_VERSION: u32 = 13;
+/// Version 14 added `entry_patch` (the function's symbol is its replica, entered through a
+/// NOP that `csi tracing` must turn into a jump to the instrumented body when it switches
+/// the function on), so `csi tracing` of version 13, which would set the switch alone, must
+/// not read version 14 records.
+pub const CFG_FORMAT_VERSION: u32 = 14;
 
 /// The first version whose positions and statement lines are deltas ([`wire`]).
 const DELTAS_SINCE: u32 = 13;
@@ -441,6 +445,12 @@ pub struct CfgFunction {
     /// zero coverage as "never": they must not read version 5 records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch: Option<String>,
+    /// Customizable tracing (version 14): the function's own symbol is an alias of its
+    /// replica (`<name>.__csi_off`), whose entry is a 5-byte NOP; switched on, `csi tracing`
+    /// writes a `jmp` to the instrumented body (`<name>.__csi_on`) over it. Calls from other
+    /// units and through pointers so test no switch; the unit's own calls test the byte.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub entry_patch: bool,
     /// Customizable tracing (version 6): the switches of the functions whose replicas this
     /// function's replica calls directly (inlined or not): a switched-off function runs its
     /// callees' replicas, whatever their switches say. A function's coverage arrays are

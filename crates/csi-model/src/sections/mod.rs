@@ -13,6 +13,7 @@ pub mod cfg;
 pub mod coverage;
 pub mod frame;
 pub mod pt;
+pub mod switches;
 
 pub use cfg::{
     cfg_linked_program_graph, cfg_program_graph, cfg_to_program_graph, parse_cfg, parse_cfg_all,
