@@ -310,8 +310,8 @@ extern "C" LLVMValueRef csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, L
 
 // The last step for a switchable function whose body moved out (`csi_add_springboard`) and
 // that is in no COMDAT: its dispatcher `fn` goes, and `fn`'s symbol becomes an alias of the
-// replica `off`, whose entry gets a 5-byte NOP (`patchable-function-entry`). `csi tracing`
-// switches the function on by writing a `jmp` to `on` over that NOP (and back): calls from
+// replica `off`, whose entry gets a 5-byte NOP (below). The link step and `csi tracing`
+// switch the function on by writing a `jmp` to `on` over that NOP (and back): calls from
 // other units and through pointers then run the replica with no test and no jump at all —
 // a switched-off function costs them what the plain build's does, where the dispatcher's
 // load, compare and taken branch cost Lua's C API ×1.04 instructions and ×1.06 CPU time with

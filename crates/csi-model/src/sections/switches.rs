@@ -78,6 +78,16 @@ pub fn tracing_switches_split(
     let img = object::File::parse(image).map_err(|_| SwitchError::NotElf)?;
     let bytes = image;
     let bad = SwitchError::Bad;
+    let symbols: std::collections::HashMap<&str, object::Symbol<'_, '_>> = elf
+        .symbols()
+        .filter_map(|s| Some((s.name().ok()?, s)))
+        .filter(|(n, _)| n.starts_with("__csi_sw_"))
+        .collect();
+    // No switch symbol in a symbol table: no switch to find (csi-cc's link step asks this of
+    // every file it links) — the records are read only when they may name one.
+    if symbols.is_empty() && elf.symbols().next().is_some() {
+        return Ok(Vec::new());
+    }
     let cfg = elf
         .section_by_name(SECTION_CFG)
         .and_then(|s| s.uncompressed_data().ok())
@@ -85,11 +95,6 @@ pub fn tracing_switches_split(
             bad("no CSI metadata (.debug_CSI_CFG): not built by csi-cc, or stripped".into())
         })?;
     let (funcs, _) = parse_cfg_all(&cfg, path).map_err(|e| bad(e.to_string()))?;
-    let symbols: std::collections::HashMap<&str, object::Symbol<'_, '_>> = elf
-        .symbols()
-        .filter_map(|s| Some((s.name().ok()?, s)))
-        .filter(|(n, _)| n.starts_with("__csi_sw_"))
-        .collect();
     let pieces = Pieces::of(&elf);
     let mut out = Vec::new();
     for rec in &funcs {
