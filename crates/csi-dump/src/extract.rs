@@ -377,6 +377,12 @@ fn load_parts(
                 "{off} function(s) have tracing switched off (`csi tracing`): their coverage and path traces are unknown"
             ));
         }
+        if ctx.unpatched > 0 {
+            notices.push(format!(
+                "{} of them are on in the core, but their entries in the file do not jump to their instrumented bodies (linked without csi-cc, or switched off since): `csi tracing --exe FILE --set NAME=on` patches them for the next run",
+                ctx.unpatched
+            ));
+        }
         if report.threads.first().is_none_or(|t| t.frames.is_empty()) {
             notices.push(
                 "the crashing thread has no frame in the program; the analysis uses the other threads and coverage only"
@@ -883,6 +889,9 @@ struct Extract<'a> {
     /// `tracing_switches`). A switched-off function runs an uninstrumented replica: its
     /// frames have no probe state and its coverage arrays stay zero.
     traced: Vec<bool>,
+    /// How many of the switched-off (`traced` false) are on in the core, but their patched
+    /// entry in the file is no jump to their body (`unpatched_entries_off`).
+    unpatched: usize,
     /// The modules with CSI records (indices in the process's modules, sorted).
     instrumented: Vec<usize>,
 }
@@ -938,6 +947,7 @@ impl<'a> Extract<'a> {
             record_blocks: (0..cfg.len()).map(|_| std::cell::OnceCell::new()).collect(),
             entry_nodes: (0..cfg.len()).map(|_| std::cell::OnceCell::new()).collect(),
             traced: Vec::new(),
+            unpatched: 0,
             instrumented,
         };
         x.traced = x.tracing_switches(&|fi, name| x.global_bytes(fi, name, 1));
@@ -987,6 +997,7 @@ impl<'a> Extract<'a> {
                     .is_some_and(|s| patched.contains(s))
                 {
                     self.traced[fi] = false;
+                    self.unpatched += 1;
                 }
             }
         }

@@ -248,6 +248,15 @@ fn an_unpatched_entry_counts_as_off() {
         std::fs::write(&copy, &bytes).unwrap();
         let (must, never, _) = line_claims(&fx.exe, &fx.core);
         let (u_must, u_never, _) = line_claims(&copy, &fx.core);
+        let crash = csi_dump::Crash::open(&copy, &fx.core, &Default::default()).unwrap();
+        assert!(
+            crash
+                .notices
+                .iter()
+                .any(|n| n.contains("do not jump to their instrumented bodies")),
+            "{name}: no notice of the unpatched entries: {:?}",
+            crash.notices
+        );
         assert!(
             u_must.is_subset(&must),
             "{name}: must only with the entries unpatched"
