@@ -66,53 +66,21 @@ pub fn repack_linked(path: &Path) -> Result<(), String> {
 
 /// Writes the `jmp` of every switched-on patched entry of the linked file (`entry_patch`
 /// records: the compiler leaves a NOP there, while the switch byte starts at 1), so that the
-/// file runs what its switches say. Returns how many it wrote; nothing to do for a file
-/// without switches.
-pub fn switch_entries(path: &Path) -> Result<usize, String> {
-    use std::io::{Seek, SeekFrom, Write};
+/// file runs what its switches say. Nothing to do for a file without switches, or whose
+/// switches cannot be found (no records, no symbols: no reader finds them either); an error
+/// only where a record's patched entry is not csi-cc's.
+pub fn switch_entries(path: &Path) -> Result<(), String> {
+    use csi_model::sections::switches::{tracing_switches, write_switches, SwitchError};
     let Ok(data) = std::fs::read(path) else {
-        return Ok(0);
+        return Ok(());
     };
-    let switches =
-        match csi_model::sections::switches::tracing_switches(&data, &path.display().to_string()) {
-            Ok(s) => s,
-            Err(csi_model::sections::switches::SwitchError::NotElf) => return Ok(0),
-            Err(_) if !has_patched_entries(&data) => return Ok(0),
-            Err(e) => return Err(e.to_string()),
-        };
-    let writes: Vec<(u64, [u8; 5])> = switches
-        .iter()
-        .filter_map(|s| Some((s.entry.as_ref()?, s.on)))
-        .map(|(e, on)| (e.file_offset, e.bytes(on)))
-        .filter(|(at, b)| data.get(*at as usize..*at as usize + 5) != Some(&b[..]))
-        .collect();
-    if writes.is_empty() {
-        return Ok(0);
+    let switches = match tracing_switches(&data, &path.display().to_string()) {
+        Ok(s) => s,
+        Err(SwitchError::Entry(e)) => return Err(e),
+        Err(_) => return Ok(()),
+    };
+    if switches.iter().all(|s| s.entry.is_none()) {
+        return Ok(());
     }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| format!("cannot write: {e}"))?;
-    for (at, b) in &writes {
-        file.seek(SeekFrom::Start(*at))
-            .and_then(|_| file.write_all(b))
-            .map_err(|e| format!("cannot write: {e}"))?;
-    }
-    Ok(writes.len())
-}
-
-/// Does the file hold records whose entries are patched? (Without any, a file whose switches
-/// cannot be read — no records, no symbols — is nothing for the link step to mend.)
-fn has_patched_entries(data: &[u8]) -> bool {
-    let Ok(file) = object::File::parse(data) else {
-        return false;
-    };
-    let Some(cfg) = file
-        .section_by_name(SECTION)
-        .and_then(|s| s.uncompressed_data().ok())
-    else {
-        return false;
-    };
-    csi_model::sections::cfg::parse_cfg_all(&cfg, "")
-        .is_ok_and(|(funcs, _)| funcs.iter().any(|f| f.entry_patch))
+    write_switches(path, &switches).map_err(|e| format!("cannot write: {e}"))
 }

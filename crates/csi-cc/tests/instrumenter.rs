@@ -1147,18 +1147,16 @@ fn tracing_switches_pick_the_uninstrumented_replica() {
             assert_eq!(bytes[off as usize], 1, "{opt}: {f}'s switch starts on");
         }
         // `nested` off (its byte and its entry, as `csi tracing` sets them): the same output.
-        let mut bytes = std::fs::read(&exe).unwrap();
-        let nested = csi_model::sections::switches::tracing_switches(&bytes, "custom")
-            .unwrap()
-            .into_iter()
-            .find(|s| s.function == "nested")
-            .expect("nested's switch");
-        bytes[nested.file_offset as usize] = 0;
-        if let Some(e) = &nested.entry {
-            let at = e.file_offset as usize;
-            bytes[at..at + 5].copy_from_slice(&e.bytes(false));
-        }
-        std::fs::write(&exe, &bytes).unwrap();
+        let mut nested = csi_model::sections::switches::tracing_switches(
+            &std::fs::read(&exe).unwrap(),
+            "custom",
+        )
+        .unwrap()
+        .into_iter()
+        .find(|s| s.function == "nested")
+        .expect("nested's switch");
+        nested.on = false;
+        csi_model::sections::switches::write_switches(&exe, &[nested]).unwrap();
         let got = run(&mut Command::new(&exe));
         assert_eq!(got.stdout, want.stdout, "{opt}: output with `nested` off");
         assert_eq!(got.status.code(), want.status.code(), "{opt}");
@@ -1681,17 +1679,16 @@ fn same_behaviour_switched_off(sources: &[&str], args: &[&str]) {
             "{sources:?} {opt}: {warnings}"
         );
         // Every byte 0 and every patched entry a NOP, as `csi tracing --set '*=off'` writes.
-        let mut bytes = std::fs::read(&exe).unwrap();
-        let switches = csi_model::sections::switches::tracing_switches(&bytes, "custom").unwrap();
+        let mut switches = csi_model::sections::switches::tracing_switches(
+            &std::fs::read(&exe).unwrap(),
+            "custom",
+        )
+        .unwrap();
         assert!(!switches.is_empty(), "{sources:?} {opt}: no switches");
-        for s in &switches {
-            bytes[s.file_offset as usize] = 0;
-            if let Some(e) = &s.entry {
-                let at = e.file_offset as usize;
-                bytes[at..at + 5].copy_from_slice(&e.bytes(false));
-            }
+        for s in &mut switches {
+            s.on = false;
         }
-        std::fs::write(&exe, &bytes).unwrap();
+        csi_model::sections::switches::write_switches(&exe, &switches).unwrap();
         let got = run(Command::new(&exe).args(args));
         assert_eq!(
             got.stdout, want.stdout,

@@ -1,7 +1,7 @@
 //! Everything together: stacks of all threads, frame variables, csi-cc trace data, and the
 //! failure report over the program graph.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -968,34 +968,27 @@ impl<'a> Extract<'a> {
                 continue;
             }
             let m = &self.process.modules[mi];
-            let patched: HashSet<String> = m
-                .bytes
-                .as_deref()
-                .and_then(|image| {
-                    let meta = m.debug_file.as_deref().unwrap_or(image);
-                    let switches =
-                        csi_model::sections::switches::tracing_switches_split(meta, image, &m.name)
-                            .ok()?;
-                    Some(
-                        switches
-                            .into_iter()
-                            .filter(|s| {
-                                s.entry.as_ref().is_some_and(|e| {
-                                    let at = e.file_offset as usize;
-                                    image.get(at..at + 5) == Some(&e.jump[..])
-                                })
-                            })
-                            .map(|s| s.symbol)
-                            .collect(),
-                    )
+            // The records are read already: only their symbols and entries are looked up.
+            let file = m.bytes.as_deref().and_then(|image| {
+                let meta = m.debug_file.as_deref().unwrap_or(image);
+                Some((
+                    csi_model::sections::switches::SwitchFile::new(meta, image).ok()?,
+                    image,
+                ))
+            });
+            let patched = |fi: usize| {
+                file.as_ref().is_some_and(|(file, image)| {
+                    let Ok(Some(s)) = file.switch(&self.cfg[fi]) else {
+                        return false;
+                    };
+                    s.entry.is_some_and(|e| {
+                        let at = e.file_offset as usize;
+                        image.get(at..at + 5) == Some(&e.jump[..])
+                    })
                 })
-                .unwrap_or_default();
+            };
             for fi in at_stake {
-                if !self.cfg[fi]
-                    .switch
-                    .as_ref()
-                    .is_some_and(|s| patched.contains(s))
-                {
+                if !patched(fi) {
                     self.traced[fi] = false;
                     self.unpatched += 1;
                 }

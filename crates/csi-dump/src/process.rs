@@ -105,6 +105,12 @@ impl Module {
         let elf = self.elf()?;
         let debug = self.debug_file.as_ref().and_then(|_| self.debug_elf());
         let svma = addr.wrapping_sub(self.bias);
+        // Of two symbols at one address, a switchable function's piece's: its own symbol is
+        // an alias of its replica (`entry_patch`), and the suffix says which code it is.
+        let piece = |n: &str| {
+            n.ends_with(csi_model::sections::REPLICA_SUFFIX)
+                || n.ends_with(csi_model::sections::BODY_SUFFIX)
+        };
         let mut best: Option<(String, u64)> = None;
         let tables = debug
             .as_ref()
@@ -119,13 +125,6 @@ impl Module {
                 let off = svma - s.address();
                 let inside = off < s.size() || (off == 0 && kind == object::SymbolKind::Text);
                 let Ok(n) = s.name() else { continue };
-                // Of two symbols at one address, a switchable function's piece's: its own
-                // symbol is an alias of its replica (`entry_patch`), and the suffix says
-                // which code it is.
-                let piece = |n: &str| {
-                    n.ends_with(csi_model::sections::REPLICA_SUFFIX)
-                        || n.ends_with(csi_model::sections::BODY_SUFFIX)
-                };
                 if inside
                     && best
                         .as_ref()

@@ -4,7 +4,6 @@
 //! in place; the reader (`Extract::tracing_switches`) reads them from the core, so a crash is
 //! read with the switches the process ran with.
 
-use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::DumpError;
@@ -19,7 +18,7 @@ pub fn tracing_switches(path: &Path) -> Result<Vec<TracingSwitch>, DumpError> {
             SwitchError::NotElf => DumpError::NotElf {
                 path: path.to_path_buf(),
             },
-            SwitchError::Bad(what) => DumpError::BadMetadata {
+            SwitchError::Bad(what) | SwitchError::Entry(what) => DumpError::BadMetadata {
                 path: path.to_path_buf(),
                 what,
             },
@@ -52,21 +51,8 @@ pub fn set_tracing_switches(
             });
         }
     }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
+    csi_model::sections::switches::write_switches(path, &switches)
         .map_err(|e| DumpError::io(path, e))?;
-    for s in &switches {
-        file.seek(SeekFrom::Start(s.file_offset))
-            .and_then(|_| file.write_all(&[u8::from(s.on)]))
-            .map_err(|e| DumpError::io(path, e))?;
-        if let Some(e) = &s.entry {
-            file.seek(SeekFrom::Start(e.file_offset))
-                .and_then(|_| file.write_all(&e.bytes(s.on)))
-                .map_err(|e| DumpError::io(path, e))?;
-        }
-    }
-    file.sync_all().map_err(|e| DumpError::io(path, e))?;
     Ok(switches)
 }
 

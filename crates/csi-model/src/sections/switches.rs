@@ -9,7 +9,7 @@
 
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use super::cfg::parse_cfg_all;
+use super::cfg::{parse_cfg_all, CfgFunction};
 use super::{BODY_SUFFIX, REPLICA_SUFFIX, SECTION_CFG};
 
 /// One function's switch in a file.
@@ -59,72 +59,39 @@ pub enum SwitchError {
     NotElf,
     #[error("{0}")]
     Bad(String),
+    /// A record says `entry_patch`, but its entry is not where and what csi-cc leaves.
+    #[error("{0}")]
+    Entry(String),
 }
 
 /// The switches of the executable or shared library whose bytes are `bytes` (`path` for
 /// messages), by function name.
 pub fn tracing_switches(bytes: &[u8], path: &str) -> Result<Vec<TracingSwitch>, SwitchError> {
-    tracing_switches_split(bytes, bytes, path)
-}
-
-/// [`tracing_switches`] of an image whose symbols and records are in a separate debug file:
-/// `meta` holds them, `image` the code and data (file offsets are the image's).
-pub fn tracing_switches_split(
-    meta: &[u8],
-    image: &[u8],
-    path: &str,
-) -> Result<Vec<TracingSwitch>, SwitchError> {
-    let elf = object::File::parse(meta).map_err(|_| SwitchError::NotElf)?;
-    let img = object::File::parse(image).map_err(|_| SwitchError::NotElf)?;
-    let bytes = image;
-    let bad = SwitchError::Bad;
-    let symbols: std::collections::HashMap<&str, object::Symbol<'_, '_>> = elf
-        .symbols()
-        .filter_map(|s| Some((s.name().ok()?, s)))
-        .filter(|(n, _)| n.starts_with("__csi_sw_"))
-        .collect();
+    let file = SwitchFile::new(bytes, bytes)?;
     // No switch symbol in a symbol table: no switch to find (csi-cc's link step asks this of
     // every file it links) — the records are read only when they may name one.
-    if symbols.is_empty() && elf.symbols().next().is_some() {
+    if file.symbols.is_empty() && file.elf.symbols().next().is_some() {
         return Ok(Vec::new());
     }
-    let cfg = elf
+    let cfg = file
+        .elf
         .section_by_name(SECTION_CFG)
         .and_then(|s| s.uncompressed_data().ok())
         .ok_or_else(|| {
-            bad("no CSI metadata (.debug_CSI_CFG): not built by csi-cc, or stripped".into())
+            SwitchError::Bad(
+                "no CSI metadata (.debug_CSI_CFG): not built by csi-cc, or stripped".into(),
+            )
         })?;
-    let (funcs, _) = parse_cfg_all(&cfg, path).map_err(|e| bad(e.to_string()))?;
-    let pieces = Pieces::of(&elf);
+    let (funcs, _) = parse_cfg_all(&cfg, path).map_err(|e| SwitchError::Bad(e.to_string()))?;
     let mut out = Vec::new();
     for rec in &funcs {
-        let Some(symbol) = &rec.switch else { continue };
-        // No symbol: the optimizer removed the function and every inlined copy of it (nothing
-        // references the switch), or the symbol table was stripped (checked below).
-        let Some(sym) = symbols.get(symbol.as_str()) else {
-            continue;
-        };
-        let offset = file_offset(&img, sym.address(), 1, object::SectionKind::Data)
-            .ok_or_else(|| bad(format!("the switch `{symbol}` has no bytes in the file")))?;
-        let on = bytes
-            .get(offset as usize)
-            .ok_or_else(|| bad(format!("the switch `{symbol}` is past the end of the file")))?;
-        let entry = if rec.entry_patch {
-            Some(entry_patch(&img, bytes, &pieces, sym, &rec.name).map_err(bad)?)
-        } else {
-            None
-        };
-        out.push(TracingSwitch {
-            function: rec.name.clone(),
-            symbol: symbol.clone(),
-            file_offset: offset,
-            on: *on != 0,
-            entry,
-        });
+        out.extend(file.switch(rec)?);
     }
-    if out.is_empty() && funcs.iter().any(|r| r.switch.is_some()) && elf.symbols().next().is_none()
+    if out.is_empty()
+        && funcs.iter().any(|r| r.switch.is_some())
+        && file.elf.symbols().next().is_none()
     {
-        return Err(bad(
+        return Err(SwitchError::Bad(
             "its functions have tracing switches, but the symbol table that locates them was stripped"
                 .into(),
         ));
@@ -132,6 +99,88 @@ pub fn tracing_switches_split(
     out.sort_by(|a, b| a.function.cmp(&b.function).then(a.symbol.cmp(&b.symbol)));
     out.dedup_by(|a, b| a.symbol == b.symbol);
     Ok(out)
+}
+
+/// Writes `switches` into the file at `path`, in place: each byte, and each patched entry as
+/// its byte says (a `jmp` to the body when on, the NOP when off).
+pub fn write_switches(path: &std::path::Path, switches: &[TracingSwitch]) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+    for s in switches {
+        file.seek(SeekFrom::Start(s.file_offset))?;
+        file.write_all(&[u8::from(s.on)])?;
+        if let Some(e) = &s.entry {
+            file.seek(SeekFrom::Start(e.file_offset))?;
+            file.write_all(&e.bytes(s.on))?;
+        }
+    }
+    file.sync_all()
+}
+
+/// A file's switches, record by record: the symbol table of `meta` (the image itself, or its
+/// separate debug file) and the bytes of `image`, whose file offsets they are. The reader,
+/// which has the records already, asks it of the ones it needs.
+pub struct SwitchFile<'a> {
+    elf: object::File<'a>,
+    img: object::File<'a>,
+    image: &'a [u8],
+    /// The switches' symbols: address and symbol-table index.
+    symbols: std::collections::HashMap<&'a str, (u64, usize)>,
+    pieces: Pieces,
+}
+
+impl<'a> SwitchFile<'a> {
+    pub fn new(meta: &'a [u8], image: &'a [u8]) -> Result<SwitchFile<'a>, SwitchError> {
+        let elf = object::File::parse(meta).map_err(|_| SwitchError::NotElf)?;
+        let img = object::File::parse(image).map_err(|_| SwitchError::NotElf)?;
+        let symbols = elf
+            .symbols()
+            .filter_map(|s| Some((s.name().ok()?, (s.address(), s.index().0))))
+            .filter(|(n, _)| n.starts_with("__csi_sw_"))
+            .collect();
+        let pieces = Pieces::of(&elf);
+        Ok(SwitchFile {
+            elf,
+            img,
+            image,
+            symbols,
+            pieces,
+        })
+    }
+
+    /// The switch of the function of record `rec`, if it has one in the file. (None: no
+    /// switch, or no symbol for it — the optimizer removed the function and every inlined
+    /// copy of it, nothing referencing the switch, or the symbol table was stripped.)
+    pub fn switch(&self, rec: &CfgFunction) -> Result<Option<TracingSwitch>, SwitchError> {
+        let Some(symbol) = &rec.switch else {
+            return Ok(None);
+        };
+        let Some(&(address, index)) = self.symbols.get(symbol.as_str()) else {
+            return Ok(None);
+        };
+        let bad = SwitchError::Bad;
+        let offset = file_offset(&self.img, address, 1, object::SectionKind::Data)
+            .ok_or_else(|| bad(format!("the switch `{symbol}` has no bytes in the file")))?;
+        let on = self
+            .image
+            .get(offset as usize)
+            .ok_or_else(|| bad(format!("the switch `{symbol}` is past the end of the file")))?;
+        let entry = if rec.entry_patch {
+            Some(
+                entry_patch(&self.img, self.image, &self.pieces, index, &rec.name)
+                    .map_err(SwitchError::Entry)?,
+            )
+        } else {
+            None
+        };
+        Ok(Some(TracingSwitch {
+            function: rec.name.clone(),
+            symbol: symbol.clone(),
+            file_offset: offset,
+            on: *on != 0,
+            entry,
+        }))
+    }
 }
 
 /// Where the `len` bytes at link-time `address` are in the file of `elf`: in a section of
@@ -194,9 +243,10 @@ impl Pieces {
         p
     }
 
-    /// The address of `name`'s symbol in the file of the symbol `near`, else the only one.
-    fn find(&self, near: &object::Symbol<'_, '_>, name: &str) -> Option<u64> {
-        let file = self.file_of.get(&near.index().0)?;
+    /// The address of `name`'s symbol in the file of the symbol of index `near`, else the
+    /// only one.
+    fn find(&self, near: usize, name: &str) -> Option<u64> {
+        let file = self.file_of.get(&near)?;
         self.by_file
             .get(&(*file, name.to_string()))
             .copied()
@@ -208,13 +258,13 @@ impl Pieces {
 }
 
 /// Where `function`'s entry is patched (its record says `entry_patch`; `switch` is its
-/// switch's symbol) in the image `elf` (its bytes `bytes`): the replica's first 5 bytes after
+/// switch's symbol's index) in the image `elf` (its bytes `bytes`): the replica's first 5 bytes after
 /// an `endbr64`, which must be csi-cc's NOP or the `jmp` to the body.
 fn entry_patch(
     elf: &object::File<'_>,
     bytes: &[u8],
     pieces: &Pieces,
-    switch: &object::Symbol<'_, '_>,
+    switch: usize,
     function: &str,
 ) -> Result<EntryPatch, String> {
     let find = |suffix: &str| {
