@@ -862,9 +862,11 @@ fn checked_probe_stores_leave_the_same_bytes() {
 /// `pick` — for crashes in an iteration's first call, in a later iteration's second, after
 /// `pick`'s probes, at the first touch of a VLA too big for the stack (`fill`), at a NULL row
 /// in `chain`'s loop (whose frame-array stores `--csi-probe-merging=words` merges, argv[5]),
-/// or none; for block and call-site coverage, checked stores or plain. (Hoisting past the
-/// faulting load, or past the VLA's first touch, merging across the load or dropping a merged
-/// byte, makes it fail.)
+/// or none; for block and call-site coverage, checked stores or plain. So must a build with
+/// `--csi-probe-hoisting=peel`, whose loops (`walk`'s, `chain`'s, `pick`'s) run their first
+/// iteration in a copy and store no probe in the others. (Hoisting past the faulting load, or
+/// past the VLA's first touch, merging across the load or dropping a merged byte, or a
+/// peeled loop's store dropped where the copy has not stored, makes it fail.)
 #[test]
 fn hoisted_probe_stores_leave_the_same_bytes() {
     if !gdb_available() {
@@ -901,6 +903,11 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
             (exe, String::from_utf8_lossy(&out.stderr).into_owned())
         };
         let ((hoisted, said), (unhoisted, _)) = (build("loops"), build("none"));
+        let (peeled, said_peeled) = build("peel");
+        assert!(
+            said_peeled.contains("loops peeled") && !said_peeled.contains(" 0 loops peeled"),
+            "{scheme} {stores} {bb_probes}: nothing peeled: {said_peeled}"
+        );
         // (With `calls` the loop head's probe was `tick`'s: repeats are still dropped.)
         assert!(
             said.contains("moved out of loops")
@@ -978,10 +985,16 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
                 }
                 values
             };
+            let unhoisted = bytes(&unhoisted);
             assert_eq!(
                 bytes(&hoisted),
-                bytes(&unhoisted),
+                unhoisted,
                 "{scheme} {stores} {bb_probes}, crash at {crash_at}"
+            );
+            assert_eq!(
+                bytes(&peeled),
+                unhoisted,
+                "{scheme} {stores} {bb_probes} peeled, crash at {crash_at}"
             );
         }
     }

@@ -26,6 +26,8 @@ const ARRAYS: [&str; 3] = ["__CC_arr_", "__BBC_arr_", "__FC_arr_"];
 pub struct PostOptimization {
     /// Hoisted out of loops, repeats dropped (`hoist::hoist_probe_stores`).
     pub hoist: bool,
+    /// With `hoist`: loops whose iterations repeat a probe's store peeled first.
+    pub peel: bool,
     /// Every probe store into a global coverage array checked.
     pub check: bool,
     /// A frame array's stores side by side merged (`hoist::merge_frame_stores`).
@@ -42,7 +44,7 @@ pub fn post_optimization_file(
     unsafe {
         let (ctx, module) = read_bitcode(bc_in)?;
         let mut hoisted = if treat.hoist {
-            super::hoist::hoist_probe_stores(ctx, module)
+            super::hoist::hoist_probe_stores(ctx, module, treat.peel)
         } else {
             Default::default()
         };

@@ -63,6 +63,12 @@ extern "C" {
         switch: LLVMValueRef,
     ) -> LLVMValueRef;
     fn csi_add_global_to_cu(m: LLVMModuleRef, gve: LLVMMetadataRef) -> i32;
+    fn csi_peel_probed_loops(
+        f: LLVMValueRef,
+        probes: *mut LLVMValueRef,
+        n: u32,
+        max_size: u32,
+    ) -> u32;
     fn csi_dedicate_landing_pads(f: LLVMValueRef) -> i32;
     fn csi_first_insertion_pt(bb: LLVMBasicBlockRef) -> LLVMValueRef;
     fn csi_comdat_name(f: LLVMValueRef, len: *mut usize) -> *const std::ffi::c_char;
@@ -205,6 +211,10 @@ pub struct Options {
     /// (`hoist::hoist_probe_stores`; a unit optimized after instrumentation is hoisted after
     /// the pipeline, `post_optimization_file`).
     pub hoist_stores: bool,
+    /// `--csi-probe-hoisting=peel` (with `hoist_stores`): small loops whose every iteration
+    /// repeats a probe's store lose their first iteration to a copy, so that the rest repeat
+    /// nothing (`hoist::peel_probed_loops`).
+    pub peel_loops: bool,
     /// `--csi-probe-merging=words` for a unit whose instrumented module is optimized code as
     /// it will run (`hoist::merge_frame_stores`).
     pub merge_stores: bool,
@@ -769,7 +779,7 @@ fn instrument_attempt(
             LLVMDisposeMessage(err);
         }
         let mut hoisted = if opts.hoist_stores {
-            hoist::hoist_probe_stores(ctx, module)
+            hoist::hoist_probe_stores(ctx, module, opts.peel_loops)
         } else {
             Default::default()
         };
@@ -1484,6 +1494,7 @@ mod tests {
             compress_metadata: true,
             check_stores: false,
             hoist_stores: false,
+            peel_loops: false,
             merge_stores: false,
             source: "w.cpp".into(),
             optimized: false,
