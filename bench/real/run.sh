@@ -362,6 +362,11 @@ lib_path() { # LD_LIBRARY_PATH for shared-library variants
 }
 
 # run_crash PROG CFG VARIANT EXE ARGS... : one native run with the shim at $N in $RUN_DIR.
+# Every signal's disposition is reset (`env --default-signal`) here and in the oracle's run:
+# a shell without job control starts background commands with SIGINT ignored, and gzip
+# reads that (its `foreground` flag), so an oracle run from one shell and a crash from
+# another took different paths through gzip's start-up (a "must" the oracle had not seen,
+# though the core's `foreground` said the line ran).
 run_native() {
     local prog="$1" cfg="$2" exe="$3"
     shift 3
@@ -372,7 +377,7 @@ run_native() {
     { (
         cd "$RUN_DIR" && rm -f core && ulimit -c unlimited
         cp -f "$HERE"/workloads/* "$W"/gen/* . 2>/dev/null
-        exec env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
+        exec env -i --default-signal PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
             LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 CRASH_ON="$(crash_on "$prog")" \
             CRASH_SIGNAL="$(crash_signal "$prog")" "$b/$exe" "${args[@]}" <"$stdin"
     ) >"$RUN_DIR/stdout" 2>"$RUN_DIR/stderr"; } 2>/dev/null
@@ -387,7 +392,7 @@ run_callgrind() {
     done
     { (
         cd "$RUN_DIR" && ulimit -c 0
-        exec env -i PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
+        exec env -i --default-signal PATH=$CLEAN_PATH LD_LIBRARY_PATH="$(lib_path "$prog" "$b")" \
             LD_PRELOAD="$SHIM" CRASH_N="$N" CRASH_COUNT=1 CRASH_ON="$(crash_on "$prog")" \
             CRASH_SIGNAL="$(crash_signal "$prog")" valgrind --tool=callgrind --dump-instr=yes --dump-line=yes --separate-threads=no \
             --num-callers=64 --callgrind-out-file="$RUN_DIR/callgrind.out" "$b/$exe" "${args[@]}" <"$stdin"
