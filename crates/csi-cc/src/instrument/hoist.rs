@@ -40,7 +40,9 @@
 //! peeling reaches the probes after the head's first load or call, and those of blocks past
 //! the head — flex's `snstods` scan of every DFA state tested a frame bit per iteration.
 //! Peeling changes no instruction the program runs, only where they lie; the bytes are the
-//! same at every point by the repeat argument below.
+//! same at every point by the repeat argument below. Functions with computed gotos (an
+//! interpreter's dispatch) are not peeled: their loops are short and their speed follows
+//! their layout (Lua, see `csi_peel_probed_loops`).
 //!
 //! Repeated, a store leaves a loop nest one level at a time (`P` is then the head of the outer
 //! loop). Functions that call `setjmp`-like functions are left alone (a second return resumes
