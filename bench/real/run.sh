@@ -361,7 +361,7 @@ lib_path() { # LD_LIBRARY_PATH for shared-library variants
     esac
 }
 
-# run_crash PROG CFG VARIANT EXE ARGS... : one native run with the shim at $N in $RUN_DIR.
+# run_native PROG CFG EXE ARGS... : one native run with the shim at $N in $RUN_DIR.
 # Every signal's disposition is reset (`env --default-signal`) here and in the oracle's run:
 # a shell without job control starts background commands with SIGINT ignored, and gzip
 # reads that (its `foreground` flag), so an oracle run from one shell and a crash from

@@ -543,8 +543,10 @@ extern "C" unsigned csi_peel_probed_loops(LLVMValueRef fn, LLVMValueRef *probes,
       for (Instruction &i : *bb) repeats |= probe.count(&i) > 0;
     }
     if (!repeats) continue;
+    // Simplified, and its whole nest in LCSSA form: `peelLoop` simplifies the parent of the
+    // loop it peels with LCSSA preserved, which needs the parent in that form.
     simplifyLoop(l, &dt, &li, &se, &ac, nullptr, false);
-    formLCSSARecursively(*l, dt, &li, &se);
+    formLCSSARecursively(*l->getOutermostLoop(), dt, &li, &se);
     if (!canPeel(l)) continue;
     ValueToValueMapTy vmap;
     if (peelLoop(l, 1, &li, &se, dt, &ac, true, vmap)) ++peeled;

@@ -863,8 +863,8 @@ fn checked_probe_stores_leave_the_same_bytes() {
 /// `pick`'s probes, at the first touch of a VLA too big for the stack (`fill`), at a NULL row
 /// in `chain`'s loop (whose frame-array stores `--csi-probe-merging=words` merges, argv[5]),
 /// or none; for block and call-site coverage, checked stores or plain. So must a build with
-/// `--csi-probe-hoisting=peel`, whose loops (`walk`'s, `chain`'s, `pick`'s) run their first
-/// iteration in a copy and store no probe in the others. (Hoisting past the faulting load, or
+/// `--csi-probe-hoisting=peel`, whose loops run their first iteration in a copy and store in
+/// the others no probe that copy stored (the build must say it peeled some). (Hoisting past the faulting load, or
 /// past the VLA's first touch, merging across the load or dropping a merged byte, or a
 /// peeled loop's store dropped where the copy has not stored, makes it fail.)
 #[test]

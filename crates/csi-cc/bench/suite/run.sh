@@ -390,6 +390,7 @@ for p in "${PROGRAMS[@]}"; do
   # Checked full run (+ max RSS of the workload's processes).
   for v in "${CONFIGS[@]}"; do
     b="$W/$p/$v/$(bin_of "$p")"
+    rm -f "$W/$p/runs/$v.rss.rounds"
     if [ ! -x "$b" ]; then OK[$p,$v]="build failed"; continue; fi
     FSIZE[$p,$v]=$(stat -c %s "$b"); TSIZE[$p,$v]=$(size -A "$b" | awk '$1 == ".text" {print $2}')
     rm -f "$W/$p/runs/$v.rss"
@@ -412,9 +413,10 @@ for p in "${PROGRAMS[@]}"; do
       [ "${OK[$p,$v]}" = ok ] || continue
       rm -f "$W/$p/runs/$v.rss"
       RUN="/usr/bin/time -f %M -a -o $W/$p/runs/$v.rss"
-      wl "$p" "$W/$p/$v/$(bin_of "$p")" FULL "$W/$p/runs/$v.again" 2>/dev/null
+      if wl "$p" "$W/$p/$v/$(bin_of "$p")" FULL "$W/$p/runs/$v.again" 2>/dev/null; then
+        sort -n "$W/$p/runs/$v.rss" | tail -1 >>"$W/$p/runs/$v.rss.rounds"
+      fi
       RUN=""
-      sort -n "$W/$p/runs/$v.rss" | tail -1 >>"$W/$p/runs/$v.rss.rounds"
     done
   done
   for v in "${CONFIGS[@]}"; do

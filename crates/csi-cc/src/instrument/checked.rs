@@ -44,7 +44,7 @@ pub fn post_optimization_file(
     unsafe {
         let (ctx, module) = read_bitcode(bc_in)?;
         let mut hoisted = if treat.hoist {
-            super::hoist::hoist_probe_stores(ctx, module, treat.peel)
+            super::hoist::hoist_probe_stores(ctx, module, treat.peel)?
         } else {
             Default::default()
         };

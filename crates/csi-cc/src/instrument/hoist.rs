@@ -1,5 +1,5 @@
 //! Probe stores hoisted out of loops (`--csi-probe-hoisting=loops`, the default in optimized
-//! builds): in the optimized code, a coverage probe at the head of a loop stores the same 1
+//! builds but with `--csi-scheme=bb`, whose default `peel` does this too): in the optimized code, a coverage probe at the head of a loop stores the same 1
 //! into the same byte on every iteration. Where the loop's first iteration is sure to reach
 //! the store, and nothing before it can stop or divert execution, the store moves to the end
 //! of the block that enters the loop, and runs once per entry instead of once per iteration.
@@ -72,11 +72,12 @@ unsafe fn coverage_local_kind(ctx: LLVMContextRef) -> u32 {
     )
 }
 
-/// The largest loop (in LLVM instructions, its inner loops' included) that
-/// `--csi-probe-hoisting=peel` peels: its copy is the code it adds. flex's `snstods` scan
-/// needs more than 120 (flex's `bb` ran ×1.27 plain's instructions with 120, ×1.03 with 250
-/// or 400); with 250 instead of 400 the `bb` builds' `.text` grows 7 % instead of 8.5 %
-/// (flex) and 14 % instead of 19 % (gzip), for 0.6 % more instructions on gzip.
+/// The largest loop (in LLVM instructions, counted with its inner loops, whose first
+/// iterations were peeled before it) that `--csi-probe-hoisting=peel` peels: its copy is the
+/// code it adds. flex's `snstods` scan needs more than 120 (flex's `bb` ran ×1.27 plain's
+/// instructions with 120, ×1.03 with 250 or 400); with 250 instead of 400 the `bb` builds'
+/// code (`size`'s text) grows 7 % instead of 8.5 % (flex) and 14 % instead of 19 % (gzip),
+/// for 0.6 % more instructions on gzip's compression.
 pub(crate) const PEEL_MAX_SIZE: u32 = 250;
 
 /// How many probe stores [`hoist_probe_stores`] moved out of a loop (a store moved out of two
@@ -97,24 +98,35 @@ pub(crate) unsafe fn hoist_probe_stores(
     ctx: LLVMContextRef,
     module: LLVMModuleRef,
     peel: bool,
-) -> Hoisted {
+) -> Result<Hoisted, String> {
     let kind = coverage_local_kind(ctx);
     let mut n = Hoisted::default();
     for (f, mut bbs) in function_bodies(module) {
         if !has_returns_twice_call(&bbs) {
             if peel {
-                let peeled = peel_probed_loops(f, &bbs, kind);
-                if peeled > 0 {
-                    n.peeled += peeled;
-                    bbs = blocks(f);
+                n.peeled += peel_probed_loops(f, &bbs, kind);
+                // A peeling gone wrong must stop the build, not reach the back end.
+                if llvm_sys::analysis::LLVMVerifyFunction(
+                    f,
+                    llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
+                ) != 0
+                {
+                    return Err(format!(
+                        "`{}` does not verify after its loops were peeled (a csi-cc bug; \
+                         --csi-probe-hoisting=loops avoids it)",
+                        value_name(f)
+                    ));
                 }
+                // The blocks again: putting a loop in simplified form adds blocks (and may
+                // remove some) even where the loop is then not peeled.
+                bbs = blocks(f);
             }
             let h = hoist_in_function(ctx, &bbs, kind);
             n.moved += h.moved;
             n.dropped += h.dropped;
         }
     }
-    n
+    Ok(n)
 }
 
 /// Peels the loops of `f` whose iterations repeat a probe's store (see the module

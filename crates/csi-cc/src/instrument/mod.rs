@@ -779,7 +779,7 @@ fn instrument_attempt(
             LLVMDisposeMessage(err);
         }
         let mut hoisted = if opts.hoist_stores {
-            hoist::hoist_probe_stores(ctx, module, opts.peel_loops)
+            hoist::hoist_probe_stores(ctx, module, opts.peel_loops)?
         } else {
             Default::default()
         };
