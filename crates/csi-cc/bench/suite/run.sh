@@ -498,8 +498,8 @@ ratio() { if [ -z "$1" ] || [ -z "$2" ] || [ "$2" = 0 ]; then echo -; else awk -
 {
 echo "ratios to plain (clang-19 -g, the project's own -O level); instr: callgrind, summed over"
 echo "the workload's processes; cpu: mean of the fastest quarter of $SHORT_RUNS interleaved rounds"
-echo "(user+sys) — the machine may be shared, read it against the copy row; rss: median of $RSS_RUNS"
-echo "full runs' max RSS; size: file size / .text size"
+echo "(user+sys) — the machine may be shared, read it against the copy row; rss: median of the full"
+echo "runs' max RSS (RSS_RUNS of them, default 5); size: file size / .text size"
 printf '%-6s %-10s %-8s %8s %8s %8s %8s  %s\n' prog config instr cpu rss file .text status
 for p in "${TABLE_PROGRAMS[@]}"; do
   [ -f "$W/$p/result.tsv" ] || { echo "$p: no results"; continue; }
