@@ -971,20 +971,12 @@ impl<'a> Extract<'a> {
             // The records are read already: only their symbols and entries are looked up.
             let file = m.bytes.as_deref().and_then(|image| {
                 let meta = m.debug_file.as_deref().unwrap_or(image);
-                Some((
-                    csi_model::sections::switches::SwitchFile::new(meta, image).ok()?,
-                    image,
-                ))
+                csi_model::sections::switches::SwitchFile::new(meta, image).ok()
             });
             let patched = |fi: usize| {
-                file.as_ref().is_some_and(|(file, image)| {
-                    let Ok(Some(s)) = file.switch(&self.cfg[fi]) else {
-                        return false;
-                    };
-                    s.entry.is_some_and(|e| {
-                        let at = e.file_offset as usize;
-                        image.get(at..at + 5) == Some(&e.jump[..])
-                    })
+                file.as_ref().is_some_and(|file| {
+                    matches!(file.switch(&self.cfg[fi]),
+                        Ok(Some(s)) if s.entry.as_ref().is_some_and(|e| e.jumps))
                 })
             };
             for fi in at_stake {

@@ -1364,8 +1364,9 @@ impl Unit<'_> {
     /// Gives the instrumented `f` its switch, `__csi_sw_<unit>_<name>` (one byte, initially 1,
     /// in the coverage section, named in the record's `switch`), and the springboard that
     /// tail-calls the uninstrumented replica `off` when the switch is 0 (the dissertation's
-    /// ch. 3, Fig. 3.1, with a run-time test instead of a patched jump: a deployment sets the
-    /// byte in the binary with `csi tracing`, nothing is rebuilt). Returns the function that
+    /// ch. 3, Fig. 3.1; outside a COMDAT the dispatcher later makes way for a patched entry,
+    /// `csi_entry_alias`: a deployment sets the byte and the entry in the binary with
+    /// `csi tracing`, nothing is rebuilt). Returns the function that
     /// now holds the instrumented body: `f` itself, or `<f>.__csi_on` when `f` became a
     /// dispatcher (`csi_add_springboard` in shim.cpp).
     unsafe fn make_switchable(

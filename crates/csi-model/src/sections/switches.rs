@@ -34,6 +34,8 @@ pub struct EntryPatch {
     pub file_offset: u64,
     /// `jmp <name>.__csi_on` from there.
     pub jump: [u8; 5],
+    /// The file's bytes there are that `jmp` now (else csi-cc's NOP).
+    pub jumps: bool,
 }
 
 /// The NOP csi-cc's entries hold while switched off (LLVM's 5-byte `nopl 8(%rax,%rax,1)`);
@@ -293,5 +295,6 @@ fn entry_patch(
     Ok(EntryPatch {
         file_offset: at,
         jump,
+        jumps: now == jump,
     })
 }
