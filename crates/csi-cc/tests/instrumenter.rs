@@ -862,6 +862,8 @@ fn checked_probe_stores_leave_the_same_bytes() {
 /// `pick` — for crashes in an iteration's first call, in a later iteration's second, after
 /// `pick`'s probes, at the first touch of a VLA too big for the stack (`fill`), at a NULL row
 /// in `chain`'s loop (whose frame-array stores `--csi-probe-merging=words` merges, argv[5]),
+/// in the second or a later inlined `twice` of `quad`'s unrolled inlined `sum4`, whose stores
+/// repeat the first's but for the array of `twice`, zeroed again in the same block (argv[6]),
 /// or none; for block and call-site coverage, checked stores or plain. So must a build with
 /// `--csi-probe-hoisting=peel`, whose loops run their first iteration in a copy and store in
 /// the others no probe that copy stored (the build must say it peeled some). (Hoisting past the faulting load, or
@@ -875,19 +877,40 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
     }
     let d = scratch();
     let src = fixture("hoist.c");
+    let frame_arrays_py = d.join("frame_arrays.py");
+    std::fs::write(
+        &frame_arrays_py,
+        "import gdb\n\
+         def csi_frame_arrays(local):\n\
+         \x20   f = gdb.newest_frame()\n\
+         \x20   while f is not None:\n\
+         \x20       try:\n\
+         \x20           v = f.read_var(local).format_string(format='d')\n\
+         \x20           print('$frame = %s %s' % (f.name(), v))\n\
+         \x20       except ValueError:\n\
+         \x20           pass\n\
+         \x20       f = f.older()\n",
+    )
+    .unwrap();
     // `placed`: the one-block helpers (`tick`, ...) keep their block probes, whose stores
     // `chain` has side by side; `calls` (the default) leaves them to their callers' blocks.
+    // With global stores in place, `quad`'s inlined `twice`s run in one block (no loop exit
+    // copies between them): each zeroes its array right after the last one's store.
     let runs = [
-        ("bb", "__BBC_arr", "checked", "placed"),
-        ("bb", "__BBC_arr", "plain", "placed"),
-        ("bb", "__BBC_arr", "checked", "calls"),
-        ("cc", "__CC_arr", "plain", "placed"),
+        ("bb", "__BBC_arr", "checked", "placed", "auto"),
+        ("bb", "__BBC_arr", "plain", "placed", "auto"),
+        ("bb", "__BBC_arr", "checked", "calls", "auto"),
+        ("cc", "__CC_arr", "plain", "placed", "auto"),
+        ("cc", "__CC_arr", "plain", "placed", "in-place"),
     ];
-    for (scheme, local, stores, bb_probes) in runs {
+    for (scheme, local, stores, bb_probes, global_stores) in runs {
         let build = |hoisting: &str| {
-            let exe = d.join(format!("{scheme}-{stores}-{bb_probes}-{hoisting}"));
+            let exe = d.join(format!(
+                "{scheme}-{stores}-{bb_probes}-{global_stores}-{hoisting}"
+            ));
             let out = run(Command::new(CSI_CC)
                 .args([&format!("--csi-scheme={scheme}"), "-O2", "--csi-verbose"])
+                .arg(format!("--csi-global-stores={global_stores}"))
                 .arg(format!("--csi-bb-probes={bb_probes}"))
                 .arg(format!("--csi-probe-stores={stores}"))
                 .arg(format!("--csi-probe-hoisting={hoisting}"))
@@ -930,9 +953,12 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
             .filter_map(|l| l.split_whitespace().nth(2))
             .filter(|s| {
                 s.starts_with(&format!("{local}_"))
-                    && ["_walk", "_tick", "_pick", "_fill", "_chain", "_stage"]
-                        .iter()
-                        .any(|f| s.ends_with(f))
+                    && [
+                        "_walk", "_tick", "_pick", "_fill", "_chain", "_stage", "_quad", "_sum4",
+                        "_twice",
+                    ]
+                    .iter()
+                    .any(|f| s.ends_with(f))
             })
             .map(str::to_string)
             .collect();
@@ -945,6 +971,8 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
             "-1 -1 1000000000",
             "-1 -1 1 0",
             "-1 -1 1 4",
+            "-1 -1 1 -1 2",
+            "-1 -1 1 -1 5",
             "-1 -1",
         ];
         for crash_at in crash_points {
@@ -955,14 +983,13 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
                     .args(["-ex", &format!("run 10 {crash_at}")]);
                 let crashes = crash_at != "-1 -1";
                 if crashes {
-                    // The crashing frame's array and its caller's (`walk`'s when the crash is
-                    // in the inlined `pick`, which has none under `cc`).
-                    gdb.args(["-ex", &format!("p/d {local}")]).args([
-                        "-ex",
-                        "up",
-                        "-ex",
-                        &format!("p/d {local}"),
-                    ]);
+                    // Every live frame's array, by function: which inlined frame a faulting
+                    // load is attributed to may differ between the builds (`quad`'s crash
+                    // is in `load_one` in one, in `sum4` in the other; neither has an array
+                    // under `cc`, nor `pick`).
+                    gdb.arg("-x")
+                        .arg(&frame_arrays_py)
+                        .args(["-ex", &format!("python csi_frame_arrays('{local}')")]);
                 }
                 for g in &globals {
                     gdb.args(["-ex", &format!("p/d '{g}'")]);
@@ -989,12 +1016,12 @@ fn hoisted_probe_stores_leave_the_same_bytes() {
             assert_eq!(
                 bytes(&hoisted),
                 unhoisted,
-                "{scheme} {stores} {bb_probes}, crash at {crash_at}"
+                "{scheme} {stores} {bb_probes} {global_stores}, crash at {crash_at}"
             );
             assert_eq!(
                 bytes(&peeled),
                 unhoisted,
-                "{scheme} {stores} {bb_probes} peeled, crash at {crash_at}"
+                "{scheme} {stores} {bb_probes} {global_stores} peeled, crash at {crash_at}"
             );
         }
     }

@@ -156,13 +156,13 @@ fn block_graph(succs: &[Vec<usize>]) -> BlockGraph {
 }
 
 /// A function's frame coverage arrays (allocas marked [`COVERAGE_LOCAL`]), and per local the
-/// blocks that zero it whole (`llvm.memset`: its memory is touched from there on) and those
-/// that may clear it (zeroing, or handing it to a call other than the loop-exit copy, which
-/// only reads it).
+/// blocks that zero it whole (`llvm.memset`: its memory is touched from there on) and the
+/// instructions that may clear it (zeroing, or handing it to a call other than the loop-exit
+/// copy, which only reads it), as (block, position in the block).
 struct FrameArrays {
     marked: HashSet<LLVMValueRef>,
     zeroed_in: HashMap<LLVMValueRef, Vec<usize>>,
-    clears: HashMap<LLVMValueRef, Vec<usize>>,
+    clears: HashMap<LLVMValueRef, Vec<(usize, usize)>>,
 }
 
 unsafe fn frame_arrays(bbs: &[LLVMBasicBlockRef], kind: u32) -> FrameArrays {
@@ -172,12 +172,12 @@ unsafe fn frame_arrays(bbs: &[LLVMBasicBlockRef], kind: u32) -> FrameArrays {
         clears: HashMap::new(),
     };
     for (k, &bb) in bbs.iter().enumerate() {
-        for i in instructions(bb) {
+        for (pos, i) in instructions(bb).into_iter().enumerate() {
             if !LLVMIsAAllocaInst(i).is_null() && !LLVMGetMetadata(i, kind).is_null() {
                 a.marked.insert(i);
             }
             for l in touched_locals(i) {
-                a.clears.entry(l).or_default().push(k);
+                a.clears.entry(l).or_default().push((k, pos));
             }
             if let Some(l) = zeroed_local(i) {
                 a.zeroed_in.entry(l).or_default().push(k);
@@ -270,7 +270,7 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
                     }
                     clears
                         .get(&local)
-                        .map_or(true, |zs| zs.iter().all(|&z| !inside[z]))
+                        .map_or(true, |zs| zs.iter().all(|&(z, _)| !inside[z]))
                 } else if cannot_stop(i, &safe_local) {
                     continue;
                 } else {
@@ -298,7 +298,9 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     // nothing able to clear the byte in between, writes what the byte holds (unrolled loops,
     // duplicated paths). Dropping it changes no byte at any point. The stores are visited in
     // dominance order (the reachable blocks by depth in the dominator tree, then block
-    // order), and only a store that stays can make another a repeat.
+    // order), and only a store that stays can make another a repeat. The clearing
+    // instructions' positions again: the hoisting moved stores between blocks.
+    let clears = frame_arrays(bbs, kind).clears;
     let depth = |mut b: usize| {
         let mut d = 0;
         while let Some(up) = g.idom(b).filter(|&up| up != b) {
@@ -309,8 +311,8 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     };
     let mut order: Vec<usize> = (0..bbs.len()).filter(|&b| g.reachable(b)).collect();
     order.sort_by_cached_key(|&b| depth(b));
-    // Blocks reached from a block's successors, asked for lazily.
-    let mut reached: HashMap<usize, Vec<bool>> = HashMap::new();
+    // Blocks reached from a block's successors without passing another, asked for lazily.
+    let mut reached: HashMap<(usize, usize), Vec<bool>> = HashMap::new();
     let mut kept: HashMap<(LLVMValueRef, i64), Vec<(usize, usize)>> = HashMap::new();
     let mut dropped = 0;
     for &b in &order {
@@ -322,16 +324,33 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
             let Some(key) = constant_offset(LLVMGetOperand(i, 1)) else {
                 continue;
             };
-            // No instruction that may clear the byte on a way from `b1` to `b`: none in
-            // either block, none both reachable from `b1` and reaching `b`.
-            let mut uncleared_from = |b1: usize| {
+            // No instruction that may clear the byte on a way from the store at `p1` of `b1`
+            // to `pos` — from its last run of that store, so a way that does not pass `b1`
+            // again. In one block, none between the two (straight-line code: an inlined
+            // callee's zeroing before its unrolled loop's stores does not count). Else none
+            // after `p1` in `b1` (one before it runs only on a way that passes `p1` again),
+            // none before `pos` in `b`, none after it if a way round from `b` back to `b`
+            // avoids `b1`, and none in a block that a way from `b1` to `b` avoiding `b1`
+            // passes (one that reaches `b` only through `b1`, an enclosing loop's head for
+            // an unrolled inner loop, does not count).
+            let mut uncleared_from = |b1: usize, p1: usize| {
+                let mut reaches = |x: usize, y: usize| {
+                    reached.entry((x, b1)).or_insert_with(|| {
+                        g.reach(g.succs(x).iter().map(|&s| s as usize), Some(b1))
+                    })[y]
+                };
                 local.map_or(true, |l| {
                     clears.get(&l).map_or(true, |zs| {
-                        zs.iter().all(|&z| {
-                            z != b1
-                                && z != b
-                                && !(reached.entry(b1).or_insert_with(|| g.reached_from(b1))[z]
-                                    && reached.entry(z).or_insert_with(|| g.reached_from(z))[b])
+                        zs.iter().all(|&(z, zp)| {
+                            if b1 == b {
+                                !(z == b && p1 < zp && zp < pos)
+                            } else if z == b1 {
+                                zp < p1
+                            } else if z == b {
+                                zp > pos && !reaches(b, b)
+                            } else {
+                                !(reaches(b1, z) && reaches(z, b))
+                            }
                         })
                     })
                 })
@@ -342,7 +361,7 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
                     p1 < pos
                 } else {
                     g.dominates(b1, b)
-                }) && uncleared_from(b1)
+                }) && uncleared_from(b1, p1)
             });
             if repeat {
                 LLVMInstructionEraseFromParent(i);
