@@ -553,3 +553,20 @@ extern "C" unsigned csi_peel_probed_loops(LLVMValueRef fn, LLVMValueRef *probes,
   }
   return peeled;
 }
+
+// A switchable function's instrumented body or replica that nothing can enter any more (see
+// `stub_dead_variants`): its code goes, a trap stands in for it. The symbol stays, with the
+// replica's patchable entry (prologue data) and its subprogram, for `csi tracing` and the
+// reader, which find a switchable function's pieces by their symbols.
+extern "C" void csi_stub_body(LLVMValueRef fn) {
+  Function *f = unwrap<Function>(fn);
+  LLVMContext &ctx = f->getContext();
+  for (BasicBlock &bb : *f) bb.dropAllReferences();
+  while (!f->empty()) f->begin()->eraseFromParent();
+  BasicBlock *b = BasicBlock::Create(ctx, "csi.never", f);
+  IRBuilder<> ir(b);
+  CallInst *trap = ir.CreateIntrinsic(Intrinsic::trap, {}, {});
+  if (DISubprogram *sp = f->getSubprogram())
+    trap->setDebugLoc(DILocation::get(ctx, sp->getLine(), 0, sp));
+  ir.CreateUnreachable();
+}

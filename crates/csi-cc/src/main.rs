@@ -1002,7 +1002,13 @@ impl Steps<'_> {
                         eprintln!("{}: {src}: `{f}` not path-traced: {why}", name);
                     }
                 }
-                self.say_hoisted(src, r.hoisted);
+                self.say_post_optimized(
+                    src,
+                    instrument::PostOptimized {
+                        hoisted: r.hoisted,
+                        stubbed: 0,
+                    },
+                );
             }
             Err(e) => self.tmp.fail(&format!("{src}: {e}")),
         }
@@ -1017,7 +1023,15 @@ impl Steps<'_> {
     }
 
     /// With `--csi-verbose`: what `--csi-probe-hoisting` did to the unit `src`.
-    fn say_hoisted(&self, src: &str, h: instrument::Hoisted) {
+    fn say_post_optimized(&self, src: &str, done: instrument::PostOptimized) {
+        let h = done.hoisted;
+        if self.csi.verbose && done.stubbed > 0 {
+            eprintln!(
+                "{}: {src}: {} switchable functions that nothing can enter left as traps",
+                self.driver.name(),
+                done.stubbed
+            );
+        }
         if self.csi.verbose && (h.moved > 0 || h.dropped > 0 || h.merged > 0 || h.peeled > 0) {
             // Peeling and merging: their counts only where they ran.
             let peeled = if self.csi.peel_loops() {
@@ -1053,7 +1067,8 @@ impl Steps<'_> {
         let coverage_after = instrument_first && self.has_coverage();
         let hoisted = coverage_after && self.csi.hoist_stores;
         let merged = coverage_after && self.csi.merge_stores;
-        let two_steps = checked || hoisted || merged;
+        let stub_dead = instrument_first && self.csi.scheme == "custom";
+        let two_steps = checked || hoisted || merged || stub_dead;
         if two_steps {
             self.compile_step(true, &["-c", "-emit-llvm"], &files.opt, &files.ibc);
             let treat = instrument::PostOptimization {
@@ -1061,9 +1076,10 @@ impl Steps<'_> {
                 peel: hoisted && self.csi.peel_loops(),
                 check: checked,
                 merge: merged,
+                stub_dead,
             };
             match instrument::post_optimization_file(&files.opt, &files.opt, treat) {
-                Ok(h) => self.say_hoisted(src, h),
+                Ok(done) => self.say_post_optimized(src, done),
                 Err(e) => self.tmp.fail(&e),
             }
         }

@@ -32,17 +32,34 @@ pub struct PostOptimization {
     pub check: bool,
     /// A frame array's stores side by side merged (`hoist::merge_frame_stores`).
     pub merge: bool,
+    /// Switchable functions that nothing can enter any more left as traps
+    /// (`stub_dead_variants`).
+    pub stub_dead: bool,
 }
 
-/// Rewrites optimized bitcode `bc_in` into `bc_out` (may be the same file): probe stores
-/// hoisted out of loops, then checked, then merged, as `treat` says.
+/// What [`post_optimization_file`] did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PostOptimized {
+    pub hoisted: super::hoist::Hoisted,
+    /// Switchable functions whose body and replica became traps.
+    pub stubbed: usize,
+}
+
+/// Rewrites optimized bitcode `bc_in` into `bc_out` (may be the same file): dead switchable
+/// functions stubbed, then probe stores hoisted out of loops, checked, merged, as `treat`
+/// says.
 pub fn post_optimization_file(
     bc_in: &str,
     bc_out: &str,
     treat: PostOptimization,
-) -> Result<super::hoist::Hoisted, String> {
+) -> Result<PostOptimized, String> {
     unsafe {
         let (ctx, module) = read_bitcode(bc_in)?;
+        let stubbed = if treat.stub_dead {
+            super::stub_dead_variants(module)
+        } else {
+            0
+        };
         let mut hoisted = if treat.hoist {
             super::hoist::hoist_probe_stores(ctx, module, treat.peel)?
         } else {
@@ -60,7 +77,7 @@ pub fn post_optimization_file(
         if written != 0 {
             return Err(format!("cannot write {bc_out}"));
         }
-        Ok(hoisted)
+        Ok(PostOptimized { hoisted, stubbed })
     }
 }
 
