@@ -495,9 +495,13 @@ for p in "${TABLE_PROGRAMS[@]}"; do
   done <"$W/$p/result.tsv"
 done
 ratio() { if [ -z "$1" ] || [ -z "$2" ] || [ "$2" = 0 ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; fi; }
+# The rounds the results came from (plain's rounds file per program; a later TABLE_ONLY=1 or
+# PROGRAMS=... run may have had another SHORT_RUNS).
+ROUNDS=$(for p in "${TABLE_PROGRAMS[@]}"; do
+  [ -s "$W/$p/runs/plain.rounds" ] && wc -l <"$W/$p/runs/plain.rounds"; done | sort -un | paste -sd/)
 {
 echo "ratios to plain (clang-19 -g, the project's own -O level); instr: callgrind, summed over"
-echo "the workload's processes; cpu: mean of the fastest quarter of $SHORT_RUNS interleaved rounds"
+echo "the workload's processes; cpu: mean of the fastest quarter of ${ROUNDS:-the} interleaved rounds"
 echo "(user+sys) — the machine may be shared, read it against the copy row; rss: median of the full"
 echo "runs' max RSS (RSS_RUNS of them, default 5); size: file size / .text size"
 printf '%-6s %-10s %-8s %8s %8s %8s %8s  %s\n' prog config instr cpu rss file .text status
