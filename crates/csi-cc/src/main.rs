@@ -1002,13 +1002,7 @@ impl Steps<'_> {
                         eprintln!("{}: {src}: `{f}` not path-traced: {why}", name);
                     }
                 }
-                self.say_post_optimized(
-                    src,
-                    instrument::PostOptimized {
-                        hoisted: r.hoisted,
-                        stubbed: 0,
-                    },
-                );
+                self.say_hoisted(src, r.hoisted);
             }
             Err(e) => self.tmp.fail(&format!("{src}: {e}")),
         }
@@ -1023,15 +1017,7 @@ impl Steps<'_> {
     }
 
     /// With `--csi-verbose`: what `--csi-probe-hoisting` did to the unit `src`.
-    fn say_post_optimized(&self, src: &str, done: instrument::PostOptimized) {
-        let h = done.hoisted;
-        if self.csi.verbose && done.stubbed > 0 {
-            eprintln!(
-                "{}: {src}: {} switchable functions that nothing can enter left as traps",
-                self.driver.name(),
-                done.stubbed
-            );
-        }
+    fn say_hoisted(&self, src: &str, h: instrument::Hoisted) {
         if self.csi.verbose && (h.moved > 0 || h.dropped > 0 || h.merged > 0 || h.peeled > 0) {
             // Peeling and merging: their counts only where they ran.
             let peeled = if self.csi.peel_loops() {
@@ -1079,7 +1065,17 @@ impl Steps<'_> {
                 stub_dead,
             };
             match instrument::post_optimization_file(&files.opt, &files.opt, treat) {
-                Ok(done) => self.say_post_optimized(src, done),
+                Ok(done) => {
+                    if self.csi.verbose && done.stubbed > 0 {
+                        eprintln!(
+                            "{}: {src}: {} switchable functions that nothing can enter left \
+                             as traps",
+                            self.driver.name(),
+                            done.stubbed
+                        );
+                    }
+                    self.say_hoisted(src, done.hoisted)
+                }
                 Err(e) => self.tmp.fail(&e),
             }
         }

@@ -1,6 +1,7 @@
 //! Probe stores hoisted out of loops (`--csi-probe-hoisting=loops`, the default in optimized
-//! builds but with `--csi-scheme=bb`, whose default `peel` does this too): in the optimized code, a coverage probe at the head of a loop stores the same 1
-//! into the same byte on every iteration. Where the loop's first iteration is sure to reach
+//! builds but with `--csi-scheme=bb`, whose default `peel` does this too): in the optimized
+//! code, a coverage probe at the head of a loop stores the same 1 into the same byte on every
+//! iteration. Where the loop's first iteration is sure to reach
 //! the store, and nothing before it can stop or divert execution, the store moves to the end
 //! of the block that enters the loop, and runs once per entry instead of once per iteration.
 //!
@@ -299,8 +300,12 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     // duplicated paths). Dropping it changes no byte at any point. The stores are visited in
     // dominance order (the reachable blocks by depth in the dominator tree, then block
     // order), and only a store that stays can make another a repeat. The clearing
-    // instructions' positions again: the hoisting moved stores between blocks.
-    let clears = frame_arrays(bbs, kind).clears;
+    // instructions' positions again where the hoisting moved stores between blocks.
+    let clears = if moved > 0 {
+        frame_arrays(bbs, kind).clears
+    } else {
+        clears
+    };
     let depth = |mut b: usize| {
         let mut d = 0;
         while let Some(up) = g.idom(b).filter(|&up| up != b) {

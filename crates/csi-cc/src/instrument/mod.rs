@@ -676,7 +676,7 @@ pub(crate) unsafe fn read_bitcode(path: &str) -> Result<(LLVMContextRef, LLVMMod
     Ok((ctx, module))
 }
 
-pub use checked::{post_optimization_file, PostOptimization, PostOptimized};
+pub use checked::{post_optimization_file, PostOptimization};
 pub use hoist::Hoisted;
 
 /// Instruments the module in `bc_in`, writes `bc_out`. Returns what was skipped.
