@@ -1066,6 +1066,14 @@ impl Steps<'_> {
             };
             match instrument::post_optimization_file(&files.opt, &files.opt, treat) {
                 Ok(done) => {
+                    if self.csi.verbose && done.forgotten > 0 {
+                        eprintln!(
+                            "{}: {src}: {} slots of loop-exit copies that no code left can set \
+                             forgotten",
+                            self.driver.name(),
+                            done.forgotten
+                        );
+                    }
                     if self.csi.verbose && done.stubbed > 0 {
                         eprintln!(
                             "{}: {src}: {} switchable functions that nothing can enter left \

@@ -1064,6 +1064,43 @@ fn loop_exit_copies_read_the_local_array_only_after_its_zeroing() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A loop inlined into two specializations that each lose one of its call sites: after
+/// optimization each function's exit copies list only the slots its code can still set,
+/// behind a flag of its own (`coverage::forget_unset_copy_slots`). `scan_a` runs first and
+/// sets its flag; `scan_b`'s slot must still be copied into the shared global array — with
+/// the lists shortened but the loop's one flag kept, `scan_b`'s exits would find it set and
+/// never copy.
+#[test]
+fn specialized_loops_copy_the_slots_they_can_set() {
+    if !gdb_available() {
+        eprintln!("skipping: gdb not installed");
+        return;
+    }
+    let d = scratch();
+    let exe = d.join("specialized");
+    let out = run(Command::new(CSI_CC)
+        .args(["--csi-scheme=cc", "--csi-verbose", "-O2", "-g"])
+        .arg(fixture("specialized.c"))
+        .arg("-o")
+        .arg(&exe));
+    ok(&out, "specialized.c");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(": 2 slots of loop-exit copies that no code left can set forgotten"),
+        "{said}"
+    );
+    let plain = run(&mut Command::new(&exe));
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "30\n");
+    let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "specialized").unwrap();
+    let scan = cfg.iter().find(|f| f.name == "scan").expect("scan's record");
+    assert_eq!(scan.cc_global_at_return.len(), 2, "both calls copied at the exits");
+    let (bytes, text) = global_array_at_exit(&exe, "__CC_arr_", "scan");
+    for &j in &scan.cc_global_at_return {
+        assert_eq!(bytes[j as usize], 1, "slot {j}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// The global coverage array (`prefix`: `__CC_arr_`, `__BBC_arr_`) of `function` as gdb
 /// prints it with the program stopped in `exit`, and gdb's output.
 fn global_array_at_exit(exe: &Path, prefix: &str, function: &str) -> (Vec<i64>, String) {

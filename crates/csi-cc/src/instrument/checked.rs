@@ -43,11 +43,14 @@ pub struct PostOptimized {
     pub hoisted: super::hoist::Hoisted,
     /// Switchable functions whose body and replica became traps.
     pub stubbed: usize,
+    /// Slots dropped from loop-exit copies' lists: no code left can set them
+    /// (`coverage::forget_unset_copy_slots`).
+    pub forgotten: usize,
 }
 
-/// Rewrites optimized bitcode `bc_in` into `bc_out` (may be the same file): dead switchable
-/// functions stubbed, then probe stores hoisted out of loops, checked, merged, as `treat`
-/// says.
+/// Rewrites optimized bitcode `bc_in` into `bc_out` (may be the same file): the loop-exit
+/// copies' slots that nothing can set any more forgotten, dead switchable functions stubbed,
+/// then probe stores hoisted out of loops, checked, merged, as `treat` says.
 pub fn post_optimization_file(
     bc_in: &str,
     bc_out: &str,
@@ -55,6 +58,7 @@ pub fn post_optimization_file(
 ) -> Result<PostOptimized, String> {
     unsafe {
         let (ctx, module) = read_bitcode(bc_in)?;
+        let forgotten = super::coverage::forget_unset_copy_slots(module);
         let stubbed = if treat.stub_dead {
             super::stub_dead_variants(module)
         } else {
@@ -77,7 +81,11 @@ pub fn post_optimization_file(
         if written != 0 {
             return Err(format!("cannot write {bc_out}"));
         }
-        Ok(PostOptimized { hoisted, stubbed })
+        Ok(PostOptimized {
+            hoisted,
+            stubbed,
+            forgotten,
+        })
     }
 }
 

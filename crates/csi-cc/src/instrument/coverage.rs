@@ -552,3 +552,302 @@ impl CoverageArrays {
         Ok(())
     }
 }
+
+/// After optimization, each function's loop-exit copies (`__csi_rt_copy`'s) without the
+/// slots that its code can no longer set, behind a flag of the function's own: returns how
+/// many slots were dropped from lists.
+///
+/// Why: a loop's "every slot set" flag is set once every listed global byte is, and until
+/// then each exit of the loop runs the check (a flag test, two words, a `not`, a test). The
+/// lists are made before optimization; a callee inlined with constant arguments loses its
+/// branches for the other values (zstd's `ZSTD_row_update_internalImpl`, `useCache`; the
+/// `dictMode` branches of `ZSTD_RowFindBestMatch`), their probes' frame stores with them,
+/// and a listed slot that can never be set keeps its loop's flag clear for good: three
+/// 7-instruction checks on each of 481 K calls of zstd's hottest function.
+///
+/// Exact: a slot whose frame byte nothing stores a 1 into stays 0 in every activation, so
+/// it never has anything to copy, and "every slot set" over the others is all the flag has
+/// to say. But the flag (a byte after the global array's slots) is one per loop, shared by
+/// every inlined copy of it, and another function's copy (another specialization) may set
+/// the slots this one cannot: a function whose lists shrink gets a flag byte of its own for
+/// that loop, and its calls a list of their own. Per function and flag, the calls that store
+/// into the flag (through `icmp`/`and`/`zext`) keep the slots any of their frames can set;
+/// every access to the flag in the function then goes to the new byte. Left as they are:
+/// global arrays not the unit's own (internal linkage; a COMDAT array is shared with other
+/// units' copies, whose code this pass does not see), a frame array handed to anything else
+/// than its stores, loads, the zeroing, lifetime markers, the empty asm that makes it escape
+/// and the copy, and a function that reaches the global array by a variable address or in a
+/// way not recognized.
+pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
+    let copy = LLVMGetNamedFunction(module, c"__csi_rt_copy".as_ptr());
+    if copy.is_null() {
+        return 0;
+    }
+    // The calls, by function.
+    let mut by_function: BTreeMap<usize, Vec<LLVMValueRef>> = BTreeMap::new();
+    let mut u = LLVMGetFirstUse(copy);
+    while !u.is_null() {
+        let call = LLVMGetUser(u);
+        u = LLVMGetNextUse(u);
+        if LLVMIsACallInst(call).is_null() || LLVMGetCalledValue(call) != copy {
+            return 0;
+        }
+        let f = LLVMGetBasicBlockParent(LLVMGetInstructionParent(call));
+        by_function.entry(f as usize).or_default().push(call);
+    }
+    let ctx = LLVMGetModuleContext(module);
+    let (i8t, i32t) = (LLVMInt8TypeInContext(ctx), LLVMInt32TypeInContext(ctx));
+    let mut dropped = 0;
+    let mut old_lists = Vec::new();
+    for (f, calls) in by_function {
+        let f = f as LLVMValueRef;
+        // Per flag (global array, offset): its calls; `None` for the function if a call's
+        // flag is not one recognized.
+        let mut flags: BTreeMap<(usize, i64), Vec<LLVMValueRef>> = BTreeMap::new();
+        let mut recognized = true;
+        for &call in &calls {
+            match stored_flag(call) {
+                Some((g, off)) => flags.entry((g as usize, off)).or_default().push(call),
+                None => recognized = false,
+            }
+        }
+        if !recognized {
+            continue;
+        }
+        let accesses = function_array_accesses(f);
+        for ((g, off), calls) in flags {
+            let g = g as LLVMValueRef;
+            let own = matches!(
+                LLVMGetLinkage(g),
+                LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+            );
+            if !own || accesses.variable.contains(&(g as usize)) {
+                continue;
+            }
+            // Per list: the union of what its calls' frames can set.
+            let mut settable: BTreeMap<usize, Option<BTreeSet<u64>>> = BTreeMap::new();
+            for &call in &calls {
+                let list = LLVMGetOperand(call, 0);
+                let set = if LLVMIsAGlobalVariable(list).is_null() {
+                    None
+                } else {
+                    settable_slots(LLVMGetOperand(call, 2))
+                };
+                let e = settable.entry(list as usize).or_insert(Some(BTreeSet::new()));
+                *e = match (e.take(), set) {
+                    (Some(mut all), Some(s)) => {
+                        all.extend(s);
+                        Some(all)
+                    }
+                    _ => None,
+                };
+            }
+            let mut kept_lists: Vec<(LLVMValueRef, Vec<u64>, usize)> = Vec::new();
+            let mut whole = true;
+            for (list, set) in &settable {
+                let Some(set) = set else {
+                    whole = false;
+                    break;
+                };
+                let list = *list as LLVMValueRef;
+                let slots = slot_list_of(list);
+                let kept: Vec<u64> = slots.iter().copied().filter(|j| set.contains(j)).collect();
+                let gone = slots.len() - kept.len();
+                kept_lists.push((list, kept, gone));
+            }
+            if !whole || kept_lists.iter().all(|&(_, _, gone)| gone == 0) {
+                continue;
+            }
+            // The function's own flag for the loop, and its own lists.
+            let flag = LLVMAddGlobal(module, i8t, c"__csi_flag".as_ptr());
+            LLVMSetInitializer(flag, LLVMConstInt(i8t, 0, 0));
+            LLVMSetLinkage(flag, LLVMLinkage::LLVMPrivateLinkage);
+            for &(i, operand) in &accesses.at[&(g as usize, off)] {
+                LLVMSetOperand(i, operand, flag);
+            }
+            for (list, kept, gone) in kept_lists {
+                dropped += gone;
+                let mut vals: Vec<LLVMValueRef> =
+                    kept.iter().map(|&j| LLVMConstInt(i32t, j, 0)).collect();
+                let init = LLVMConstArray2(i32t, vals.as_mut_ptr(), vals.len() as u64);
+                let new = LLVMAddGlobal(module, LLVMTypeOf(init), c"__csi_slots".as_ptr());
+                LLVMSetInitializer(new, init);
+                LLVMSetGlobalConstant(new, 1);
+                LLVMSetLinkage(new, LLVMLinkage::LLVMPrivateLinkage);
+                LLVMSetUnnamedAddress(new, llvm_sys::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
+                for &call in calls.iter().filter(|&&c| LLVMGetOperand(c, 0) == list) {
+                    LLVMSetOperand(call, 0, new);
+                    LLVMSetOperand(call, 1, LLVMConstInt(i32t, kept.len() as u64, 0));
+                }
+                old_lists.push(list);
+            }
+        }
+    }
+    old_lists.sort_unstable();
+    old_lists.dedup();
+    for list in old_lists {
+        if LLVMGetFirstUse(list).is_null() {
+            LLVMDeleteGlobal(list);
+        }
+    }
+    dropped
+}
+
+/// The slots a constant slot list (`Ctx::slot_list`) holds.
+unsafe fn slot_list_of(list: LLVMValueRef) -> Vec<u64> {
+    let init = LLVMGetInitializer(list);
+    let n = LLVMGetArrayLength2(LLVMTypeOf(init));
+    (0..n as u32)
+        .map(|k| LLVMConstIntGetZExtValue(LLVMGetAggregateElement(init, k)))
+        .collect()
+}
+
+/// The flag byte a copy's result is stored into (`copy_at_loop_exits`: `flag = every slot
+/// set`, through `icmp`, `and`, `zext`): its global array and offset, if there is exactly one
+/// and nothing else is made of the result.
+unsafe fn stored_flag(call: LLVMValueRef) -> Option<(LLVMValueRef, i64)> {
+    use LLVMOpcode::*;
+    let mut found = None;
+    let mut work = vec![call];
+    let mut seen = HashSet::new();
+    while let Some(v) = work.pop() {
+        if !seen.insert(v) {
+            continue;
+        }
+        let mut u = LLVMGetFirstUse(v);
+        while !u.is_null() {
+            let i = LLVMGetUser(u);
+            u = LLVMGetNextUse(u);
+            match LLVMGetInstructionOpcode(i) {
+                LLVMICmp | LLVMAnd | LLVMZExt | LLVMTrunc => work.push(i),
+                LLVMStore if LLVMGetOperand(i, 0) == v && LLVMGetVolatile(i) != 0 => {
+                    let (g, off) = super::checked::constant_offset(LLVMGetOperand(i, 1))?;
+                    if LLVMIsAGlobalVariable(g).is_null() || found.is_some_and(|x| x != (g, off))
+                    {
+                        return None;
+                    }
+                    found = Some((g, off));
+                }
+                _ => return None,
+            }
+        }
+    }
+    found
+}
+
+/// A function's loads and stores into global variables: by (global, constant offset), each
+/// instruction and its pointer operand's index; and the globals it loads or stores at an
+/// offset not constant.
+struct ArrayAccesses {
+    at: HashMap<(usize, i64), Vec<(LLVMValueRef, u32)>>,
+    variable: HashSet<usize>,
+}
+
+unsafe fn function_array_accesses(f: LLVMValueRef) -> ArrayAccesses {
+    let mut out = ArrayAccesses {
+        at: HashMap::new(),
+        variable: HashSet::new(),
+    };
+    for bb in blocks(f) {
+        for i in instructions(bb) {
+            let operand = if !LLVMIsALoadInst(i).is_null() {
+                0
+            } else if !LLVMIsAStoreInst(i).is_null() {
+                1
+            } else {
+                continue;
+            };
+            let p = LLVMGetOperand(i, operand);
+            match super::checked::constant_offset(p) {
+                Some((g, off)) if !LLVMIsAGlobalVariable(g).is_null() => {
+                    out.at.entry((g as usize, off)).or_default().push((i, operand))
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(g) = global_base(p) {
+                        out.variable.insert(g as usize);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The global a pointer is based on through GEPs, if any.
+unsafe fn global_base(mut p: LLVMValueRef) -> Option<LLVMValueRef> {
+    loop {
+        if !LLVMIsAGlobalVariable(p).is_null() {
+            return Some(p);
+        }
+        let gep = !LLVMIsAGetElementPtrInst(p).is_null()
+            || (!LLVMIsAConstantExpr(p).is_null()
+                && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr);
+        if !gep {
+            return None;
+        }
+        p = LLVMGetOperand(p, 0);
+    }
+}
+
+/// The bytes of the frame array `a` (a local coverage array) that its function's code can set:
+/// the offsets of its `store volatile i8 1`s. `None` when `a` is not an alloca or is used
+/// otherwise than by those, loads, stores of zeros, the zeroing `llvm.memset`, lifetime
+/// markers, the empty asm that makes it escape and `__csi_rt_copy` — through constant or
+/// variable GEPs.
+unsafe fn settable_slots(a: LLVMValueRef) -> Option<BTreeSet<u64>> {
+    if LLVMIsAAllocaInst(a).is_null() {
+        return None;
+    }
+    let mut set = BTreeSet::new();
+    let mut work = vec![a];
+    while let Some(p) = work.pop() {
+        let mut u = LLVMGetFirstUse(p);
+        while !u.is_null() {
+            let i = LLVMGetUser(u);
+            u = LLVMGetNextUse(u);
+            if !LLVMIsAGetElementPtrInst(i).is_null() && LLVMGetOperand(i, 0) == p {
+                work.push(i);
+            } else if !LLVMIsALoadInst(i).is_null() {
+            } else if !LLVMIsAStoreInst(i).is_null() {
+                let v = LLVMGetOperand(i, 0);
+                if v == p {
+                    return None; // the address itself stored: it escapes
+                }
+                if super::checked::is_store_of_one(i) {
+                    let (base, off) = super::checked::constant_offset(LLVMGetOperand(i, 1))?;
+                    if base != a || off < 0 {
+                        return None;
+                    }
+                    set.insert(off as u64);
+                } else if LLVMIsNull(v) == 0 {
+                    return None;
+                }
+            } else if !LLVMIsACallInst(i).is_null() {
+                let called = LLVMGetCalledValue(i);
+                // The empty asm that makes a frame's array escape (`Ctx::local`): it does
+                // nothing.
+                if !LLVMIsAInlineAsm(called).is_null() {
+                    let mut len = 0;
+                    LLVMGetInlineAsmAsmString(called, &mut len);
+                    if len == 0 {
+                        continue;
+                    }
+                    return None;
+                }
+                let callee = value_name(called);
+                let zeroing = callee.starts_with("llvm.memset.")
+                    && LLVMIsNull(LLVMGetOperand(i, 1)) != 0
+                    && LLVMGetOperand(i, 0) == p;
+                let harmless = callee.starts_with("llvm.lifetime.")
+                    || (callee == "__csi_rt_copy" && LLVMGetOperand(i, 2) == p);
+                if !zeroing && !harmless {
+                    return None;
+                }
+            } else {
+                return None;
+            }
+        }
+    }
+    Some(set)
+}
