@@ -45,8 +45,10 @@
 #     `time`, all child processes) as the mean of the fastest quarter of SHORT_RUNS interleaved
 #     rounds of a short workload, with `copy` as noise floor (as lua-check.sh); max RSS
 #     (`/usr/bin/time -f %M`, the largest of the workload's processes) of the full run, the
-#     median of RSS_RUNS interleaved runs (the first is the checked one);
-#     file size and `.text` size (`size -A`).
+#     median of RSS_RUNS interleaved runs (the first is the checked one), with address-space
+#     randomization off (`setarch -R`, where permitted);
+#     file size and code size (`size -A`'s `.text`, with `.csi.text`: a customizable
+#     build's instrumented bodies).
 #
 # Usage: crates/csi-cc/bench/suite/run.sh [scratch-dir]
 # Environment: PROGRAMS (default "flex grep lua bzip2 zstd gzip"), CONFIGS (default
@@ -73,6 +75,12 @@ CALLGRIND="${CALLGRIND:-1}"
 BUILD="${BUILD:-1}"
 TABLE_ONLY="${TABLE_ONLY:-0}"
 JOBS="${JOBS:-2}"
+# Max RSS with the same address layout every run (`setarch -R`): with randomization, Lua's
+# plain build ranges over 6,712–6,940 KiB (its heap follows the addresses), without it 6,840
+# every run; gzip's over 1,716–1,844, without it 1,728 (its first run after a build 1,792).
+# The differences between builds are then those of the builds.
+NO_ASLR=""
+setarch -R true 2>/dev/null && NO_ASLR="setarch -R"
 mkdir -p "$W/src" && W="$(cd "$W" && pwd)"
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
@@ -392,9 +400,9 @@ for p in "${PROGRAMS[@]}"; do
     b="$W/$p/$v/$(bin_of "$p")"
     rm -f "$W/$p/runs/$v.rss.rounds"
     if [ ! -x "$b" ]; then OK[$p,$v]="build failed"; continue; fi
-    FSIZE[$p,$v]=$(stat -c %s "$b"); TSIZE[$p,$v]=$(size -A "$b" | awk '$1 == ".text" {print $2}')
+    FSIZE[$p,$v]=$(stat -c %s "$b"); TSIZE[$p,$v]=$(size -A "$b" | awk '$1 == ".text" || $1 == ".csi.text" {t += $2} END {print t}')
     rm -f "$W/$p/runs/$v.rss"
-    RUN="/usr/bin/time -f %M -a -o $W/$p/runs/$v.rss"
+    RUN="$NO_ASLR /usr/bin/time -f %M -a -o $W/$p/runs/$v.rss"
     if wl "$p" "$b" FULL "$W/$p/runs/$v.full" 2>"$W/$p/runs/$v.err" && roundtrip "$p" FULL "$W/$p/runs/$v.full"; then
       if [ "$v" = plain ] || cmp -s "$W/$p/runs/plain.full.out" "$W/$p/runs/$v.full.out"; then
         OK[$p,$v]=ok
@@ -404,15 +412,16 @@ for p in "${PROGRAMS[@]}"; do
     sort -n "$W/$p/runs/$v.rss" | tail -1 >"$W/$p/runs/$v.rss.rounds"
     log "$p: $v full run ${OK[$p,$v]} (max RSS $(cat "$W/$p/runs/$v.rss.rounds") KiB)"
   done
-  # Max RSS varies from run to run by more than the difference it is to show (gzip's plain
+  # Max RSS varied from run to run by more than the difference it is to show (gzip's plain
   # build: 1,716–1,844 KiB, mostly libc pages that the kernel's fault-around maps differently
-  # at each address layout), so the full run is repeated RSS_RUNS times in all, interleaved,
-  # and the median of the runs' maxima taken.
+  # at each address layout); without randomization (NO_ASLR) the first run after a build can
+  # still differ, so the full run is repeated RSS_RUNS times in all, interleaved, and the
+  # median of the runs' maxima taken.
   for ((i = 2; i <= RSS_RUNS; i++)); do
     for v in "${CONFIGS[@]}"; do
       [ "${OK[$p,$v]}" = ok ] || continue
       rm -f "$W/$p/runs/$v.rss"
-      RUN="/usr/bin/time -f %M -a -o $W/$p/runs/$v.rss"
+      RUN="$NO_ASLR /usr/bin/time -f %M -a -o $W/$p/runs/$v.rss"
       if wl "$p" "$W/$p/$v/$(bin_of "$p")" FULL "$W/$p/runs/$v.again" 2>/dev/null; then
         sort -n "$W/$p/runs/$v.rss" | tail -1 >>"$W/$p/runs/$v.rss.rounds"
       fi
