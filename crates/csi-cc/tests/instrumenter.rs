@@ -1092,12 +1092,37 @@ fn specialized_loops_copy_the_slots_they_can_set() {
     let plain = run(&mut Command::new(&exe));
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "30\n");
     let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "specialized").unwrap();
-    let scan = cfg.iter().find(|f| f.name == "scan").expect("scan's record");
-    assert_eq!(scan.cc_global_at_return.len(), 2, "both calls copied at the exits");
+    let scan = cfg
+        .iter()
+        .find(|f| f.name == "scan")
+        .expect("scan's record");
+    assert_eq!(
+        scan.cc_global_at_return.len(),
+        2,
+        "both calls copied at the exits"
+    );
     let (bytes, text) = global_array_at_exit(&exe, "__CC_arr_", "scan");
     for &j in &scan.cc_global_at_return {
         assert_eq!(bytes[j as usize], 1, "slot {j}: {text}");
     }
+    // The new flags and lists come in the module's order, not the addresses': the same
+    // object every build.
+    let objects: Vec<Vec<u8>> = ["a.o", "b.o"]
+        .iter()
+        .map(|o| {
+            let o = d.join(o);
+            ok(
+                &run(Command::new(CSI_CC)
+                    .args(["--csi-scheme=cc", "-O2", "-g", "-c"])
+                    .arg(fixture("specialized.c"))
+                    .arg("-o")
+                    .arg(&o)),
+                "specialized.c -c",
+            );
+            std::fs::read(&o).unwrap()
+        })
+        .collect();
+    assert!(objects[0] == objects[1], "two builds of one unit differ");
     let _ = std::fs::remove_dir_all(&d);
 }
 

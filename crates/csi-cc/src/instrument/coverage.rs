@@ -583,8 +583,6 @@ pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
     if copy.is_null() {
         return 0;
     }
-    // The calls, by function.
-    let mut by_function: BTreeMap<usize, Vec<LLVMValueRef>> = BTreeMap::new();
     let mut u = LLVMGetFirstUse(copy);
     while !u.is_null() {
         let call = LLVMGetUser(u);
@@ -592,22 +590,35 @@ pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
         if LLVMIsACallInst(call).is_null() || LLVMGetCalledValue(call) != copy {
             return 0;
         }
-        let f = LLVMGetBasicBlockParent(LLVMGetInstructionParent(call));
-        by_function.entry(f as usize).or_default().push(call);
     }
+    // The calls, by function, in module order (the new globals' order, the output's, must not
+    // follow addresses).
+    let by_function: Vec<(LLVMValueRef, Vec<LLVMValueRef>)> = function_bodies(module)
+        .into_iter()
+        .map(|(f, bbs)| {
+            let calls = bbs
+                .iter()
+                .flat_map(|&bb| instructions(bb))
+                .filter(|&i| !LLVMIsACallInst(i).is_null() && LLVMGetCalledValue(i) == copy)
+                .collect();
+            (f, calls)
+        })
+        .filter(|(_, calls): &(_, Vec<_>)| !calls.is_empty())
+        .collect();
     let ctx = LLVMGetModuleContext(module);
     let (i8t, i32t) = (LLVMInt8TypeInContext(ctx), LLVMInt32TypeInContext(ctx));
     let mut dropped = 0;
     let mut old_lists = Vec::new();
     for (f, calls) in by_function {
-        let f = f as LLVMValueRef;
-        // Per flag (global array, offset): its calls; `None` for the function if a call's
-        // flag is not one recognized.
-        let mut flags: BTreeMap<(usize, i64), Vec<LLVMValueRef>> = BTreeMap::new();
+        // Per flag (global array, offset), in the order of their first call: the calls.
+        let mut flags: Vec<((LLVMValueRef, i64), Vec<LLVMValueRef>)> = Vec::new();
         let mut recognized = true;
         for &call in &calls {
             match stored_flag(call) {
-                Some((g, off)) => flags.entry((g as usize, off)).or_default().push(call),
+                Some(flag) => match flags.iter_mut().find(|(k, _)| *k == flag) {
+                    Some((_, v)) => v.push(call),
+                    None => flags.push((flag, vec![call])),
+                },
                 None => recognized = false,
             }
         }
@@ -616,7 +627,6 @@ pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
         }
         let accesses = function_array_accesses(f);
         for ((g, off), calls) in flags {
-            let g = g as LLVMValueRef;
             let own = matches!(
                 LLVMGetLinkage(g),
                 LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
@@ -625,7 +635,7 @@ pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
                 continue;
             }
             // Per list: the union of what its calls' frames can set.
-            let mut settable: BTreeMap<usize, Option<BTreeSet<u64>>> = BTreeMap::new();
+            let mut settable: Vec<(LLVMValueRef, Option<BTreeSet<u64>>)> = Vec::new();
             for &call in &calls {
                 let list = LLVMGetOperand(call, 0);
                 let set = if LLVMIsAGlobalVariable(list).is_null() {
@@ -633,7 +643,14 @@ pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
                 } else {
                     settable_slots(LLVMGetOperand(call, 2))
                 };
-                let e = settable.entry(list as usize).or_insert(Some(BTreeSet::new()));
+                let k = match settable.iter().position(|(l, _)| *l == list) {
+                    Some(k) => k,
+                    None => {
+                        settable.push((list, Some(BTreeSet::new())));
+                        settable.len() - 1
+                    }
+                };
+                let e = &mut settable[k].1;
                 *e = match (e.take(), set) {
                     (Some(mut all), Some(s)) => {
                         all.extend(s);
@@ -644,25 +661,38 @@ pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
             }
             let mut kept_lists: Vec<(LLVMValueRef, Vec<u64>, usize)> = Vec::new();
             let mut whole = true;
-            for (list, set) in &settable {
+            for &(list, ref set) in &settable {
                 let Some(set) = set else {
                     whole = false;
                     break;
                 };
-                let list = *list as LLVMValueRef;
                 let slots = slot_list_of(list);
                 let kept: Vec<u64> = slots.iter().copied().filter(|j| set.contains(j)).collect();
                 let gone = slots.len() - kept.len();
                 kept_lists.push((list, kept, gone));
             }
-            if !whole || kept_lists.iter().all(|&(_, _, gone)| gone == 0) {
+            // The flag's loads and stores, all of one byte (the copies' word loads start at
+            // slots, never at a flag).
+            let Some(at) = accesses.at.get(&(g as usize, off)) else {
+                continue;
+            };
+            let bytes = at.iter().all(|&(i, operand)| {
+                let ty = if operand == 0 {
+                    LLVMTypeOf(i)
+                } else {
+                    LLVMTypeOf(LLVMGetOperand(i, 0))
+                };
+                LLVMGetTypeKind(ty) == llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind
+                    && LLVMGetIntTypeWidth(ty) == 8
+            });
+            if !whole || !bytes || kept_lists.iter().all(|&(_, _, gone)| gone == 0) {
                 continue;
             }
             // The function's own flag for the loop, and its own lists.
             let flag = LLVMAddGlobal(module, i8t, c"__csi_flag".as_ptr());
             LLVMSetInitializer(flag, LLVMConstInt(i8t, 0, 0));
             LLVMSetLinkage(flag, LLVMLinkage::LLVMPrivateLinkage);
-            for &(i, operand) in &accesses.at[&(g as usize, off)] {
+            for &(i, operand) in at {
                 LLVMSetOperand(i, operand, flag);
             }
             for (list, kept, gone) in kept_lists {
@@ -722,8 +752,7 @@ unsafe fn stored_flag(call: LLVMValueRef) -> Option<(LLVMValueRef, i64)> {
                 LLVMICmp | LLVMAnd | LLVMZExt | LLVMTrunc => work.push(i),
                 LLVMStore if LLVMGetOperand(i, 0) == v && LLVMGetVolatile(i) != 0 => {
                     let (g, off) = super::checked::constant_offset(LLVMGetOperand(i, 1))?;
-                    if LLVMIsAGlobalVariable(g).is_null() || found.is_some_and(|x| x != (g, off))
-                    {
+                    if LLVMIsAGlobalVariable(g).is_null() || found.is_some_and(|x| x != (g, off)) {
                         return None;
                     }
                     found = Some((g, off));
@@ -759,9 +788,11 @@ unsafe fn function_array_accesses(f: LLVMValueRef) -> ArrayAccesses {
             };
             let p = LLVMGetOperand(i, operand);
             match super::checked::constant_offset(p) {
-                Some((g, off)) if !LLVMIsAGlobalVariable(g).is_null() => {
-                    out.at.entry((g as usize, off)).or_default().push((i, operand))
-                }
+                Some((g, off)) if !LLVMIsAGlobalVariable(g).is_null() => out
+                    .at
+                    .entry((g as usize, off))
+                    .or_default()
+                    .push((i, operand)),
                 Some(_) => {}
                 None => {
                     if let Some(g) = global_base(p) {
