@@ -1069,13 +1069,10 @@ fn loop_exit_copies_read_the_local_array_only_after_its_zeroing() {
 /// behind a flag of its own (`coverage::forget_unset_copy_slots`). `scan_a` runs first and
 /// sets its flag; `scan_b`'s slot must still be copied into the shared global array — with
 /// the lists shortened but the loop's one flag kept, `scan_b`'s exits would find it set and
-/// never copy.
+/// never copy. `scan_ab` holds both specializations under one flag: its lists keep both
+/// slots (a list per call would let its first copy set the flag for the second).
 #[test]
 fn specialized_loops_copy_the_slots_they_can_set() {
-    if !gdb_available() {
-        eprintln!("skipping: gdb not installed");
-        return;
-    }
     let d = scratch();
     let exe = d.join("specialized");
     let out = run(Command::new(CSI_CC)
@@ -1089,21 +1086,10 @@ fn specialized_loops_copy_the_slots_they_can_set() {
         said.contains(": 2 slots of loop-exit copies that no code left can set forgotten"),
         "{said}"
     );
-    let plain = run(&mut Command::new(&exe));
-    assert_eq!(String::from_utf8_lossy(&plain.stdout), "30\n");
-    let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "specialized").unwrap();
-    let scan = cfg
-        .iter()
-        .find(|f| f.name == "scan")
-        .expect("scan's record");
-    assert_eq!(
-        scan.cc_global_at_return.len(),
-        2,
-        "both calls copied at the exits"
-    );
-    let (bytes, text) = global_array_at_exit(&exe, "__CC_arr_", "scan");
-    for &j in &scan.cc_global_at_return {
-        assert_eq!(bytes[j as usize], 1, "slot {j}: {text}");
+    for args in [&[][..], &["ab"][..]] {
+        let plain = run(Command::new(&exe).args(args));
+        let expected = if args.is_empty() { "30\n" } else { "36\n" };
+        assert_eq!(String::from_utf8_lossy(&plain.stdout), expected, "{args:?}");
     }
     // The new flags and lists come in the module's order, not the addresses': the same
     // object every build.
@@ -1123,12 +1109,42 @@ fn specialized_loops_copy_the_slots_they_can_set() {
         })
         .collect();
     assert!(objects[0] == objects[1], "two builds of one unit differ");
+    if !gdb_available() {
+        eprintln!("skipping the arrays at exit: gdb not installed");
+        return;
+    }
+    let cfg = parse_cfg(&section(&exe, ".debug_CSI_CFG"), "specialized").unwrap();
+    let scan = cfg
+        .iter()
+        .find(|f| f.name == "scan")
+        .expect("scan's record");
+    assert_eq!(
+        scan.cc_global_at_return.len(),
+        2,
+        "both calls copied at the exits"
+    );
+    for args in [&[][..], &["ab"][..]] {
+        let (bytes, text) = global_array_at_exit_of(&exe, args, "__CC_arr_", "scan");
+        for &j in &scan.cc_global_at_return {
+            assert_eq!(bytes[j as usize], 1, "{args:?} slot {j}: {text}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
 /// The global coverage array (`prefix`: `__CC_arr_`, `__BBC_arr_`) of `function` as gdb
 /// prints it with the program stopped in `exit`, and gdb's output.
 fn global_array_at_exit(exe: &Path, prefix: &str, function: &str) -> (Vec<i64>, String) {
+    global_array_at_exit_of(exe, &[], prefix, function)
+}
+
+/// [`global_array_at_exit`] of a run with arguments `args`.
+fn global_array_at_exit_of(
+    exe: &Path,
+    args: &[&str],
+    prefix: &str,
+    function: &str,
+) -> (Vec<i64>, String) {
     let nm = run(Command::new("nm").arg(exe));
     let symbol = String::from_utf8_lossy(&nm.stdout)
         .lines()
@@ -1141,7 +1157,9 @@ fn global_array_at_exit(exe: &Path, prefix: &str, function: &str) -> (Vec<i64>, 
         .args(["-ex", "set breakpoint pending on"])
         .args(["-ex", "break exit", "-ex", "run"])
         .args(["-ex", &format!("p/d '{symbol}'")])
-        .arg(exe));
+        .arg("--args")
+        .arg(exe)
+        .args(args));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let bytes = parse_array(gdb_values(&text).last().expect("gdb printed the array"));
     (bytes, text)
