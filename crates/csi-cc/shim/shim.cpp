@@ -328,8 +328,12 @@ extern "C" LLVMValueRef csi_add_springboard(LLVMValueRef fn, LLVMValueRef off, L
 // load, compare and taken branch cost Lua's C API ×1.04 instructions and ×1.06 CPU time with
 // every switch off. The unit's own calls keep their switch tests and call `on` or `off`
 // directly (`csi_dispatch_call`), so the switch byte stays what the reader goes by; `on`,
-// which nothing may call any more once they are inlined, is kept for the jump
-// (`llvm.compiler.used`), as is the switch `sw`. Returns the alias, which now stands for `fn`.
+// which nothing may call any more once they are inlined, is kept for the jump, as are the
+// replica and the switch `sw`: in `llvm.used`, which on ELF also marks their sections
+// SHF_GNU_RETAIN, so that a link with `--gc-sections` keeps them too (nothing refers to
+// `on` but the jump the link step writes; with `llvm.compiler.used` such a link dropped the
+// replicas and bodies the unit's own code did not call, and the link step found no entry
+// to patch). Returns the alias, which now stands for `fn`.
 extern "C" LLVMValueRef csi_entry_alias(LLVMValueRef fn, LLVMValueRef onv, LLVMValueRef offv,
                                         LLVMValueRef sw) {
   Function *f = unwrap<Function>(fn);
@@ -368,7 +372,7 @@ extern "C" LLVMValueRef csi_entry_alias(LLVMValueRef fn, LLVMValueRef onv, LLVMV
   // `off` too: GlobalOpt would otherwise give an internal aliasee the alias's name, and
   // the reader tells the replica by its symbol's suffix. And the switch, which the unit's
   // code may no longer read at all: `csi tracing` and the reader find it by its symbol.
-  appendToCompilerUsed(m, {on, off, unwrap<GlobalVariable>(sw)});
+  appendToUsed(m, {on, off, unwrap<GlobalVariable>(sw)});
   return wrap(a);
 }
 

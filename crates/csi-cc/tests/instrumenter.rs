@@ -1206,6 +1206,46 @@ fn symbol_file_offset(exe: &Path, symbol: &str) -> u64 {
 /// its record, initially on; set to 0 in the file, the function runs its uninstrumented
 /// replica — same output, and its probes stay untouched (the coverage byte of its first call
 /// site stays 0), while the other functions' still run.
+/// A customizable build links with `--gc-sections` (each function in its own section): the
+/// replicas, bodies and switches are kept (`llvm.used`, SHF_GNU_RETAIN), though nothing but
+/// the jump the link step writes refers to a body — with `llvm.compiler.used` the link
+/// dropped them and the link step found no entry to patch.
+#[test]
+fn customizable_builds_link_with_gc_sections() {
+    let d = scratch();
+    let plain = d.join("plain");
+    ok(
+        &run(Command::new("clang-19")
+            .args(["-O2", &fixture("loops.c"), "-o"])
+            .arg(&plain)),
+        "plain",
+    );
+    let want = run(&mut Command::new(&plain));
+    let exe = d.join("custom-gc");
+    ok(
+        &run(Command::new(CSI_CC)
+            .args(["--csi-scheme=custom", "-O2", "-ffunction-sections"])
+            .args(["-Wl,--gc-sections", &fixture("loops.c"), "-o"])
+            .arg(&exe)),
+        "custom build with --gc-sections",
+    );
+    let got = run(&mut Command::new(&exe));
+    assert_eq!(got.stdout, want.stdout);
+    let dis = run(Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn", "--disassemble=classify"])
+        .arg(&exe));
+    let text = String::from_utf8_lossy(&dis.stdout);
+    let first = text
+        .lines()
+        .filter_map(|l| l.split_once(":\t").map(|(_, i)| i.trim()))
+        .find(|i| !i.is_empty() && !i.starts_with("endbr64"));
+    assert!(
+        first.is_some_and(|i| i.starts_with("jmp") && i.ends_with("<classify.__csi_on>")),
+        "classify does not enter its body through a jump: {text}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn tracing_switches_pick_the_uninstrumented_replica() {
     let d = scratch();

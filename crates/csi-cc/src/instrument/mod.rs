@@ -988,12 +988,12 @@ struct Replica {
 /// static, every call inlined (the unit's calls test the switch and call the instrumented
 /// body or the replica, `call_past_dispatchers`), the entry alias gone, no address taken.
 /// Their instrumented body and replica stayed only because `csi_entry_alias` keeps them in
-/// `llvm.compiler.used` (for the jump a switch patches into the replica's entry); both become
+/// `llvm.used` (for the jump a switch patches into the replica's entry); both become
 /// a trap (`csi_stub_body`), their symbols and the replica's patchable entry kept for
 /// `csi tracing` and the reader. zstd with `--csi-scheme=custom`: 476 KB of its 3.3 MB
 /// `.text`, with their debug information. Returns how many pairs.
 pub(crate) unsafe fn stub_dead_variants(module: LLVMModuleRef) -> usize {
-    let used = LLVMGetNamedGlobal(module, c"llvm.compiler.used".as_ptr());
+    let used = LLVMGetNamedGlobal(module, c"llvm.used".as_ptr());
     if used.is_null() {
         return 0;
     }
@@ -1001,7 +1001,7 @@ pub(crate) unsafe fn stub_dead_variants(module: LLVMModuleRef) -> usize {
     if list.is_null() {
         return 0;
     }
-    // Functions of local linkage whose one use is `llvm.compiler.used`'s list, by name.
+    // Functions of local linkage whose one use is `llvm.used`'s list, by name.
     let mut dead: HashMap<String, LLVMValueRef> = HashMap::new();
     for k in 0..LLVMGetNumOperands(list) as u32 {
         let f = LLVMGetOperand(list, k);
