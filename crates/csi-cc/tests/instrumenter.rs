@@ -1205,47 +1205,11 @@ fn symbol_file_offset(exe: &Path, symbol: &str) -> u64 {
 /// Customizable tracing (`--csi-scheme=custom`, ch. 3): every function gets a switch, named in
 /// its record, initially on; set to 0 in the file, the function runs its uninstrumented
 /// replica — same output, and its probes stay untouched (the coverage byte of its first call
-/// site stays 0), while the other functions' still run.
-/// A customizable build links with `--gc-sections` (each function in its own section): the
-/// replicas, bodies and switches are kept (`llvm.used`, SHF_GNU_RETAIN), though nothing but
-/// the jump the link step writes refers to a body — with `llvm.compiler.used` the link
-/// dropped them and the link step found no entry to patch.
-#[test]
-fn customizable_builds_link_with_gc_sections() {
-    let d = scratch();
-    let plain = d.join("plain");
-    ok(
-        &run(Command::new("clang-19")
-            .args(["-O2", &fixture("loops.c"), "-o"])
-            .arg(&plain)),
-        "plain",
-    );
-    let want = run(&mut Command::new(&plain));
-    let exe = d.join("custom-gc");
-    ok(
-        &run(Command::new(CSI_CC)
-            .args(["--csi-scheme=custom", "-O2", "-ffunction-sections"])
-            .args(["-Wl,--gc-sections", &fixture("loops.c"), "-o"])
-            .arg(&exe)),
-        "custom build with --gc-sections",
-    );
-    let got = run(&mut Command::new(&exe));
-    assert_eq!(got.stdout, want.stdout);
-    let dis = run(Command::new("objdump")
-        .args(["-d", "--no-show-raw-insn", "--disassemble=classify"])
-        .arg(&exe));
-    let text = String::from_utf8_lossy(&dis.stdout);
-    let first = text
-        .lines()
-        .filter_map(|l| l.split_once(":\t").map(|(_, i)| i.trim()))
-        .find(|i| !i.is_empty() && !i.starts_with("endbr64"));
-    assert!(
-        first.is_some_and(|i| i.starts_with("jmp") && i.ends_with("<classify.__csi_on>")),
-        "classify does not enter its body through a jump: {text}"
-    );
-    let _ = std::fs::remove_dir_all(&d);
-}
-
+/// site stays 0), while the other functions' still run. Also linked with `--gc-sections`
+/// (each function in its own section): the replicas, bodies and switches are kept
+/// (`llvm.used`, SHF_GNU_RETAIN), though nothing but the jump the link step writes refers to
+/// a body — with `llvm.compiler.used` the link dropped them and the link step found no entry
+/// to patch.
 #[test]
 fn tracing_switches_pick_the_uninstrumented_replica() {
     let d = scratch();
@@ -1257,13 +1221,16 @@ fn tracing_switches_pick_the_uninstrumented_replica() {
         "plain",
     );
     let want = run(&mut Command::new(&plain));
-    for opt in ["-O0", "-O2"] {
-        let exe = d.join(format!("custom{opt}"));
+    let gc: &[&str] = &["-ffunction-sections", "-Wl,--gc-sections"];
+    for (opt, extra) in [("-O0", &[][..]), ("-O2", &[][..]), ("-O2", gc)] {
+        let exe = d.join(format!("custom{opt}{}", extra.len()));
         ok(
             &run(Command::new(CSI_CC)
-                .args(["--csi-scheme=custom", opt, &fixture("loops.c"), "-o"])
+                .args(["--csi-scheme=custom", opt])
+                .args(extra)
+                .args([&fixture("loops.c"), "-o"])
                 .arg(&exe)),
-            "custom build",
+            &format!("custom build {opt} {extra:?}"),
         );
         // An external function's symbol is its replica, entered through a 5-byte NOP that the
         // link step made a `jmp` to its instrumented body, the switch being on (ch. 3's
