@@ -404,7 +404,7 @@ unsafe fn underlying_alloca(mut p: LLVMValueRef) -> Option<LLVMValueRef> {
 
 /// The pointer a GEP (an instruction or a constant expression) offsets; `None` for anything
 /// else.
-unsafe fn gep_pointer(p: LLVMValueRef) -> Option<LLVMValueRef> {
+pub(super) unsafe fn gep_pointer(p: LLVMValueRef) -> Option<LLVMValueRef> {
     let gep = !LLVMIsAGetElementPtrInst(p).is_null()
         || (!LLVMIsAConstantExpr(p).is_null()
             && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr);

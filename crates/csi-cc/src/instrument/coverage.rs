@@ -697,14 +697,7 @@ pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
             }
             for (list, kept, gone) in kept_lists {
                 dropped += gone;
-                let mut vals: Vec<LLVMValueRef> =
-                    kept.iter().map(|&j| LLVMConstInt(i32t, j, 0)).collect();
-                let init = LLVMConstArray2(i32t, vals.as_mut_ptr(), vals.len() as u64);
-                let new = LLVMAddGlobal(module, LLVMTypeOf(init), c"__csi_slots".as_ptr());
-                LLVMSetInitializer(new, init);
-                LLVMSetGlobalConstant(new, 1);
-                LLVMSetLinkage(new, LLVMLinkage::LLVMPrivateLinkage);
-                LLVMSetUnnamedAddress(new, llvm_sys::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
+                let new = super::slot_list(module, &kept);
                 for &call in calls.iter().filter(|&&c| LLVMGetOperand(c, 0) == list) {
                     LLVMSetOperand(call, 0, new);
                     LLVMSetOperand(call, 1, LLVMConstInt(i32t, kept.len() as u64, 0));
@@ -723,7 +716,7 @@ pub(super) unsafe fn forget_unset_copy_slots(module: LLVMModuleRef) -> usize {
     dropped
 }
 
-/// The slots a constant slot list (`Ctx::slot_list`) holds.
+/// The slots a constant slot list (`slot_list`) holds.
 unsafe fn slot_list_of(list: LLVMValueRef) -> Vec<u64> {
     let init = LLVMGetInitializer(list);
     let n = LLVMGetArrayLength2(LLVMTypeOf(init));
@@ -805,20 +798,12 @@ unsafe fn function_array_accesses(f: LLVMValueRef) -> ArrayAccesses {
     out
 }
 
-/// The global a pointer is based on through GEPs, if any.
+/// The global a pointer is based on through GEPs (constant or not), if any.
 unsafe fn global_base(mut p: LLVMValueRef) -> Option<LLVMValueRef> {
-    loop {
-        if !LLVMIsAGlobalVariable(p).is_null() {
-            return Some(p);
-        }
-        let gep = !LLVMIsAGetElementPtrInst(p).is_null()
-            || (!LLVMIsAConstantExpr(p).is_null()
-                && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr);
-        if !gep {
-            return None;
-        }
-        p = LLVMGetOperand(p, 0);
+    while LLVMIsAGlobalVariable(p).is_null() {
+        p = super::checked::gep_pointer(p)?;
     }
+    Some(p)
 }
 
 /// The bytes of the frame array `a` (a local coverage array) that its function's code can set:
@@ -856,15 +841,8 @@ unsafe fn settable_slots(a: LLVMValueRef) -> Option<BTreeSet<u64>> {
                 }
             } else if !LLVMIsACallInst(i).is_null() {
                 let called = LLVMGetCalledValue(i);
-                // The empty asm that makes a frame's array escape (`Ctx::local`): it does
-                // nothing.
-                if !LLVMIsAInlineAsm(called).is_null() {
-                    let mut len = 0;
-                    LLVMGetInlineAsmAsmString(called, &mut len);
-                    if len == 0 {
-                        continue;
-                    }
-                    return None;
+                if is_empty_asm(called) {
+                    continue;
                 }
                 let callee = value_name(called);
                 let zeroing = callee.starts_with("llvm.memset.")

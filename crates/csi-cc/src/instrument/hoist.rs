@@ -701,9 +701,7 @@ unsafe fn cannot_stop(i: LLVMValueRef, safe_local: &dyn Fn(LLVMValueRef) -> bool
             let on_safe = |k: u32| safe(LLVMGetOperand(i, k));
             // The empty asm that makes a frame's coverage array escape (`Ctx::local_parts`).
             if !LLVMIsAInlineAsm(callee).is_null() {
-                let mut len = 0;
-                LLVMGetInlineAsmAsmString(callee, &mut len);
-                return len == 0 && (0..LLVMGetNumArgOperands(i)).all(on_safe);
+                return is_empty_asm(callee) && (0..LLVMGetNumArgOperands(i)).all(on_safe);
             }
             let name = value_name(callee);
             does_nothing(&name)

@@ -415,19 +415,9 @@ impl Ctx {
         LLVMInt32TypeInContext(self.ctx)
     }
 
-    /// A private constant array of the `slots` (u32), for `__csi_rt_copy`.
+    /// A private constant array of the `slots` (u32), for `__csi_rt_copy` (`slot_list`).
     unsafe fn slot_list(&self, slots: &[u64]) -> LLVMValueRef {
-        let mut vals: Vec<LLVMValueRef> = slots
-            .iter()
-            .map(|&j| LLVMConstInt(self.i32t(), j, 0))
-            .collect();
-        let init = LLVMConstArray2(self.i32t(), vals.as_mut_ptr(), vals.len() as u64);
-        let g = LLVMAddGlobal(self.module, LLVMTypeOf(init), c"__csi_slots".as_ptr());
-        LLVMSetInitializer(g, init);
-        LLVMSetGlobalConstant(g, 1);
-        LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
-        LLVMSetUnnamedAddress(g, llvm_sys::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
-        g
+        slot_list(self.module, slots)
     }
 
     /// `__csi_rt_copy(slots, n, local, global)` (runtime/coverage_out.c): copies the set
@@ -1462,6 +1452,31 @@ impl Unit<'_> {
         cfg.switch = Some(gname);
         body
     }
+}
+
+/// A private constant array of the `slots` (u32) in `module`: the list a loop's copy hands
+/// `__csi_rt_copy` (read back by `coverage::slot_list_of`).
+pub(super) unsafe fn slot_list(module: LLVMModuleRef, slots: &[u64]) -> LLVMValueRef {
+    let i32t = LLVMInt32TypeInContext(LLVMGetModuleContext(module));
+    let mut vals: Vec<LLVMValueRef> = slots.iter().map(|&j| LLVMConstInt(i32t, j, 0)).collect();
+    let init = LLVMConstArray2(i32t, vals.as_mut_ptr(), vals.len() as u64);
+    let g = LLVMAddGlobal(module, LLVMTypeOf(init), c"__csi_slots".as_ptr());
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, llvm_sys::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
+    g
+}
+
+/// `callee` is an inline asm with no instructions (the one that makes a frame's coverage
+/// array escape, `Ctx::local`): it does nothing.
+pub(super) unsafe fn is_empty_asm(callee: LLVMValueRef) -> bool {
+    if LLVMIsAInlineAsm(callee).is_null() {
+        return false;
+    }
+    let mut len = 0;
+    LLVMGetInlineAsmAsmString(callee, &mut len);
+    len == 0
 }
 
 /// First instruction after the leading allocas of the entry block.
