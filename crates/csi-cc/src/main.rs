@@ -1018,7 +1018,9 @@ impl Steps<'_> {
 
     /// With `--csi-verbose`: what `--csi-probe-hoisting` did to the unit `src`.
     fn say_hoisted(&self, src: &str, h: instrument::Hoisted) {
-        if self.csi.verbose && (h.moved > 0 || h.dropped > 0 || h.merged > 0 || h.peeled > 0) {
+        if self.csi.verbose
+            && (h.moved > 0 || h.dropped > 0 || h.merged > 0 || h.peeled > 0 || h.unsunk > 0)
+        {
             // Peeling and merging: their counts only where they ran.
             let peeled = if self.csi.peel_loops() {
                 format!("{} loops peeled, ", h.peeled)
@@ -1031,9 +1033,10 @@ impl Steps<'_> {
                 String::new()
             };
             eprintln!(
-                "{}: {src}: probe stores: {peeled}{} moved out of loops, {} repeats \
-                 dropped{merged}",
+                "{}: {src}: probe stores: {} through a phi given back to their predecessors, \
+                 {peeled}{} moved out of loops, {} repeats dropped{merged}",
                 self.driver.name(),
+                h.unsunk,
                 h.moved,
                 h.dropped,
             );

@@ -320,10 +320,12 @@ pub(super) unsafe fn is_store_of_one(i: LLVMValueRef) -> bool {
 
 /// A probe's global store: `store volatile i8 1` into a coverage array.
 pub(super) unsafe fn is_probe_store(i: LLVMValueRef) -> bool {
-    if !is_store_of_one(i) {
-        return false;
-    }
-    match constant_offset(LLVMGetOperand(i, 1)) {
+    is_store_of_one(i) && is_probe_store_address(LLVMGetOperand(i, 1))
+}
+
+/// An address in a global coverage array (at a constant offset).
+pub(super) unsafe fn is_probe_store_address(p: LLVMValueRef) -> bool {
+    match constant_offset(p) {
         Some((base, _)) if !LLVMIsAGlobalVariable(base).is_null() => {
             let name = value_name(base);
             ARRAYS.iter().any(|a| name.starts_with(a))

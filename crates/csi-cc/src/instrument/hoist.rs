@@ -50,7 +50,8 @@
 //! a block mid-way).
 
 use super::checked::{
-    constant_offset, cycle_of, is_probe_store, is_store_of_one, successors, touched_locals,
+    constant_offset, cycle_of, is_probe_store, is_probe_store_address, is_store_of_one, successors,
+    touched_locals,
 };
 use super::*;
 use csi_model::dominance::BlockGraph;
@@ -90,6 +91,9 @@ pub struct Hoisted {
     pub peeled: usize,
     /// Frame-array stores folded into a wider one ([`merge_frame_stores`]): stores gone.
     pub merged: usize,
+    /// Probe stores through a `phi` of addresses given back to their predecessors
+    /// ([`unsink_probe_stores`]): stores at a constant address made.
+    pub unsunk: usize,
 }
 
 /// Hoists the probe stores of every function of `module` and drops their repeats, after
@@ -104,20 +108,18 @@ pub(crate) unsafe fn hoist_probe_stores(
     let mut n = Hoisted::default();
     for (f, mut bbs) in function_bodies(module) {
         if !has_returns_twice_call(&bbs) {
+            let unsunk = unsink_probe_stores(ctx, &bbs, kind);
+            if unsunk > 0 {
+                n.unsunk += unsunk;
+                verified(
+                    f,
+                    "its phi'd probe stores were given back to their predecessors",
+                )?;
+                bbs = blocks(f);
+            }
             if peel {
                 n.peeled += peel_probed_loops(f, &bbs, kind);
-                // A peeling gone wrong must stop the build, not reach the back end.
-                if llvm_sys::analysis::LLVMVerifyFunction(
-                    f,
-                    llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
-                ) != 0
-                {
-                    return Err(format!(
-                        "`{}` does not verify after its loops were peeled (a csi-cc bug; \
-                         --csi-probe-hoisting=loops avoids it)",
-                        value_name(f)
-                    ));
-                }
+                verified(f, "its loops were peeled")?;
                 // The blocks again: putting a loop in simplified form adds blocks (and may
                 // remove some) even where the loop is then not peeled.
                 bbs = blocks(f);
@@ -128,6 +130,192 @@ pub(crate) unsafe fn hoist_probe_stores(
         }
     }
     Ok(n)
+}
+
+/// The optimizer's sinking of common code (SimplifyCFG) merges the probe stores of the blocks
+/// that branch to one successor into a single `store volatile i8 1, ptr %p` there, `%p` a `phi`
+/// of their addresses; gzip's `longest_match` runs such a store, and the register copy its
+/// `phi` needs, on each of 11.8 M iterations, where every `continue` path's block stored its
+/// own byte. Gives each group of predecessors with the same address a block of its own on its
+/// way into that successor, which stores that address and branches on: one store at a constant
+/// address per way, no copy, and a store the repeat rule, hoisting and checking can see.
+/// Returns the number of stores made.
+///
+/// Exact: only where everything in the block before the store is a `phi` or cannot fault
+/// ([`is_pure`]), so the bytes stored on entering it are the bytes the block stored right
+/// after its entry, with nothing in between that can stop. Only predecessors ending in `br`
+/// or `switch` (their edges can be given a block), not an exception handler's block.
+unsafe fn unsink_probe_stores(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind: u32) -> usize {
+    let coverage_address = |v: LLVMValueRef| match constant_offset(v) {
+        Some((base, _)) if !LLVMIsAAllocaInst(base).is_null() => {
+            !LLVMGetMetadata(base, kind).is_null()
+        }
+        Some(_) => is_probe_store_address(v),
+        None => false,
+    };
+    let builder = LLVMCreateBuilderInContext(ctx);
+    let mut made = 0;
+    for &bb in bbs {
+        // The block's phi'd probe stores, before anything that can stop.
+        let mut stores = Vec::new();
+        for i in instructions(bb) {
+            let op = LLVMGetInstructionOpcode(i);
+            if op == LLVMOpcode::LLVMPHI {
+                continue;
+            }
+            if is_store_of_one(i) {
+                let p = LLVMGetOperand(i, 1);
+                if !LLVMIsAPHINode(p).is_null()
+                    && LLVMGetInstructionParent(p) == bb
+                    && (0..LLVMCountIncoming(p))
+                        .all(|k| coverage_address(LLVMGetIncomingValue(p, k)))
+                {
+                    stores.push(i);
+                    continue;
+                }
+            }
+            if !is_pure(op) && !is_quiet(i) {
+                break;
+            }
+        }
+        if stores.is_empty() || !LLVMIsALandingPadInst(first_non_phi(bb)).is_null() {
+            continue;
+        }
+        let preds: Vec<LLVMBasicBlockRef> = {
+            let phi = LLVMGetOperand(stores[0], 1);
+            (0..LLVMCountIncoming(phi))
+                .map(|k| LLVMGetIncomingBlock(phi, k))
+                .collect()
+        };
+        let redirectable = preds.iter().all(|&p| {
+            let t = LLVMGetBasicBlockTerminator(p);
+            matches!(
+                LLVMGetInstructionOpcode(t),
+                LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch
+            )
+        });
+        if !redirectable {
+            continue;
+        }
+        // Predecessors grouped by the addresses they give the stores (in the order of
+        // `preds`, so that the output does not depend on pointer values).
+        let mut groups: Vec<(Vec<LLVMValueRef>, Vec<LLVMBasicBlockRef>)> = Vec::new();
+        for &p in &preds {
+            let addresses: Vec<LLVMValueRef> = stores
+                .iter()
+                .map(|&s| incoming_for(LLVMGetOperand(s, 1), p))
+                .collect();
+            match groups.iter_mut().find(|(a, _)| *a == addresses) {
+                Some((_, ps)) => {
+                    if !ps.contains(&p) {
+                        ps.push(p)
+                    }
+                }
+                None => groups.push((addresses, vec![p])),
+            }
+        }
+        let phis: Vec<LLVMValueRef> = instructions(bb)
+            .into_iter()
+            .take_while(|&i| !LLVMIsAPHINode(i).is_null())
+            .collect();
+        // Each group's block: its stores, then on to `bb`.
+        let mut entries: Vec<LLVMBasicBlockRef> = Vec::new();
+        for (addresses, ps) in &groups {
+            let e = LLVMInsertBasicBlockInContext(ctx, bb, c"csi.unsunk".as_ptr());
+            LLVMPositionBuilderAtEnd(builder, e);
+            for (&s, &a) in stores.iter().zip(addresses) {
+                let st = LLVMBuildStore(builder, LLVMConstInt(LLVMInt8TypeInContext(ctx), 1, 0), a);
+                LLVMSetVolatile(st, 1);
+                LLVMSetAlignment(st, 1);
+                LLVMInstructionSetDebugLoc(st, LLVMInstructionGetDebugLoc(s));
+                made += 1;
+            }
+            let br = LLVMBuildBr(builder, bb);
+            LLVMInstructionSetDebugLoc(br, LLVMInstructionGetDebugLoc(stores[0]));
+            for &p in ps {
+                let t = LLVMGetBasicBlockTerminator(p);
+                for k in 0..LLVMGetNumSuccessors(t) {
+                    if LLVMGetSuccessor(t, k) == bb {
+                        LLVMSetSuccessor(t, k, e);
+                    }
+                }
+            }
+            entries.push(e);
+        }
+        // `bb`'s phis: one entry per group's block, a phi of its own there where the
+        // group's predecessors bring different values.
+        let addresses: Vec<LLVMValueRef> = stores.iter().map(|&s| LLVMGetOperand(s, 1)).collect();
+        let mut dead = Vec::new();
+        for &phi in &phis {
+            let ty = LLVMTypeOf(phi);
+            LLVMPositionBuilderBefore(builder, LLVMGetFirstInstruction(bb));
+            let fresh = LLVMBuildPhi(builder, ty, c"".as_ptr());
+            for ((_, ps), &e) in groups.iter().zip(&entries) {
+                let values: Vec<(LLVMValueRef, LLVMBasicBlockRef)> =
+                    ps.iter().flat_map(|&p| incoming_all(phi, p)).collect();
+                let mut v = values[0].0;
+                if values.iter().any(|&(x, _)| x != v) {
+                    LLVMPositionBuilderBefore(builder, LLVMGetFirstInstruction(e));
+                    let inner = LLVMBuildPhi(builder, ty, c"".as_ptr());
+                    let (mut vs, mut bs): (Vec<_>, Vec<_>) = values.into_iter().unzip();
+                    LLVMAddIncoming(inner, vs.as_mut_ptr(), bs.as_mut_ptr(), vs.len() as u32);
+                    v = inner;
+                }
+                let (mut vs, mut bs) = (vec![v], vec![e]);
+                LLVMAddIncoming(fresh, vs.as_mut_ptr(), bs.as_mut_ptr(), 1);
+            }
+            LLVMReplaceAllUsesWith(phi, fresh);
+            LLVMInstructionEraseFromParent(phi);
+            if addresses.contains(&phi) {
+                dead.push(fresh);
+            }
+        }
+        for &s in &stores {
+            LLVMInstructionEraseFromParent(s);
+        }
+        // The addresses' phis, unless the program's code uses them too.
+        for phi in dead {
+            if LLVMGetFirstUse(phi).is_null() {
+                LLVMInstructionEraseFromParent(phi);
+            }
+        }
+    }
+    LLVMDisposeBuilder(builder);
+    made
+}
+
+/// The value `phi` brings from predecessor `p` (its first entry for `p`).
+unsafe fn incoming_for(phi: LLVMValueRef, p: LLVMBasicBlockRef) -> LLVMValueRef {
+    incoming_all(phi, p)[0].0
+}
+
+/// Every entry of `phi` for predecessor `p` (a `switch` with several cases into the block
+/// has one per edge).
+unsafe fn incoming_all(
+    phi: LLVMValueRef,
+    p: LLVMBasicBlockRef,
+) -> Vec<(LLVMValueRef, LLVMBasicBlockRef)> {
+    (0..LLVMCountIncoming(phi))
+        .filter(|&k| LLVMGetIncomingBlock(phi, k) == p)
+        .map(|k| (LLVMGetIncomingValue(phi, k), p))
+        .collect()
+}
+
+/// A rewriting gone wrong must stop the build, not reach the back end: `f` must pass LLVM's
+/// verifier after `what`.
+unsafe fn verified(f: LLVMValueRef, what: &str) -> Result<(), String> {
+    let failed = llvm_sys::analysis::LLVMVerifyFunction(
+        f,
+        llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
+    ) != 0;
+    if failed {
+        return Err(format!(
+            "`{}` does not verify after {what} (a csi-cc bug; --csi-probe-hoisting=none \
+             avoids it)",
+            value_name(f)
+        ));
+    }
+    Ok(())
 }
 
 /// Peels the loops of `f` whose iterations repeat a probe's store (see the module
