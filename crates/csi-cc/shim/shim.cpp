@@ -2,6 +2,7 @@
 // updates), giving landing pads one predecessor each, the first insertion point of a block, and
 // registering a new global variable's debug info with its compile unit, a function's COMDAT.
 #include <llvm-c/Core.h>
+#include <set>
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/Instructions.h>
@@ -506,8 +507,11 @@ extern "C" LLVMValueRef csi_split_if_then(LLVMValueRef cond, LLVMValueRef before
 }
 
 // `--csi-probe-hoisting=peel` (see instrument/hoist.rs): peels the first iteration off each
-// loop of `fn`, inner loops first, of at most `max_size` instructions whose blocks that
-// dominate every latch hold one of the coverage probe stores `probes`. LLVM's own peeling
+// loop of `fn`, inner loops first, of at most `max_size` instructions where one of the
+// coverage probe stores `probes` stores its byte (`keys[k]`: the same for stores into the same
+// byte) on every way from the loop's head to each latch — in a block that dominates every
+// latch, or in each of the paths the optimizer duplicated a block into (zstd's candidate loop
+// stores its join block's byte on both sides of a test). LLVM's own peeling
 // (the loop unroller's) keeps the dominator tree and loop info current as it goes; each loop
 // is put in simplified and LCSSA form first, as the unroller does. A function with computed
 // gotos is left alone: it is an interpreter's dispatch, whose small loops run a few times
@@ -516,6 +520,7 @@ extern "C" LLVMValueRef csi_split_if_then(LLVMValueRef cond, LLVMValueRef before
 // Returns the loops peeled.
 #include <llvm/Analysis/AssumptionCache.h>
 #include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Analysis/LoopIterator.h>
 #include <llvm/Analysis/ScalarEvolution.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/Dominators.h>
@@ -524,12 +529,53 @@ extern "C" LLVMValueRef csi_split_if_then(LLVMValueRef cond, LLVMValueRef before
 #include <llvm/Transforms/Utils/LoopSimplify.h>
 #include <llvm/Transforms/Utils/LoopUtils.h>
 #include <llvm/Transforms/Utils/ValueMapper.h>
-extern "C" unsigned csi_peel_probed_loops(LLVMValueRef fn, LLVMValueRef *probes, unsigned n,
-                                          unsigned max_size) {
+// The bytes of `key_of`'s stores that every way from `l`'s head to each of its latches stores
+// (a must-analysis over the loop's blocks in reverse postorder, back edges left out).
+static bool stores_on_every_way(Loop *l, LoopInfo &li, DominatorTree &dt,
+                                const DenseMap<const Instruction *, unsigned> &key_of) {
+  LoopBlocksRPO rpo(l);
+  rpo.perform(&li);
+  DenseMap<const BasicBlock *, std::set<unsigned>> out;
+  for (BasicBlock *bb : rpo) {
+    std::set<unsigned> in;
+    bool first = true;
+    if (bb != l->getHeader())
+      for (BasicBlock *p : predecessors(bb)) {
+        auto o = out.find(p);
+        if (!l->contains(p) || dt.dominates(bb, p) || o == out.end()) continue;
+        if (first) {
+          in = o->second;
+          first = false;
+        } else {
+          std::set<unsigned> both;
+          for (unsigned k : in)
+            if (o->second.count(k)) both.insert(k);
+          in.swap(both);
+        }
+      }
+    for (Instruction &i : *bb)
+      if (auto k = key_of.find(&i); k != key_of.end()) in.insert(k->second);
+    out[bb] = std::move(in);
+  }
+  SmallVector<BasicBlock *, 4> latches;
+  l->getLoopLatches(latches);
+  if (latches.empty()) return false;
+  std::set<unsigned> all = out[latches[0]];
+  for (BasicBlock *x : latches) {
+    std::set<unsigned> both;
+    for (unsigned k : all)
+      if (out[x].count(k)) both.insert(k);
+    all.swap(both);
+  }
+  return !all.empty();
+}
+
+extern "C" unsigned csi_peel_probed_loops(LLVMValueRef fn, LLVMValueRef *probes,
+                                          const unsigned *keys, unsigned n, unsigned max_size) {
   Function *f = unwrap<Function>(fn);
   if (any_of(*f, [](BasicBlock &bb) { return bb.hasAddressTaken(); })) return 0;
-  SmallPtrSet<const Instruction *, 32> probe;
-  for (unsigned k = 0; k < n; ++k) probe.insert(unwrap<Instruction>(probes[k]));
+  DenseMap<const Instruction *, unsigned> key_of;
+  for (unsigned k = 0; k < n; ++k) key_of[unwrap<Instruction>(probes[k])] = keys[k];
   DominatorTree dt(*f);
   LoopInfo li(dt);
   TargetLibraryInfoImpl tlii(Triple(f->getParent()->getTargetTriple()));
@@ -543,22 +589,24 @@ extern "C" unsigned csi_peel_probed_loops(LLVMValueRef fn, LLVMValueRef *probes,
     for (BasicBlock *bb : l->blocks()) size += bb->size();
     // As LLVM's unroller: no `noduplicate` call or `indirectbr` (isSafeToClone).
     if (size > max_size || !l->isSafeToClone()) continue;
-    SmallVector<BasicBlock *, 4> latches;
-    l->getLoopLatches(latches);
-    bool repeats = false;
-    for (BasicBlock *bb : l->blocks()) {
-      if (repeats || !all_of(latches, [&](BasicBlock *x) { return dt.dominates(bb, x); }))
-        continue;
-      for (Instruction &i : *bb) repeats |= probe.count(&i) > 0;
-    }
-    if (!repeats) continue;
+    if (!stores_on_every_way(l, li, dt, key_of)) continue;
     // Simplified, and its whole nest in LCSSA form: `peelLoop` simplifies the parent of the
     // loop it peels with LCSSA preserved, which needs the parent in that form.
     simplifyLoop(l, &dt, &li, &se, &ac, nullptr, false);
     formLCSSARecursively(*l->getOutermostLoop(), dt, &li, &se);
     if (!canPeel(l)) continue;
     ValueToValueMapTy vmap;
-    if (peelLoop(l, 1, &li, &se, dt, &ac, true, vmap)) ++peeled;
+    if (!peelLoop(l, 1, &li, &se, dt, &ac, true, vmap)) continue;
+    ++peeled;
+    // The peeled copy's stores are the same bytes' (an enclosing loop's test reads them).
+    SmallVector<std::pair<const Instruction *, unsigned>, 16> copies;
+    for (auto it = vmap.begin(); it != vmap.end(); ++it) {
+      auto k = key_of.find(dyn_cast<Instruction>(it->first));
+      Value *to = it->second;
+      if (k != key_of.end())
+        if (auto *i = dyn_cast_or_null<Instruction>(to)) copies.push_back({i, k->second});
+    }
+    for (auto &[i, k] : copies) key_of[i] = k;
   }
   return peeled;
 }

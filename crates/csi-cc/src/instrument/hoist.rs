@@ -25,18 +25,20 @@
 //!   1 that `S` stored. A frame's array must also have been written whole before `P`'s end,
 //!   or the moved store could be the first touch of its page.
 //!
-//! Then a store that repeats one dominating it, with nothing able to clear the byte in
-//! between, is dropped (see `hoist_in_function`). Dominators and reach are
+//! Then a store whose byte is already 1 on every way to it, with nothing able to clear the
+//! byte since the last store on each, is dropped ([`drop_repeated_stores`]). Dominators and reach are
 //! `csi_model::dominance`'s, the block graph facts the probe placement uses. With
 //! `--csi-probe-merging=words`, once the global stores are checked, a frame array's stores
 //! side by side become one `or` of the word that holds them ([`merge_frame_stores`]; fewer
 //! instructions but more CPU time on x86-64, hence not the default).
 //!
 //! With `--csi-probe-hoisting=peel` (the default with `--csi-scheme=bb`), a loop of at most
-//! [`PEEL_MAX_SIZE`] instructions with a probe store in a block that dominates every latch
-//! first loses its first iteration to a copy in front of it (LLVM's own loop peeling,
-//! `csi_peel_probed_loops` in shim.cpp): the copy's block then dominates every block of the
-//! loop, so the loop's store of that probe repeats the copy's and is dropped (below). Where
+//! [`PEEL_MAX_SIZE`] instructions where some probe's byte is stored on every way from its head
+//! to each latch (in a block that dominates every latch, or on each side of a test the
+//! optimizer duplicated the block into) first loses its first iteration to a copy in front of
+//! it (LLVM's own loop peeling, `csi_peel_probed_loops` in shim.cpp): every way into the loop
+//! then passes a store of that byte, so the loop's stores of it are repeats and are dropped
+//! (below). Where
 //! nothing can fault before it, the hoisting above already ran such a store once per entry;
 //! peeling reaches the probes after the head's first load or call, and those of blocks past
 //! the head — flex's `snstods` scan of every DFA state tested a frame bit per iteration.
@@ -44,6 +46,11 @@
 //! same at every point by the repeat argument below. Functions with computed gotos (an
 //! interpreter's dispatch) are not peeled: their loops are short and their speed follows
 //! their layout (Lua, see `csi_peel_probed_loops`).
+//!
+//! First, a probe store the optimizer sank into a block through a `phi` of its predecessors'
+//! addresses goes back to them, each group of predecessors with one address getting a block
+//! of its own on the way in ([`unsink_probe_stores`]): a store at a constant address per way,
+//! which the rules here can read.
 //!
 //! Repeated, a store leaves a loop nest one level at a time (`P` is then the head of the outer
 //! loop). Functions that call `setjmp`-like functions are left alone (a second return resumes
@@ -330,8 +337,26 @@ unsafe fn peel_probed_loops(f: LLVMValueRef, bbs: &[LLVMBasicBlockRef], kind: u3
     if probes.is_empty() {
         return 0;
     }
-    super::csi_peel_probed_loops(f, probes.as_mut_ptr(), probes.len() as u32, PEEL_MAX_SIZE)
-        as usize
+    // One key per byte (the stores' constant addresses; another address counts as its own).
+    let mut ids: HashMap<(LLVMValueRef, i64), u32> = HashMap::new();
+    let keys: Vec<u32> = probes
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| match constant_offset(LLVMGetOperand(i, 1)) {
+            Some(key) => {
+                let n = ids.len() as u32;
+                *ids.entry(key).or_insert(n)
+            }
+            None => u32::MAX - k as u32,
+        })
+        .collect();
+    super::csi_peel_probed_loops(
+        f,
+        probes.as_mut_ptr(),
+        keys.as_ptr(),
+        probes.len() as u32,
+        PEEL_MAX_SIZE,
+    ) as usize
 }
 
 /// A function's block graph (dominators, reach) from its blocks' successors.
@@ -483,92 +508,157 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
         moved += round;
     }
     LLVMDisposeBuilder(builder);
-    // Repeats: a probe store whose byte an earlier store of 1 that dominates it has set, with
-    // nothing able to clear the byte in between, writes what the byte holds (unrolled loops,
-    // duplicated paths). Dropping it changes no byte at any point. The stores are visited in
-    // dominance order (the reachable blocks by depth in the dominator tree, then block
-    // order), and only a store that stays can make another a repeat. The clearing
+    // Repeats: a probe store whose byte is already 1 on every way to it — some earlier store
+    // of 1 into it ran, and nothing able to clear it since (unrolled loops, duplicated paths,
+    // a peeled loop's first iteration, an inlined callee's unrolled loop after its zeroing) —
+    // writes what the byte holds: dropping it changes no byte at any point. "Set on every
+    // way" is a forward must-analysis over the block graph (`must_set_bytes`); the clearing
     // instructions' positions again where the hoisting moved stores between blocks.
     let clears = if moved > 0 {
         frame_arrays(bbs, kind).clears
     } else {
         clears
     };
-    let depth = |mut b: usize| {
-        let mut d = 0;
-        while let Some(up) = g.idom(b).filter(|&up| up != b) {
-            b = up;
-            d += 1;
-        }
-        d
-    };
-    let mut order: Vec<usize> = (0..bbs.len()).filter(|&b| g.reachable(b)).collect();
-    order.sort_by_cached_key(|&b| depth(b));
-    // Blocks reached from a block's successors without passing another, asked for lazily.
-    let mut reached: HashMap<(usize, usize), Vec<bool>> = HashMap::new();
-    let mut kept: HashMap<(LLVMValueRef, i64), Vec<(usize, usize)>> = HashMap::new();
-    let mut dropped = 0;
-    for &b in &order {
-        for (pos, i) in instructions(bbs[b]).into_iter().enumerate() {
-            let local = probed_local(i, &marked);
-            if local.is_none() && !is_probe_store(i) {
-                continue;
-            }
-            let Some(key) = constant_offset(LLVMGetOperand(i, 1)) else {
-                continue;
-            };
-            // No instruction that may clear the byte on a way from the store at `p1` of `b1`
-            // to `pos` — from its last run of that store, so a way that does not pass `b1`
-            // again. In one block, none between the two (straight-line code: an inlined
-            // callee's zeroing before its unrolled loop's stores does not count). Else none
-            // after `p1` in `b1` (one before it runs only on a way that passes `p1` again),
-            // none before `pos` in `b`, none after it if a way round from `b` back to `b`
-            // avoids `b1`, and none in a block that a way from `b1` to `b` avoiding `b1`
-            // passes (one that reaches `b` only through `b1`, an enclosing loop's head for
-            // an unrolled inner loop, does not count).
-            let mut uncleared_from = |b1: usize, p1: usize| {
-                let mut reaches = |x: usize, y: usize| {
-                    reached.entry((x, b1)).or_insert_with(|| {
-                        g.reach(g.succs(x).iter().map(|&s| s as usize), Some(b1))
-                    })[y]
-                };
-                local.map_or(true, |l| {
-                    clears.get(&l).map_or(true, |zs| {
-                        zs.iter().all(|&(z, zp)| {
-                            if b1 == b {
-                                !(z == b && p1 < zp && zp < pos)
-                            } else if z == b1 {
-                                zp < p1
-                            } else if z == b {
-                                zp > pos && !reaches(b, b)
-                            } else {
-                                !(reaches(b1, z) && reaches(z, b))
-                            }
-                        })
-                    })
-                })
-            };
-            let earlier = kept.entry(key).or_default();
-            let repeat = earlier.iter().any(|&(b1, p1)| {
-                (if b1 == b {
-                    p1 < pos
-                } else {
-                    g.dominates(b1, b)
-                }) && uncleared_from(b1, p1)
-            });
-            if repeat {
-                LLVMInstructionEraseFromParent(i);
-                dropped += 1;
-            } else {
-                earlier.push((b, pos));
-            }
-        }
-    }
+    let dropped = drop_repeated_stores(bbs, &g, &marked, &clears);
     Hoisted {
         moved,
         dropped,
         ..Default::default()
     }
+}
+
+/// What one instruction does to the probes' bytes, for [`drop_repeated_stores`].
+enum ByteEvent {
+    /// A probe's `store volatile i8 1` of byte `key`.
+    Store(usize, LLVMValueRef),
+    /// May clear every byte of a frame's array (its zeroing, a lifetime marker, a call
+    /// handed it): the keys of that array.
+    Clear(Vec<usize>),
+}
+
+/// Drops the probe stores whose byte is 1 on every way from the function's entry to them, and
+/// returns how many. The bytes are the probe stores' addresses (a global or marked local
+/// array at a constant offset); a byte is set after a store of 1 into it and unknown again
+/// after an instruction that may clear its array (`clears`, by block and position). The
+/// analysis is the greatest fixpoint of "set at a block's entry iff set at the end of every
+/// reachable predecessor" (the entry: nothing set): a byte is set at a point iff every path
+/// from the entry to it passes a store of it with no clear after. Every store so found is
+/// dropped at once: on each path to one, the last store of its byte before it (after the last
+/// clear) is not itself such a repeat — the path up to it passes no store of the byte after
+/// that clear — so it stays, and the byte holds 1 wherever it did. Unreachable blocks are left
+/// as they are.
+unsafe fn drop_repeated_stores(
+    bbs: &[LLVMBasicBlockRef],
+    g: &BlockGraph,
+    marked: &HashSet<LLVMValueRef>,
+    clears: &HashMap<LLVMValueRef, Vec<(usize, usize)>>,
+) -> usize {
+    // The bytes (by address) and the events of every block, in order.
+    let mut keys: HashMap<(LLVMValueRef, i64), usize> = HashMap::new();
+    let mut stores: Vec<Vec<(usize, usize, LLVMValueRef)>> = vec![Vec::new(); bbs.len()];
+    for (b, &bb) in bbs.iter().enumerate() {
+        for (pos, i) in instructions(bb).into_iter().enumerate() {
+            if probed_local(i, marked).is_none() && !is_probe_store(i) {
+                continue;
+            }
+            let Some(key) = constant_offset(LLVMGetOperand(i, 1)) else {
+                continue;
+            };
+            let n = keys.len();
+            let k = *keys.entry(key).or_insert(n);
+            stores[b].push((pos, k, i));
+        }
+    }
+    if keys.is_empty() {
+        return 0;
+    }
+    let mut of_local: HashMap<LLVMValueRef, Vec<usize>> = HashMap::new();
+    for (&(base, _), &k) in &keys {
+        of_local.entry(base).or_default().push(k);
+    }
+    let mut events: Vec<Vec<(usize, ByteEvent)>> = stores
+        .into_iter()
+        .map(|v| {
+            v.into_iter()
+                .map(|(pos, k, i)| (pos, ByteEvent::Store(k, i)))
+                .collect()
+        })
+        .collect();
+    for (local, at) in clears {
+        let Some(ks) = of_local.get(local) else {
+            continue;
+        };
+        for &(b, pos) in at {
+            events[b].push((pos, ByteEvent::Clear(ks.clone())));
+        }
+    }
+    for e in &mut events {
+        e.sort_by_key(|&(pos, _)| pos);
+    }
+    let words = keys.len().div_ceil(64);
+    let through = |set: &mut Vec<u64>, b: usize| {
+        for (_, e) in &events[b] {
+            match e {
+                ByteEvent::Store(k, _) => set[k / 64] |= 1 << (k % 64),
+                ByteEvent::Clear(ks) => {
+                    for k in ks {
+                        set[k / 64] &= !(1 << (k % 64));
+                    }
+                }
+            }
+        }
+    };
+    let entry_of = |out: &[Vec<u64>], b: usize| -> Vec<u64> {
+        if b == 0 {
+            return vec![0; words];
+        }
+        let mut set = vec![!0u64; words];
+        for &p in g.preds(b) {
+            if g.reachable(p) {
+                for (w, o) in set.iter_mut().zip(&out[p]) {
+                    *w &= o;
+                }
+            }
+        }
+        set
+    };
+    let live: Vec<usize> = (0..bbs.len()).filter(|&b| g.reachable(b)).collect();
+    let mut out = vec![vec![!0u64; words]; bbs.len()];
+    loop {
+        let mut changed = false;
+        for &b in &live {
+            let mut set = entry_of(&out, b);
+            through(&mut set, b);
+            if set != out[b] {
+                out[b] = set;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut dropped = 0;
+    for &b in &live {
+        let mut set = entry_of(&out, b);
+        for (_, e) in &events[b] {
+            match e {
+                ByteEvent::Store(k, i) => {
+                    if set[k / 64] & (1 << (k % 64)) != 0 {
+                        LLVMInstructionEraseFromParent(*i);
+                        dropped += 1;
+                    }
+                    set[k / 64] |= 1 << (k % 64);
+                }
+                ByteEvent::Clear(ks) => {
+                    for k in ks {
+                        set[k / 64] &= !(1 << (k % 64));
+                    }
+                }
+            }
+        }
+    }
+    dropped
 }
 
 /// Frame-array probe stores merged (`--csi-probe-merging=words`, after [`hoist_probe_stores`]

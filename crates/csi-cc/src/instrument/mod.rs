@@ -66,6 +66,7 @@ extern "C" {
     fn csi_peel_probed_loops(
         f: LLVMValueRef,
         probes: *mut LLVMValueRef,
+        keys: *const u32,
         n: u32,
         max_size: u32,
     ) -> u32;
