@@ -26,8 +26,8 @@
 //!   or the moved store could be the first touch of its page.
 //!
 //! Then a store whose byte is already 1 on every way to it, with nothing able to clear the
-//! byte since the last store on each, is dropped ([`drop_repeated_stores`]). Dominators and reach are
-//! `csi_model::dominance`'s, the block graph facts the probe placement uses. With
+//! byte since the last store on each, is dropped ([`drop_repeated_stores`]). Dominators and
+//! reach are `csi_model::dominance`'s, the block graph facts the probe placement uses. With
 //! `--csi-probe-merging=words`, once the global stores are checked, a frame array's stores
 //! side by side become one `or` of the word that holds them ([`merge_frame_stores`]; fewer
 //! instructions but more CPU time on x86-64, hence not the default).
@@ -512,8 +512,8 @@ unsafe fn hoist_in_function(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind
     // of 1 into it ran, and nothing able to clear it since (unrolled loops, duplicated paths,
     // a peeled loop's first iteration, an inlined callee's unrolled loop after its zeroing) —
     // writes what the byte holds: dropping it changes no byte at any point. "Set on every
-    // way" is a forward must-analysis over the block graph (`must_set_bytes`); the clearing
-    // instructions' positions again where the hoisting moved stores between blocks.
+    // way" is a forward must-analysis over the block graph (`drop_repeated_stores`); the
+    // clearing instructions' positions again where the hoisting moved stores between blocks.
     let clears = if moved > 0 {
         frame_arrays(bbs, kind).clears
     } else {
@@ -543,9 +543,9 @@ enum ByteEvent {
 /// analysis is the greatest fixpoint of "set at a block's entry iff set at the end of every
 /// reachable predecessor" (the entry: nothing set): a byte is set at a point iff every path
 /// from the entry to it passes a store of it with no clear after. Every store so found is
-/// dropped at once: on each path to one, the last store of its byte before it (after the last
-/// clear) is not itself such a repeat — the path up to it passes no store of the byte after
-/// that clear — so it stays, and the byte holds 1 wherever it did. Unreachable blocks are left
+/// dropped at once: on each path to one, the first store of its byte after the path's last
+/// clear before it is not such a repeat — the path up to it passes no store of the byte after
+/// that clear — so it stays, and the byte holds 1 from there on. Unreachable blocks are left
 /// as they are.
 unsafe fn drop_repeated_stores(
     bbs: &[LLVMBasicBlockRef],
