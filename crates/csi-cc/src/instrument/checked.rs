@@ -206,6 +206,9 @@ unsafe fn local_tests(
                 }
                 Some(_) => {}
                 // A store into an array at an offset not known: it could be any byte.
+                // (A store of 1 through a `phi` of constant addresses is a pair the optimizer
+                // sank from the blocks before — its global store, sunk with it, follows it
+                // through the same `phi` way: it keeps the pairs' invariant.)
                 None => {
                     if let Some(base) = underlying_alloca(LLVMGetOperand(i, 1)) {
                         if allocas.contains(&base) {
@@ -382,15 +385,13 @@ pub(super) unsafe fn touched_locals(i: LLVMValueRef) -> Vec<LLVMValueRef> {
         if is_store_of_one(i) {
             return Vec::new();
         }
-        return underlying_alloca(LLVMGetOperand(i, 1))
-            .into_iter()
-            .collect();
+        return underlying_allocas(LLVMGetOperand(i, 1));
     }
     if (!LLVMIsACallInst(i).is_null() || !LLVMIsAInvokeInst(i).is_null())
         && value_name(LLVMGetCalledValue(i)) != "__csi_rt_copy"
     {
         return (0..LLVMGetNumArgOperands(i))
-            .filter_map(|a| underlying_alloca(LLVMGetOperand(i, a)))
+            .flat_map(|a| underlying_allocas(LLVMGetOperand(i, a)))
             .collect();
     }
     Vec::new()
@@ -402,6 +403,28 @@ unsafe fn underlying_alloca(mut p: LLVMValueRef) -> Option<LLVMValueRef> {
         p = gep_pointer(p)?;
     }
     Some(p)
+}
+
+/// The allocas a pointer may be based on: through GEPs (constant or not), and every way of a
+/// `phi` or `select` — the optimizer merges two inlined callees' zeroings of their arrays
+/// into one `memset` of a `phi` of them (SimplifyCFG's sinking), which clears both.
+unsafe fn underlying_allocas(p: LLVMValueRef) -> Vec<LLVMValueRef> {
+    let (mut out, mut seen, mut work) = (Vec::new(), HashSet::new(), vec![p]);
+    while let Some(v) = work.pop() {
+        if !seen.insert(v) {
+            continue;
+        }
+        if !LLVMIsAAllocaInst(v).is_null() {
+            out.push(v);
+        } else if let Some(base) = gep_pointer(v) {
+            work.push(base);
+        } else if !LLVMIsAPHINode(v).is_null() {
+            work.extend((0..LLVMCountIncoming(v)).map(|k| LLVMGetIncomingValue(v, k)));
+        } else if !LLVMIsASelectInst(v).is_null() {
+            work.extend([LLVMGetOperand(v, 1), LLVMGetOperand(v, 2)]);
+        }
+    }
+    out
 }
 
 /// The pointer a GEP (an instruction or a constant expression) offsets; `None` for anything

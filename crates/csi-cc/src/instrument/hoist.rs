@@ -148,9 +148,11 @@ pub(crate) unsafe fn hoist_probe_stores(
 /// address per way, no copy, and a store the repeat rule, hoisting and checking can see.
 /// Returns the number of stores made.
 ///
-/// Exact: only where everything in the block before the store is a `phi` or cannot fault
-/// ([`is_pure`]), so the bytes stored on entering it are the bytes the block stored right
-/// after its entry, with nothing in between that can stop. Only predecessors ending in `br`
+/// Exact: only where everything in the block before the store is a `phi`, another such store,
+/// or cannot fault ([`is_pure`], global probe stores, intrinsics that do nothing), so the bytes
+/// stored on entering it are the bytes the block stored right after its entry, with nothing in
+/// between that can stop. (A frame array's store moved ahead of a global probe store cannot
+/// fault either: the array was zeroed whole, its pages touched, before any of its probes.) Only predecessors ending in `br`
 /// or `switch` (their edges can be given a block), not an exception handler's block.
 unsafe fn unsink_probe_stores(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], kind: u32) -> usize {
     let coverage_address = |v: LLVMValueRef| match constant_offset(v) {
