@@ -533,6 +533,12 @@ extern "C" LLVMValueRef csi_split_if_then(LLVMValueRef cond, LLVMValueRef before
 // (a must-analysis over the loop's blocks in reverse postorder, back edges left out).
 static bool stores_on_every_way(Loop *l, LoopInfo &li, DominatorTree &dt,
                                 const DenseMap<const Instruction *, unsigned> &key_of) {
+  auto keep_common = [](std::set<unsigned> &in, const std::set<unsigned> &other) {
+    std::set<unsigned> both;
+    for (unsigned k : in)
+      if (other.count(k)) both.insert(k);
+    in.swap(both);
+  };
   LoopBlocksRPO rpo(l);
   rpo.perform(&li);
   DenseMap<const BasicBlock *, std::set<unsigned>> out;
@@ -547,10 +553,7 @@ static bool stores_on_every_way(Loop *l, LoopInfo &li, DominatorTree &dt,
           in = o->second;
           first = false;
         } else {
-          std::set<unsigned> both;
-          for (unsigned k : in)
-            if (o->second.count(k)) both.insert(k);
-          in.swap(both);
+          keep_common(in, o->second);
         }
       }
     for (Instruction &i : *bb)
@@ -561,12 +564,7 @@ static bool stores_on_every_way(Loop *l, LoopInfo &li, DominatorTree &dt,
   l->getLoopLatches(latches);
   if (latches.empty()) return false;
   std::set<unsigned> all = out[latches[0]];
-  for (BasicBlock *x : latches) {
-    std::set<unsigned> both;
-    for (unsigned k : all)
-      if (out[x].count(k)) both.insert(k);
-    all.swap(both);
-  }
+  for (BasicBlock *x : latches) keep_common(all, out[x]);
   return !all.empty();
 }
 

@@ -212,7 +212,7 @@ unsafe fn unsink_probe_stores(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], ki
         for &p in &preds {
             let addresses: Vec<LLVMValueRef> = stores
                 .iter()
-                .map(|&s| incoming_for(LLVMGetOperand(s, 1), p))
+                .map(|&s| incoming_all(LLVMGetOperand(s, 1), p)[0].0)
                 .collect();
             match groups.iter_mut().find(|(a, _)| *a == addresses) {
                 Some((_, ps)) => {
@@ -291,11 +291,6 @@ unsafe fn unsink_probe_stores(ctx: LLVMContextRef, bbs: &[LLVMBasicBlockRef], ki
     }
     LLVMDisposeBuilder(builder);
     made
-}
-
-/// The value `phi` brings from predecessor `p` (its first entry for `p`).
-unsafe fn incoming_for(phi: LLVMValueRef, p: LLVMBasicBlockRef) -> LLVMValueRef {
-    incoming_all(phi, p)[0].0
 }
 
 /// Every entry of `phi` for predecessor `p` (a `switch` with several cases into the block
@@ -598,15 +593,20 @@ unsafe fn drop_repeated_stores(
         e.sort_by_key(|&(pos, _)| pos);
     }
     let words = keys.len().div_ceil(64);
-    let through = |set: &mut Vec<u64>, b: usize| {
-        for (_, e) in &events[b] {
-            match e {
-                ByteEvent::Store(k, _) => set[k / 64] |= 1 << (k % 64),
-                ByteEvent::Clear(ks) => {
-                    for k in ks {
-                        set[k / 64] &= !(1 << (k % 64));
-                    }
+    // One event's effect on the set of bytes known to be 1; for a store, whether its byte
+    // already was (a repeat).
+    let step = |set: &mut [u64], e: &ByteEvent| -> bool {
+        match e {
+            ByteEvent::Store(k, _) => {
+                let was = set[k / 64] & (1 << (k % 64)) != 0;
+                set[k / 64] |= 1 << (k % 64);
+                was
+            }
+            ByteEvent::Clear(ks) => {
+                for k in ks {
+                    set[k / 64] &= !(1 << (k % 64));
                 }
+                false
             }
         }
     };
@@ -630,7 +630,9 @@ unsafe fn drop_repeated_stores(
         let mut changed = false;
         for &b in &live {
             let mut set = entry_of(&out, b);
-            through(&mut set, b);
+            for (_, e) in &events[b] {
+                step(&mut set, e);
+            }
             if set != out[b] {
                 out[b] = set;
                 changed = true;
@@ -644,19 +646,9 @@ unsafe fn drop_repeated_stores(
     for &b in &live {
         let mut set = entry_of(&out, b);
         for (_, e) in &events[b] {
-            match e {
-                ByteEvent::Store(k, i) => {
-                    if set[k / 64] & (1 << (k % 64)) != 0 {
-                        LLVMInstructionEraseFromParent(*i);
-                        dropped += 1;
-                    }
-                    set[k / 64] |= 1 << (k % 64);
-                }
-                ByteEvent::Clear(ks) => {
-                    for k in ks {
-                        set[k / 64] &= !(1 << (k % 64));
-                    }
-                }
+            if let (true, ByteEvent::Store(_, i)) = (step(&mut set, e), e) {
+                LLVMInstructionEraseFromParent(*i);
+                dropped += 1;
             }
         }
     }
